@@ -1,0 +1,153 @@
+// Command train trains an image classifier with stoke.
+//
+//	train [--config FILE] [--key=value ...]   train (the quickstart when no config is given)
+//	train gen-data --out DIR [options]        write a synthetic JPEG ImageFolder dataset
+//
+// Run `train --help` for every setting.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"stoke/config"
+	"stoke/configs"
+	"stoke/trainer"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is main without the exit, for tests: it returns the exit status.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		switch args[0] {
+		case "gen-data":
+			return genData(args[1:], stdout, stderr)
+		case "train":
+			args = args[1:]
+		case "help":
+			args = []string{"--help"}
+		default:
+			fmt.Fprintf(stderr, "train: unknown command %q; commands: train (default), gen-data; see `train --help`\n", args[0])
+			return 2
+		}
+	}
+	return trainCmd(args, stdout, stderr)
+}
+
+func trainCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("train", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("config", "", "YAML config file; without one, the built-in configs/"+configs.Default)
+	overrides := config.BindFlags(fs)
+	fs.Usage = func() { usage(fs, stderr) }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "train: unexpected argument %q; settings are flags (--key=value)\n", fs.Arg(0))
+		return 2
+	}
+	cfg, err := loadConfig(*cfgPath)
+	if err == nil {
+		err = cfg.Apply(*overrides)
+	}
+	if err == nil {
+		err = cfg.Validate()
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "train: %v\n", err)
+		return 2
+	}
+
+	ctx, stop := interruptContext(stderr)
+	defer stop()
+	sum, err := trainer.Run(ctx, cfg, trainer.Options{Out: stdout})
+	if err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintf(stderr, "train: interrupted; the last checkpoint is kept: continue with --resume %s\n", cfg.Train.Out)
+			return 130
+		}
+		fmt.Fprintf(stderr, "train: %v\n", err)
+		return 1
+	}
+	if n := len(sum.Epochs); n > 0 {
+		last := sum.Epochs[n-1]
+		fmt.Fprintf(stdout, "done: val top-1 %.1f%%, top-5 %.1f%%; run folder %s (metrics.jsonl, config.yaml, checkpoints/)\n",
+			100*last.ValTop1, 100*last.ValTop5, sum.RunDir)
+	} else {
+		fmt.Fprintf(stdout, "done: nothing to train, the checkpoint already has %d epochs\n", cfg.Train.Epochs)
+	}
+	return 0
+}
+
+// loadConfig reads path, or the built-in quickstart when path is empty.
+func loadConfig(path string) (config.Config, error) {
+	if path == "" {
+		b, err := configs.FS.ReadFile(configs.Default)
+		if err != nil {
+			return config.Config{}, err
+		}
+		return config.Parse(b, "built-in configs/"+configs.Default)
+	}
+	return config.Load(path)
+}
+
+// interruptContext is cancelled by the first SIGINT or SIGTERM, so the run
+// stops at a clean point; a second one exits at once.
+func interruptContext(stderr io.Writer) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		if _, ok := <-sig; !ok {
+			return
+		}
+		fmt.Fprintln(stderr, "\ntrain: stopping at the next clean point (interrupt again to exit at once)")
+		cancel()
+		if _, ok := <-sig; ok {
+			fmt.Fprintln(stderr, "train: exiting now")
+			os.Exit(130)
+		}
+	}()
+	return ctx, func() { signal.Stop(sig); close(sig); cancel() }
+}
+
+func usage(fs *flag.FlagSet, w io.Writer) {
+	fmt.Fprint(w, `Usage:
+  train [--config FILE] [--key=value ...]    train a classifier
+  train gen-data --out DIR [options]         write a synthetic JPEG dataset (train gen-data --help)
+
+Without --config, train runs the built-in quickstart (configs/quickstart.yaml):
+a small CNN on a generated 10-class dataset, made on first use in ~/.cache/stoke.
+
+Every setting of the config file is also a flag, --section.key=value, applied
+over the file; the common ones have short forms. Lists take "a,b"; conv blocks
+take YAML, e.g. --model.conv='[{channels: 16, kernel: 3, pool: true}]'.
+
+  --config FILE
+        YAML config file
+`)
+	byName := map[string]*flag.Flag{}
+	fs.VisitAll(func(f *flag.Flag) { byName[f.Name] = f })
+	scratch := config.Default()
+	for _, f := range scratch.Fields() {
+		name := "--" + f.Path
+		if f.Short != "" {
+			name += ", --" + f.Short
+		}
+		fmt.Fprintf(w, "  %s %s   (default %s)\n        %s\n", name, f.Type, f.String(), f.Help)
+	}
+}

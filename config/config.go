@@ -1,0 +1,120 @@
+// Package config is stoke's run configuration: a YAML file of settings,
+// overridden by command-line flags, checked field by field, and written back
+// out resolved at the start of every run.
+//
+// Every leaf setting has a dotted path ("data.batch_size") that is its flag
+// name too (--data.batch_size=32); the common ones also have short flags
+// (--batch-size). Unknown keys, wrong types and out-of-range values are
+// errors that name the field.
+package config
+
+import (
+	"stoke/model"
+)
+
+// Config is everything a run needs. The zero value is not valid: start from
+// Default() or Load().
+type Config struct {
+	Data    Data    `yaml:"data"`
+	Augment Augment `yaml:"augment"`
+	Model   Model   `yaml:"model"`
+	Optim   Optim   `yaml:"optim"`
+	Train   Train   `yaml:"train"`
+}
+
+// Data says where images come from and how the loader runs.
+type Data struct {
+	Root      string    `yaml:"root" help:"ImageFolder dataset: ROOT/train/<class>/*.jpg and ROOT/val/<class>/*.jpg; empty = the generated dataset described by data.synthetic, made on first use in the user cache folder" flag:"data"`
+	ImageSize int       `yaml:"image_size" help:"side in pixels of the square images fed to the model" flag:"image-size"`
+	BatchSize int       `yaml:"batch_size" help:"images per training step" flag:"batch-size"`
+	Workers   int       `yaml:"workers" help:"loader goroutines (PyTorch num_workers); 0 = load inline in the training goroutine" flag:"workers"`
+	Prefetch  int       `yaml:"prefetch" help:"batches in flight per worker (PyTorch prefetch_factor)" flag:"prefetch"`
+	PinMemory bool      `yaml:"pin_memory" help:"batch buffers in page-locked host memory (acts on the cuda device only)" flag:"pin-memory"`
+	Shuffle   bool      `yaml:"shuffle" help:"reshuffle the training set every epoch"`
+	DropLast  bool      `yaml:"drop_last" help:"drop the last training batch when it is short"`
+	BadImages string    `yaml:"bad_images" help:"what an undecodable image does: fail (stop with an error naming the file) or skip (count and list it)"`
+	MaxPixels int       `yaml:"max_pixels" help:"refuse images larger than this many pixels before decoding them"`
+	Synthetic Synthetic `yaml:"synthetic"`
+	CacheDir  string    `yaml:"cache_dir" help:"where generated datasets are kept; empty = $XDG_CACHE_HOME/stoke (or ~/.cache/stoke)"`
+}
+
+// Synthetic describes the generated dataset used when data.root is empty.
+type Synthetic struct {
+	Classes int    `yaml:"classes" help:"classes of the generated dataset"`
+	Train   int    `yaml:"train" help:"training images per class"`
+	Val     int    `yaml:"val" help:"validation images per class"`
+	Size    int    `yaml:"size" help:"side in pixels of the generated JPEGs"`
+	Seed    uint64 `yaml:"seed" help:"seed of the generated dataset"`
+}
+
+// Augment is the training and evaluation transform.
+type Augment struct {
+	Scale           []float64 `yaml:"scale" help:"RandomResizedCrop area range, two numbers in (0,1]"`
+	Ratio           []float64 `yaml:"ratio" help:"RandomResizedCrop aspect-ratio range, two numbers > 0"`
+	HFlip           float64   `yaml:"hflip" help:"probability of a horizontal flip"`
+	Brightness      float64   `yaml:"brightness" help:"colour jitter: brightness factor drawn from [1-b, 1+b] (torchvision meaning)"`
+	Contrast        float64   `yaml:"contrast" help:"colour jitter: contrast factor drawn from [1-c, 1+c]"`
+	Saturation      float64   `yaml:"saturation" help:"colour jitter: saturation factor drawn from [1-s, 1+s]"`
+	Mean            []float64 `yaml:"mean" help:"per-channel normalisation mean (RGB)"`
+	Std             []float64 `yaml:"std" help:"per-channel normalisation std (RGB)"`
+	EvalResizeRatio float64   `yaml:"eval_resize_ratio" help:"evaluation: resize the shorter side to image_size/ratio, then centre-crop"`
+}
+
+// Model is the CNN's shape; its input size and class count come from data.
+type Model struct {
+	Conv []model.ConvSpec `yaml:"conv" help:"conv blocks, each {channels, kernel, pool}; then global average pool and a linear head"`
+}
+
+// Optim is SGD and its learning-rate schedule.
+type Optim struct {
+	LR           float64 `yaml:"lr" help:"peak learning rate" flag:"lr"`
+	Momentum     float64 `yaml:"momentum" help:"SGD momentum"`
+	WeightDecay  float64 `yaml:"weight_decay" help:"L2 weight decay"`
+	WarmupEpochs float64 `yaml:"warmup_epochs" help:"linear warm-up from 0 to lr over this many epochs"`
+	MinLR        float64 `yaml:"min_lr" help:"learning rate at the end of the cosine decay"`
+}
+
+// Train is the loop: how long, where, and where results go.
+type Train struct {
+	Epochs      int    `yaml:"epochs" help:"training epochs" flag:"epochs"`
+	Device      string `yaml:"device" help:"cpu or cuda (cuda needs a build with -tags cuda)" flag:"device"`
+	NonBlocking bool   `yaml:"non_blocking" help:"asynchronous host-to-device copies on a copy stream (acts on the cuda device only)" flag:"non-blocking"`
+	Seed        uint64 `yaml:"seed" help:"seed of weights, shuffling and augmentation" flag:"seed"`
+	Out         string `yaml:"out" help:"run folder: resolved config, metrics.jsonl, checkpoints" flag:"out"`
+	Resume      string `yaml:"resume" help:"continue from a run folder or checkpoint folder" flag:"resume"`
+	Threads     int    `yaml:"threads" help:"OS threads for Go code (GOMAXPROCS); 0 = all cores" flag:"threads"`
+	Progress    string `yaml:"progress" help:"auto (a live bar on a terminal, plain lines otherwise), bar, plain or none"`
+	KeepCkpts   int    `yaml:"keep_checkpoints" help:"per-epoch checkpoints kept in the run folder (the newest always is)"`
+}
+
+// Default is the configuration every file starts from: a small CNN on the
+// generated dataset, on the CPU.
+func Default() Config {
+	return Config{
+		Data: Data{
+			ImageSize: 32,
+			BatchSize: 64,
+			Workers:   2,
+			Prefetch:  2,
+			Shuffle:   true,
+			BadImages: "fail",
+			MaxPixels: 50_000_000,
+			Synthetic: Synthetic{Classes: 10, Train: 200, Val: 50, Size: 64, Seed: 1},
+		},
+		Augment: Augment{
+			Scale:           []float64{0.08, 1},
+			Ratio:           []float64{3.0 / 4, 4.0 / 3},
+			HFlip:           0.5,
+			Mean:            []float64{0.485, 0.456, 0.406},
+			Std:             []float64{0.229, 0.224, 0.225},
+			EvalResizeRatio: 0.875,
+		},
+		Model: Model{Conv: []model.ConvSpec{
+			{Channels: 16, Kernel: 3, Pool: true},
+			{Channels: 32, Kernel: 3, Pool: true},
+			{Channels: 64, Kernel: 3},
+		}},
+		Optim: Optim{LR: 0.1, Momentum: 0.9, WeightDecay: 5e-4, WarmupEpochs: 1},
+		Train: Train{Epochs: 5, Device: "cpu", Seed: 1, Out: "runs/default", Progress: "auto", KeepCkpts: 2},
+	}
+}

@@ -1,0 +1,136 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Validate checks every setting and returns all problems at once, each
+// naming its field and what would be valid.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(path, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{path}, args...)...))
+	}
+	positive := func(path string, v int) {
+		if v <= 0 {
+			bad(path, "must be at least 1, got %d", v)
+		}
+	}
+	finite := func(path string, v float64) bool {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			bad(path, "must be a finite number, got %v", v)
+			return false
+		}
+		return true
+	}
+
+	d := &c.Data
+	positive("data.image_size", d.ImageSize)
+	positive("data.batch_size", d.BatchSize)
+	if d.Workers < 0 {
+		bad("data.workers", "must be 0 (load inline) or more, got %d", d.Workers)
+	}
+	positive("data.prefetch", d.Prefetch)
+	if d.BadImages != "fail" && d.BadImages != "skip" {
+		bad("data.bad_images", "must be fail or skip, got %q", d.BadImages)
+	}
+	positive("data.max_pixels", d.MaxPixels)
+	if d.Root == "" {
+		s := &d.Synthetic
+		if s.Classes < 2 {
+			bad("data.synthetic.classes", "must be at least 2, got %d", s.Classes)
+		}
+		positive("data.synthetic.train", s.Train)
+		positive("data.synthetic.val", s.Val)
+		if s.Size < 8 {
+			bad("data.synthetic.size", "must be at least 8 pixels, got %d", s.Size)
+		}
+	}
+
+	a := &c.Augment
+	if len(a.Scale) != 2 {
+		bad("augment.scale", "must be two numbers [min, max], got %d", len(a.Scale))
+	} else if !(a.Scale[0] > 0 && a.Scale[0] <= a.Scale[1] && a.Scale[1] <= 1) {
+		bad("augment.scale", "must satisfy 0 < min <= max <= 1, got %v", a.Scale)
+	}
+	if len(a.Ratio) != 2 {
+		bad("augment.ratio", "must be two numbers [min, max], got %d", len(a.Ratio))
+	} else if !(a.Ratio[0] > 0 && a.Ratio[0] <= a.Ratio[1]) || math.IsInf(a.Ratio[1], 0) {
+		bad("augment.ratio", "must satisfy 0 < min <= max, got %v", a.Ratio)
+	}
+	if finite("augment.hflip", a.HFlip) && (a.HFlip < 0 || a.HFlip > 1) {
+		bad("augment.hflip", "is a probability in [0,1], got %v", a.HFlip)
+	}
+	for _, j := range []struct {
+		path string
+		v    float64
+	}{{"augment.brightness", a.Brightness}, {"augment.contrast", a.Contrast}, {"augment.saturation", a.Saturation}} {
+		if finite(j.path, j.v) && j.v < 0 {
+			bad(j.path, "must be 0 (off) or more, got %v", j.v)
+		}
+	}
+	if len(a.Mean) != 3 {
+		bad("augment.mean", "must be three numbers (R, G, B), got %d", len(a.Mean))
+	}
+	if len(a.Std) != 3 {
+		bad("augment.std", "must be three numbers (R, G, B), got %d", len(a.Std))
+	}
+	for i, s := range a.Std {
+		if !(s > 0) || math.IsInf(s, 0) {
+			bad(fmt.Sprintf("augment.std[%d]", i), "must be > 0, got %v", s)
+		}
+	}
+	if !(a.EvalResizeRatio > 0 && a.EvalResizeRatio <= 1) {
+		bad("augment.eval_resize_ratio", "must be in (0,1], got %v", a.EvalResizeRatio)
+	}
+
+	if len(c.Model.Conv) == 0 {
+		bad("model.conv", "needs at least one conv block")
+	}
+	for i, b := range c.Model.Conv {
+		if b.Channels <= 0 {
+			bad(fmt.Sprintf("model.conv[%d].channels", i), "must be at least 1, got %d", b.Channels)
+		}
+		if b.Kernel <= 0 || b.Kernel%2 == 0 {
+			bad(fmt.Sprintf("model.conv[%d].kernel", i), "must be an odd number >= 1, got %d", b.Kernel)
+		}
+	}
+
+	o := &c.Optim
+	if finite("optim.lr", o.LR) && o.LR <= 0 {
+		bad("optim.lr", "must be > 0, got %v", o.LR)
+	}
+	if finite("optim.momentum", o.Momentum) && (o.Momentum < 0 || o.Momentum >= 1) {
+		bad("optim.momentum", "must be in [0,1), got %v", o.Momentum)
+	}
+	if finite("optim.weight_decay", o.WeightDecay) && o.WeightDecay < 0 {
+		bad("optim.weight_decay", "must be 0 or more, got %v", o.WeightDecay)
+	}
+	if finite("optim.warmup_epochs", o.WarmupEpochs) && o.WarmupEpochs < 0 {
+		bad("optim.warmup_epochs", "must be 0 or more, got %v", o.WarmupEpochs)
+	}
+	if finite("optim.min_lr", o.MinLR) && (o.MinLR < 0 || o.MinLR > o.LR) {
+		bad("optim.min_lr", "must be in [0, optim.lr], got %v", o.MinLR)
+	}
+
+	t := &c.Train
+	positive("train.epochs", t.Epochs)
+	if t.Device != "cpu" && t.Device != "cuda" {
+		bad("train.device", "must be cpu or cuda, got %q", t.Device)
+	}
+	if t.Out == "" {
+		bad("train.out", "must name a run folder")
+	}
+	if t.Threads < 0 {
+		bad("train.threads", "must be 0 (all cores) or more, got %d", t.Threads)
+	}
+	switch t.Progress {
+	case "auto", "bar", "plain", "none":
+	default:
+		bad("train.progress", "must be auto, bar, plain or none, got %q", t.Progress)
+	}
+	positive("train.keep_checkpoints", t.KeepCkpts)
+	return errors.Join(errs...)
+}

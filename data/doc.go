@@ -1,0 +1,29 @@
+// Package data reads an ImageFolder dataset and turns it into batches.
+//
+// The flow is: Scan builds an Index (paths, labels, classes) once; a Sampler
+// gives the order of samples for (seed, epoch); a Loader decodes and
+// transforms samples in Workers goroutines (0 = inline in the caller's
+// goroutine, as PyTorch does), writes each into its slot of a batch buffer
+// drawn from a bounded pool, and hands batches back in sampler order.
+//
+// Each sample's random numbers come from SampleRNG(seed, epoch, index): the
+// RNG belongs to the sample, not to the worker, so an epoch's batches are
+// bit-identical whatever the number of workers.
+//
+// Batch buffers come from an Allocator: pageable Go memory by default,
+// page-locked memory from the CUDA backend when pin_memory is on. This
+// package knows nothing of models or CUDA.
+//
+// Files, by concern:
+//
+//	index.go    Scan: the ImageFolder layout, and its errors (ErrLayout, fs.ErrNotExist)
+//	decode.go   Decode/Decoder: JPEG and PNG to RGB, size limit, *ImageError
+//	sampler.go  Permutation, SampleRNG, SampleSource (reseeded without allocating)
+//	alloc.go    Pageable, Float32s/Int32s views of a buffer
+//	loader.go   Loader, Iter, Batch: workers, the buffer pool, reordering
+//	synth.go    Generate/EnsureSynthetic: the learnable synthetic dataset
+//
+// Errors: a bad image is an *ImageError naming the file and wrapping one of
+// ErrEmptyFile, ErrUnsupported, ErrCorrupt, ErrTooLarge or ErrUnreadable;
+// a missing dataset wraps fs.ErrNotExist; a malformed one wraps ErrLayout.
+package data

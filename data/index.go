@@ -1,0 +1,189 @@
+package data
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// ErrLayout marks a dataset folder that exists but is not a usable
+// ImageFolder (classes differ between splits, an empty class, no images).
+// A dataset that is not there at all wraps fs.ErrNotExist instead, so
+// callers can tell "generate or download it" apart from "fix it".
+var ErrLayout = errors.New("not a usable ImageFolder dataset")
+
+// imageExts are the file extensions Scan picks up, compared in lower case.
+var imageExts = map[string]bool{".jpg": true, ".jpeg": true, ".png": true}
+
+// IsImagePath reports whether name has an extension Scan treats as an image.
+func IsImagePath(name string) bool {
+	return imageExts[strings.ToLower(filepath.Ext(name))]
+}
+
+// Scan reads the ImageFolder layout under root:
+//
+//	root/train/<class>/**/*.{jpg,jpeg,png}
+//	root/val/<class>/**/*.{jpg,jpeg,png}
+//
+// Extensions are matched case-insensitively. Images are found recursively
+// under each class folder; symlinked class folders and symlinked files are
+// followed, symlinked folders below a class are not (so a link loop cannot
+// hang Scan). Hidden entries (".name") are ignored. Both splits get the
+// same sorted class list, and every class must have at least one image in
+// each split.
+func Scan(root string) (train, val *Index, err error) {
+	fi, err := os.Stat(root)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, fmt.Errorf("data: dataset folder %s does not exist (`train gen-data --out %s` makes a demo set): %w", root, root, fs.ErrNotExist)
+		}
+		return nil, nil, fmt.Errorf("data: dataset folder %s: %w", root, err)
+	}
+	if !fi.IsDir() {
+		return nil, nil, fmt.Errorf("data: dataset root %s is a file, not a folder with train/ and val/: %w", root, ErrLayout)
+	}
+	var splits [2]map[string]string // class name -> class folder
+	for i, split := range []string{"train", "val"} {
+		dir := filepath.Join(root, split)
+		classes, err := classDirs(dir)
+		if err != nil {
+			return nil, nil, err
+		}
+		splits[i] = classes
+	}
+	if err := sameClasses(root, splits[0], splits[1]); err != nil {
+		return nil, nil, err
+	}
+	classes := make([]string, 0, len(splits[0]))
+	for c := range splits[0] {
+		classes = append(classes, c)
+	}
+	slices.Sort(classes)
+
+	var idx [2]*Index
+	for i, split := range []string{"train", "val"} {
+		ix := &Index{Root: filepath.Join(root, split), Classes: classes}
+		for label, c := range classes {
+			dir := splits[i][c]
+			var paths []string
+			if err := walkImages(dir, &paths); err != nil {
+				return nil, nil, err
+			}
+			if len(paths) == 0 {
+				return nil, nil, fmt.Errorf("data: class folder %s holds no .jpg, .jpeg or .png images: %w", dir, ErrLayout)
+			}
+			slices.Sort(paths)
+			for _, p := range paths {
+				ix.Samples = append(ix.Samples, Sample{Path: p, Label: label})
+			}
+		}
+		idx[i] = ix
+	}
+	return idx[0], idx[1], nil
+}
+
+// classDirs lists the class folders of one split: its non-hidden
+// subfolders, or symlinks to folders.
+func classDirs(dir string) (map[string]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("data: split folder %s does not exist (an ImageFolder dataset needs train/<class>/ and val/<class>/): %w", dir, fs.ErrNotExist)
+		}
+		return nil, fmt.Errorf("data: reading split folder %s: %w", dir, err)
+	}
+	classes := map[string]string{}
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, ".") {
+			continue
+		}
+		p := filepath.Join(dir, name)
+		isDir := e.IsDir()
+		if e.Type()&fs.ModeSymlink != 0 {
+			fi, err := os.Stat(p) // a symlinked class folder is followed once
+			isDir = err == nil && fi.IsDir()
+		}
+		if isDir {
+			classes[name] = p
+		}
+	}
+	if len(classes) == 0 {
+		return nil, fmt.Errorf("data: split folder %s has no class folders, so no images (expected %s/<class>/*.jpg): %w", dir, dir, ErrLayout)
+	}
+	return classes, nil
+}
+
+// sameClasses checks that train and val name the same classes, naming every
+// class found in one split only.
+func sameClasses(root string, train, val map[string]string) error {
+	var onlyVal, onlyTrain []string
+	for c := range val {
+		if _, ok := train[c]; !ok {
+			onlyVal = append(onlyVal, c)
+		}
+	}
+	for c := range train {
+		if _, ok := val[c]; !ok {
+			onlyTrain = append(onlyTrain, c)
+		}
+	}
+	slices.Sort(onlyVal)
+	slices.Sort(onlyTrain)
+	var msgs []string
+	if len(onlyVal) > 0 {
+		msgs = append(msgs, fmt.Sprintf("val class %s missing from %s", quoteList(onlyVal), filepath.Join(root, "train")))
+	}
+	if len(onlyTrain) > 0 {
+		msgs = append(msgs, fmt.Sprintf("train class %s missing from %s", quoteList(onlyTrain), filepath.Join(root, "val")))
+	}
+	if len(msgs) > 0 {
+		return fmt.Errorf("data: train and val must have the same classes: %s: %w", strings.Join(msgs, "; "), ErrLayout)
+	}
+	return nil
+}
+
+func quoteList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	return strings.Join(q, ", ")
+}
+
+// walkImages appends the image files under dir. It reads dir itself even if
+// dir is a symlink, follows symlinked files, and does not descend into
+// symlinked folders, so it always terminates.
+func walkImages(dir string, out *[]string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("data: reading class folder %s: %w", dir, err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, ".") {
+			continue
+		}
+		p := filepath.Join(dir, name)
+		switch {
+		case e.IsDir():
+			if err := walkImages(p, out); err != nil {
+				return err
+			}
+		case e.Type()&fs.ModeSymlink != 0:
+			if !IsImagePath(name) {
+				continue
+			}
+			if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+				*out = append(*out, p)
+			}
+		case e.Type().IsRegular() && IsImagePath(name):
+			*out = append(*out, p)
+		}
+	}
+	return nil
+}

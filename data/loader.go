@@ -1,0 +1,500 @@
+package data
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// LoaderConfig configures a Loader. Index and Transform are required.
+type LoaderConfig struct {
+	Index     *Index
+	Transform Transform
+	BatchSize int
+	// Workers is the number of loader goroutines (PyTorch's num_workers);
+	// 0 loads inline, in the goroutine that calls Next.
+	Workers int
+	// Prefetch is the number of batches in flight per worker (PyTorch's
+	// prefetch_factor), at least 1; ignored when Workers is 0.
+	Prefetch  int
+	Shuffle   bool
+	DropLast  bool
+	Seed      uint64
+	Alloc     Allocator // nil = Pageable
+	MaxPixels int       // passed to Decode; 0 = DefaultMaxPixels
+	// SkipBadImages leaves an image that fails to decode out of its batch
+	// (listed in Batch.Skipped) instead of failing the epoch with its
+	// ImageError. The batch is then shorter: N counts the images kept.
+	SkipBadImages bool
+}
+
+// Batch is one batch of samples in a buffer from the Loader's pool.
+//
+// The buffer's layout, as Bytes holds it: X (BatchSize*3*S*S float32, CHW
+// per sample, sample after sample) then Labels (BatchSize int32), native
+// byte order. X and Labels are views of Bytes.
+type Batch struct {
+	Epoch, Index int       // epoch, and batch number within it
+	N            int       // valid samples (the last batch may be short unless DropLast)
+	X            []float32 // BatchSize*3*S*S; rows >= N are zero
+	Labels       []int32   // BatchSize; rows >= N are 0
+	Samples      []int     // dataset indices of the N samples
+	Skipped      []int     // dataset indices left out as bad images (SkipBadImages only)
+	Worker       int       // which worker built it (-1 = inline)
+	Start, End   time.Time // when loading of this batch began and ended
+	Bytes        []byte    // the underlying buffer as allocated (for copies to a device)
+
+	loader *Loader
+	out    atomic.Bool // handed to the caller and not yet released
+}
+
+// Release gives the batch's buffer back to the pool for the Loader to
+// refill. The caller must not touch X, Labels or Bytes afterwards. Calling
+// it again before the batch is handed out anew does nothing.
+func (b *Batch) Release() {
+	if b == nil || b.loader == nil || !b.out.CompareAndSwap(true, false) {
+		return
+	}
+	b.loader.held.Add(-1)
+	b.loader.put(b)
+}
+
+// Loader turns an Index into batches, epoch after epoch, reusing a fixed
+// pool of batch buffers. Use it from one goroutine (Batch.Release may be
+// called from any); one Iter is live at a time.
+type Loader struct {
+	cfg       LoaderConfig
+	sampleLen int // 3*S*S floats per sample
+	nb        int // batches per epoch
+
+	bufs []*Batch      // every buffer, allocated once
+	pool chan *Batch   // the free ones
+	held atomic.Int32  // handed to the caller, not yet released
+	ws   []workerState // per worker (one for inline), reused across epochs
+	perm []int
+
+	mu     sync.Mutex // guards closed and active, and orders put with Close
+	closed bool
+	active *Iter
+}
+
+// workerState is what one loading goroutine keeps between samples.
+type workerState struct {
+	dec Decoder
+	src *SampleSource
+}
+
+// NewLoader checks cfg and allocates the loader's buffers, once:
+// Workers*Prefetch of them (2 when Workers is 0), each holding
+// BatchSize*3*S*S float32 and BatchSize int32 labels.
+func NewLoader(cfg LoaderConfig) (*Loader, error) {
+	switch {
+	case cfg.Index == nil:
+		return nil, errors.New("data: LoaderConfig.Index is nil")
+	case len(cfg.Index.Samples) == 0:
+		return nil, fmt.Errorf("data: LoaderConfig.Index (%s) has no samples", cfg.Index.Root)
+	case cfg.Transform == nil:
+		return nil, errors.New("data: LoaderConfig.Transform is nil")
+	case cfg.Transform.Size() <= 0:
+		return nil, fmt.Errorf("data: LoaderConfig.Transform.Size() is %d, must be > 0", cfg.Transform.Size())
+	case cfg.BatchSize < 1:
+		return nil, fmt.Errorf("data: LoaderConfig.BatchSize is %d, must be >= 1", cfg.BatchSize)
+	case cfg.Workers < 0:
+		return nil, fmt.Errorf("data: LoaderConfig.Workers is %d, must be >= 0 (0 = load inline)", cfg.Workers)
+	case cfg.Workers > 0 && cfg.Prefetch < 1:
+		return nil, fmt.Errorf("data: LoaderConfig.Prefetch is %d, must be >= 1 when Workers > 0", cfg.Prefetch)
+	case cfg.MaxPixels < 0:
+		return nil, fmt.Errorf("data: LoaderConfig.MaxPixels is %d, must be >= 0 (0 = default)", cfg.MaxPixels)
+	case cfg.DropLast && cfg.BatchSize > len(cfg.Index.Samples):
+		return nil, fmt.Errorf("data: LoaderConfig.BatchSize %d exceeds the %d samples of %s: with DropLast no batch is left",
+			cfg.BatchSize, len(cfg.Index.Samples), cfg.Index.Root)
+	}
+	if cfg.Alloc == nil {
+		cfg.Alloc = Pageable{}
+	}
+	s := cfg.Transform.Size()
+	n := len(cfg.Index.Samples)
+	l := &Loader{cfg: cfg, sampleLen: 3 * s * s, perm: make([]int, n)}
+	l.nb = n / cfg.BatchSize
+	if !cfg.DropLast && n%cfg.BatchSize != 0 {
+		l.nb++
+	}
+	poolSize, workers := 2, 1
+	if cfg.Workers > 0 {
+		poolSize, workers = cfg.Workers*cfg.Prefetch, cfg.Workers
+	}
+	xLen := cfg.BatchSize * l.sampleLen
+	nBytes := 4 * (xLen + cfg.BatchSize)
+	l.pool = make(chan *Batch, poolSize)
+	for range poolSize {
+		mem, err := cfg.Alloc.Alloc(nBytes)
+		if err == nil && len(mem) != nBytes {
+			err = fmt.Errorf("returned %d bytes", len(mem))
+		}
+		if err != nil {
+			err = fmt.Errorf("data: allocating a %d-byte %s batch buffer (%d of %d): %w", nBytes, cfg.Alloc.Name(), len(l.bufs)+1, poolSize, err)
+			for _, b := range l.bufs {
+				cfg.Alloc.Free(b.Bytes)
+			}
+			return nil, err
+		}
+		b := &Batch{
+			Bytes:   mem,
+			X:       Float32s(mem[:4*xLen]),
+			Labels:  Int32s(mem[4*xLen:]),
+			Samples: make([]int, 0, cfg.BatchSize),
+			loader:  l,
+		}
+		l.bufs = append(l.bufs, b)
+		l.pool <- b
+	}
+	l.ws = make([]workerState, workers)
+	for i := range l.ws {
+		l.ws[i] = workerState{dec: Decoder{MaxPixels: cfg.MaxPixels}, src: NewSampleSource()}
+	}
+	return l, nil
+}
+
+// NumBatches is the number of batches in one epoch.
+func (l *Loader) NumBatches() int { return l.nb }
+
+// Index is the dataset the loader reads.
+func (l *Loader) Index() *Index { return l.cfg.Index }
+
+// PoolSize is the number of batch buffers, fixed for the loader's life.
+func (l *Loader) PoolSize() int { return len(l.bufs) }
+
+// put returns a buffer to the pool, or frees it once the loader is closed.
+func (l *Loader) put(b *Batch) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		l.cfg.Alloc.Free(b.Bytes)
+		return
+	}
+	l.pool <- b // never blocks: the pool has room for every buffer
+}
+
+// Close ends the live Iter, if any, and frees the buffers through the
+// Allocator. Buffers still held by the caller are freed when released.
+func (l *Loader) Close() error {
+	l.mu.Lock()
+	it := l.active
+	l.mu.Unlock()
+	if it != nil {
+		it.Close()
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil
+	}
+	l.closed = true
+	var errs []error
+	for {
+		select {
+		case b := <-l.pool:
+			if err := l.cfg.Alloc.Free(b.Bytes); err != nil {
+				errs = append(errs, fmt.Errorf("data: freeing a %s batch buffer: %w", l.cfg.Alloc.Name(), err))
+			}
+		default:
+			return errors.Join(errs...)
+		}
+	}
+}
+
+// ErrAllBuffersHeld is returned by Next when the caller holds every batch
+// buffer, so no batch can be built until one is released.
+var ErrAllBuffersHeld = errors.New("data: the caller holds every batch buffer; Release a batch before calling Next again")
+
+// Iter yields the batches of one epoch, in sampler order.
+type Iter struct {
+	l     *Loader
+	ctx   context.Context
+	epoch int
+	perm  []int
+	next  int   // batch to deliver next
+	err   error // sticky: once set, Next returns it
+
+	// Worker mode only.
+	done     chan struct{}
+	stopOnce sync.Once
+	wg       sync.WaitGroup
+	jobs     atomic.Int64 // next batch number to hand to a worker
+	failed   atomic.Bool  // a worker failed: take no more jobs
+	results  chan result
+	ring     []result // finished batches waiting for their turn, by Index % PoolSize
+	closed   bool
+}
+
+type result struct {
+	ok  bool // slot in use
+	idx int
+	b   *Batch
+	err error
+}
+
+// Epoch starts epoch number epoch. Samples are visited in
+// Permutation(n, Seed, epoch, Shuffle) order and sample i is transformed
+// with SampleRNG(Seed, epoch, i). Starting an epoch ends the previous Iter
+// if it is still open. Cancelling ctx stops the workers; Next then returns
+// ctx's error.
+func (l *Loader) Epoch(ctx context.Context, epoch int) *Iter {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	l.mu.Lock()
+	prev, closed := l.active, l.closed
+	l.mu.Unlock()
+	if closed {
+		return &Iter{l: l, err: errors.New("data: Epoch on a closed Loader"), closed: true}
+	}
+	if prev != nil {
+		prev.Close()
+	}
+	it := &Iter{l: l, ctx: ctx, epoch: epoch, perm: permutation(l.perm, l.cfg.Seed, epoch, l.cfg.Shuffle)}
+	l.mu.Lock()
+	l.active = it
+	l.mu.Unlock()
+	if l.cfg.Workers == 0 {
+		return it
+	}
+	it.done = make(chan struct{})
+	it.results = make(chan result, len(l.bufs)+l.cfg.Workers)
+	it.ring = make([]result, len(l.bufs))
+	it.wg.Add(l.cfg.Workers)
+	for w := range l.cfg.Workers {
+		go it.work(w)
+	}
+	return it
+}
+
+// work is one worker: take a free buffer, then the next batch number, build
+// it, send it; until the jobs run out or the Iter stops. Taking the buffer
+// before the job means the lowest unfinished batch always has a buffer, so
+// the reordering in Next cannot deadlock.
+func (it *Iter) work(w int) {
+	defer it.wg.Done()
+	l := it.l
+	ctxDone := it.ctx.Done()
+	for {
+		var b *Batch
+		select {
+		case b = <-l.pool:
+		case <-it.done:
+			return
+		case <-ctxDone:
+			return
+		}
+		j := int(it.jobs.Add(1) - 1)
+		if it.failed.Load() || j >= l.nb {
+			l.pool <- b
+			return
+		}
+		err := l.build(it, b, j, w, &l.ws[w])
+		if err != nil {
+			it.failed.Store(true) // before the buffer goes back: whoever takes it sees the flag
+			l.pool <- b
+			b = nil
+			if errors.Is(err, errStopped) {
+				return
+			}
+		}
+		select {
+		case it.results <- result{ok: true, idx: j, b: b, err: err}:
+		case <-it.done:
+			if b != nil {
+				l.pool <- b
+			}
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+var errStopped = errors.New("data: iteration stopped")
+
+// build fills b with batch j of the epoch.
+func (l *Loader) build(it *Iter, b *Batch, j, worker int, ws *workerState) error {
+	b.Epoch, b.Index, b.Worker = it.epoch, j, worker
+	b.Start = time.Now()
+	b.Samples, b.Skipped = b.Samples[:0], b.Skipped[:0]
+	lo := j * l.cfg.BatchSize
+	hi := min(lo+l.cfg.BatchSize, len(it.perm))
+	n := 0
+	for _, idx := range it.perm[lo:hi] {
+		if it.stopped() {
+			return errStopped
+		}
+		s := l.cfg.Index.Samples[idx]
+		img, err := ws.dec.Decode(s.Path)
+		if err != nil {
+			if l.cfg.SkipBadImages {
+				b.Skipped = append(b.Skipped, idx)
+				continue
+			}
+			return err
+		}
+		dst := b.X[n*l.sampleLen : (n+1)*l.sampleLen]
+		clear(dst) // a Transform that leaves pixels unwritten must not see the last batch's
+		if err := l.cfg.Transform.Apply(img, ws.src.For(l.cfg.Seed, it.epoch, idx), dst); err != nil {
+			return fmt.Errorf("data: transforming %s: %w", s.Path, err)
+		}
+		b.Labels[n] = int32(s.Label)
+		b.Samples = append(b.Samples, idx)
+		n++
+	}
+	b.N = n
+	clear(b.X[n*l.sampleLen:])
+	clear(b.Labels[n:])
+	b.End = time.Now()
+	return nil
+}
+
+// stopped reports whether the Iter was closed or its context cancelled.
+func (it *Iter) stopped() bool {
+	if it.done != nil {
+		select {
+		case <-it.done:
+			return true
+		default:
+		}
+	}
+	return it.ctx.Err() != nil
+}
+
+// Next returns the next batch in sampler order, or io.EOF after the last.
+// The caller owns the batch until it calls Release. A bad image ends the
+// epoch with its *ImageError (unless SkipBadImages), a cancelled context
+// with ctx.Err(); either way every worker has stopped by then. If the
+// caller holds every buffer, Next returns ErrAllBuffersHeld rather than
+// wait for a Release that cannot come.
+func (it *Iter) Next() (*Batch, error) {
+	if it.err != nil {
+		return nil, it.err
+	}
+	if it.closed {
+		return nil, errors.New("data: Next on a closed Iter")
+	}
+	if it.next >= it.l.nb {
+		it.stop()
+		return nil, io.EOF
+	}
+	if err := it.ctx.Err(); err != nil {
+		return nil, it.fail(err)
+	}
+	if it.l.cfg.Workers == 0 {
+		return it.nextInline()
+	}
+	p := len(it.ring)
+	for {
+		if r := &it.ring[it.next%p]; r.ok && r.idx == it.next {
+			res := *r
+			*r = result{}
+			if res.err != nil {
+				return nil, it.fail(res.err)
+			}
+			return it.deliver(res.b), nil
+		}
+		if int(it.l.held.Load()) >= p {
+			return nil, ErrAllBuffersHeld
+		}
+		select {
+		case r := <-it.results:
+			if r.idx-it.next >= p || r.idx < it.next {
+				return nil, it.fail(fmt.Errorf("data: internal error: batch %d finished while waiting for %d with %d buffers", r.idx, it.next, p))
+			}
+			it.ring[r.idx%p] = r
+		case <-it.ctx.Done():
+			return nil, it.fail(it.ctx.Err())
+		}
+	}
+}
+
+func (it *Iter) nextInline() (*Batch, error) {
+	var b *Batch
+	select {
+	case b = <-it.l.pool:
+	default:
+		return nil, ErrAllBuffersHeld
+	}
+	if err := it.l.build(it, b, it.next, -1, &it.l.ws[0]); err != nil {
+		it.l.put(b)
+		if errors.Is(err, errStopped) {
+			err = it.ctx.Err()
+		}
+		return nil, it.fail(err)
+	}
+	return it.deliver(b), nil
+}
+
+func (it *Iter) deliver(b *Batch) *Batch {
+	b.out.Store(true)
+	it.l.held.Add(1)
+	it.next++
+	if it.next == it.l.nb {
+		it.stop() // every batch is out: let the workers go now
+	}
+	return b
+}
+
+// fail makes err sticky and stops the workers.
+func (it *Iter) fail(err error) error {
+	it.err = err
+	it.stop()
+	return err
+}
+
+// stop tells the workers to finish and waits for them.
+func (it *Iter) stop() {
+	if it.done == nil {
+		return
+	}
+	it.stopOnce.Do(func() { close(it.done) })
+	it.wg.Wait()
+}
+
+// Close stops and waits for the workers and returns every buffer not
+// handed to the caller to the pool. It is safe to call more than once, and
+// after EOF or an error.
+func (it *Iter) Close() {
+	if it.closed {
+		return
+	}
+	it.closed = true
+	it.stop()
+	if it.done != nil {
+	drain:
+		for {
+			select {
+			case r := <-it.results:
+				if r.b != nil {
+					it.l.put(r.b)
+				}
+			default:
+				break drain
+			}
+		}
+		for i, r := range it.ring {
+			if r.b != nil {
+				it.l.put(r.b)
+			}
+			it.ring[i] = result{}
+		}
+	}
+	if it.err == nil {
+		it.err = errors.New("data: Next on a closed Iter")
+	}
+	l := it.l
+	l.mu.Lock()
+	if l.active == it {
+		l.active = nil
+	}
+	l.mu.Unlock()
+}

@@ -1,0 +1,406 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// Options are the training settings fixed when the graph is built.
+type Options struct {
+	Batch       int     // B: the graph's fixed batch size
+	Seed        uint64  // seeds the initial weights
+	Momentum    float32 // SGD momentum (0: plain SGD)
+	WeightDecay float32 // L2 penalty added to every parameter's gradient
+}
+
+// StepResult is what one training step reports.
+type StepResult struct {
+	Loss    float64 // mean cross-entropy over the n valid samples
+	Correct int     // top-1 hits among the n valid samples
+}
+
+// EvalResult is what one evaluation batch reports; sums, so that batches of
+// different sizes add up.
+type EvalResult struct {
+	LossSum float64 // summed cross-entropy over the n valid samples
+	Top1    int
+	Top5    int // label within the 5 highest logits (every sample when Classes < 5)
+}
+
+// param is one trainable tensor. data backs the graph node's value, so the
+// optimizer updates the weights in place; mom is its momentum buffer.
+type param struct {
+	name  string
+	shape []int // PyTorch's layout (what Params reports)
+	// transposed is set for fc.weight, held as (C, Classes) inside the graph
+	// so that the head is a plain h·W; PyTorch's nn.Linear keeps (Classes, C).
+	transposed bool
+	fanIn      int
+	node       *G.Node
+	grad       *G.Node
+	data       []float32
+	mom        []float32
+}
+
+// Model is a CNN built as one gorgonia graph with a fixed batch size, and
+// its SGD state. A Model is not safe for concurrent use.
+type Model struct {
+	spec Spec
+	opt  Options
+
+	g       *G.ExprGraph
+	train   G.VM // forward, backward: every node
+	forward G.VM // the subgraph that computes the logits
+	x       []float32
+	target  []float32
+	logits  *G.Node
+	loss    *G.Node
+	params  []*param
+	steps   int64 // optimizer steps taken; the first one seeds momentum
+	closed  bool
+}
+
+// buildMu serialises graph construction: gorgonia's builders share
+// package-level constant nodes (the gradient seed, ReLU's zero) and cache
+// their hashes lazily, which races when two graphs are built at once.
+var buildMu sync.Mutex
+
+// New validates spec and opt, initialises the weights from opt.Seed as
+// PyTorch does by default, and builds the training and forward machines.
+func New(spec Spec, opt Options) (*Model, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	if opt.Batch < 1 {
+		return nil, fmt.Errorf("model.options.batch: must be >= 1, got %d", opt.Batch)
+	}
+	if !(opt.Momentum >= 0) || math.IsInf(float64(opt.Momentum), 0) {
+		return nil, fmt.Errorf("model.options.momentum: must be >= 0, got %v", opt.Momentum)
+	}
+	if !(opt.WeightDecay >= 0) || math.IsInf(float64(opt.WeightDecay), 0) {
+		return nil, fmt.Errorf("model.options.weight_decay: must be >= 0, got %v", opt.WeightDecay)
+	}
+	m := &Model{spec: spec, opt: opt}
+	m.initParams()
+
+	buildMu.Lock()
+	err := m.build()
+	buildMu.Unlock()
+	if err != nil {
+		m.Close()
+		return nil, fmt.Errorf("model: building the graph: %w", err)
+	}
+	return m, nil
+}
+
+// build makes the graph:
+//
+//	x (B,3,S,S) → [conv KxK pad K/2 + bias → ReLU → maxpool 2x2/2]… →
+//	reshape (B,C,H·W) → mean over axis 2 → (B,C) → ·W + b → logits (B,K)
+//	loss = softmaxCrossEntropy(logits, target)
+//
+// The global average pool is a reshape and a one-axis Mean because
+// gorgonia's GlobalAveragePool2D has no gradient and its Mean over two axes
+// is wrong (FACTS.md).
+func (m *Model) build() error {
+	B, S, K := m.opt.Batch, m.spec.InputSize, m.spec.Classes
+	m.g = G.NewGraph()
+	m.x = make([]float32, B*3*S*S)
+	m.target = make([]float32, B*K)
+	x := G.NewTensor(m.g, tensor.Float32, 4, G.WithShape(B, 3, S, S), G.WithName("x"),
+		G.WithValue(tensor.New(tensor.WithShape(B, 3, S, S), tensor.WithBacking(m.x))))
+	target := G.NewMatrix(m.g, tensor.Float32, G.WithShape(B, K), G.WithName("target"),
+		G.WithValue(tensor.New(tensor.WithShape(B, K), tensor.WithBacking(m.target))))
+
+	for _, p := range m.params {
+		shape := p.shape
+		if p.transposed {
+			shape = []int{p.shape[1], p.shape[0]}
+		}
+		val := tensor.New(tensor.WithShape(shape...), tensor.WithBacking(p.data))
+		p.node = G.NewTensor(m.g, tensor.Float32, len(shape), G.WithShape(shape...), G.WithName(p.name), G.WithValue(val))
+	}
+
+	// gorgonia hash-conses nodes and tells inputs apart by name alone: two
+	// inputs sharing a name would silently become one node. Names are
+	// unique here; check that the graph agrees.
+	seen := map[*G.Node]bool{x: true, target: true}
+	for _, p := range m.params {
+		if seen[p.node] {
+			return fmt.Errorf("input %s aliases another input node", p.name)
+		}
+		seen[p.node] = true
+	}
+
+	h := x
+	var err error
+	for i, c := range m.spec.Conv {
+		w, b := m.params[2*i].node, m.params[2*i+1].node
+		pad := c.Kernel / 2
+		if h, err = G.Conv2d(h, w, tensor.Shape{c.Kernel, c.Kernel}, []int{pad, pad}, []int{1, 1}, []int{1, 1}); err != nil {
+			return fmt.Errorf("conv%d: %w", i, err)
+		}
+		if h, err = G.BroadcastAdd(h, b, nil, []byte{0, 2, 3}); err != nil {
+			return fmt.Errorf("conv%d bias: %w", i, err)
+		}
+		if h, err = G.Rectify(h); err != nil {
+			return fmt.Errorf("conv%d relu: %w", i, err)
+		}
+		if c.Pool {
+			if h, err = G.MaxPool2D(h, tensor.Shape{2, 2}, []int{0, 0}, []int{2, 2}); err != nil {
+				return fmt.Errorf("conv%d pool: %w", i, err)
+			}
+		}
+	}
+	sh := h.Shape()
+	if h, err = G.Reshape(h, tensor.Shape{sh[0], sh[1], sh[2] * sh[3]}); err != nil {
+		return fmt.Errorf("global average pool: %w", err)
+	}
+	if h, err = G.Mean(h, 2); err != nil {
+		return fmt.Errorf("global average pool: %w", err)
+	}
+	fcW, fcB := m.params[len(m.params)-2].node, m.params[len(m.params)-1].node
+	if h, err = G.Mul(h, fcW); err != nil {
+		return fmt.Errorf("fc: %w", err)
+	}
+	if m.logits, err = G.BroadcastAdd(h, fcB, nil, []byte{0}); err != nil {
+		return fmt.Errorf("fc bias: %w", err)
+	}
+	if m.loss, err = softmaxCrossEntropy(m.logits, target); err != nil {
+		return fmt.Errorf("loss: %w", err)
+	}
+
+	wrt := make(G.Nodes, len(m.params))
+	for i, p := range m.params {
+		wrt[i] = p.node
+	}
+	grads, err := G.Grad(m.loss, wrt...)
+	if err != nil {
+		return fmt.Errorf("gradients: %w", err)
+	}
+	for i, p := range m.params {
+		p.grad = grads[i]
+		if got := grads[i].Shape().TotalSize(); got != len(p.data) {
+			return fmt.Errorf("gradient of %s has %d elements, want %d", p.name, got, len(p.data))
+		}
+	}
+
+	// NewTapeMachine panics on a compile error; turn that into an error.
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("compiling: %v", r)
+		}
+	}()
+	m.train = G.NewTapeMachine(m.g)
+	m.forward = G.NewTapeMachine(m.g.SubgraphRoots(m.logits))
+	return err
+}
+
+// TrainStep runs forward, backward and one SGD step on a batch whose first
+// n rows are valid: x is B·3·S·S floats in NCHW order (rows ≥ n are
+// ignored), labels holds at least n class indices. Padded rows add nothing
+// to the loss or the gradients. On error the weights are unchanged.
+func (m *Model) TrainStep(x []float32, labels []int32, n int, lr float32) (StepResult, error) {
+	if !(lr >= 0) || math.IsInf(float64(lr), 0) {
+		return StepResult{}, fmt.Errorf("model.TrainStep: learning rate must be finite and >= 0, got %v", lr)
+	}
+	loss, logits, grads, err := m.backward(x, labels, n)
+	if err != nil {
+		return StepResult{}, fmt.Errorf("model.TrainStep: %w", err)
+	}
+	for i, p := range m.params {
+		sgdUpdate(p.data, grads[i], p.mom, lr, m.opt.Momentum, m.opt.WeightDecay, m.steps == 0)
+	}
+	m.steps++
+	r := StepResult{Loss: float64(loss)}
+	K := m.spec.Classes
+	for i := 0; i < n; i++ {
+		if rank(logits[i*K:(i+1)*K], int(labels[i])) == 0 {
+			r.Correct++
+		}
+	}
+	return r, nil
+}
+
+// backward runs the training machine on a batch and returns the loss, the
+// logits and each parameter's gradient. The slices belong to the graph's
+// values and are valid until the next run.
+func (m *Model) backward(x []float32, labels []int32, n int) (loss float32, logits []float32, grads [][]float32, err error) {
+	if labels == nil {
+		return 0, nil, nil, errors.New("labels are missing")
+	}
+	if err := m.load(x, labels, n); err != nil {
+		return 0, nil, nil, err
+	}
+	if err := run(m.train); err != nil {
+		return 0, nil, nil, err
+	}
+	if loss, err = scalarF32(m.loss.Value()); err != nil {
+		return 0, nil, nil, fmt.Errorf("reading the loss: %w", err)
+	}
+	if math.IsNaN(float64(loss)) || math.IsInf(float64(loss), 0) {
+		return 0, nil, nil, fmt.Errorf("loss is %v; parameters not updated", loss)
+	}
+	if logits, err = nodeData(m.logits); err != nil {
+		return 0, nil, nil, err
+	}
+	grads = make([][]float32, len(m.params))
+	for i, p := range m.params {
+		if grads[i], err = nodeData(p.grad); err != nil {
+			return 0, nil, nil, fmt.Errorf("gradient of %s: %w", p.name, err)
+		}
+	}
+	return loss, logits, grads, nil
+}
+
+// EvalStep runs the forward pass only and scores the first n rows.
+func (m *Model) EvalStep(x []float32, labels []int32, n int) (EvalResult, error) {
+	logits, err := m.runForward(x, labels, n)
+	if err != nil {
+		return EvalResult{}, fmt.Errorf("model.EvalStep: %w", err)
+	}
+	var r EvalResult
+	K := m.spec.Classes
+	for i := 0; i < n; i++ {
+		row, y := logits[i*K:(i+1)*K], int(labels[i])
+		r.LossSum += logSumExp(row) - float64(row[y])
+		switch k := rank(row, y); {
+		case k == 0:
+			r.Top1++
+			r.Top5++
+		case k < 5:
+			r.Top5++
+		}
+	}
+	return r, nil
+}
+
+// Logits runs the forward pass and returns a copy of the first n rows of
+// logits, n·Classes floats.
+func (m *Model) Logits(x []float32, n int) ([]float32, error) {
+	logits, err := m.runForward(x, nil, n)
+	if err != nil {
+		return nil, fmt.Errorf("model.Logits: %w", err)
+	}
+	return append([]float32(nil), logits[:n*m.spec.Classes]...), nil
+}
+
+func (m *Model) runForward(x []float32, labels []int32, n int) ([]float32, error) {
+	if err := m.load(x, labels, n); err != nil {
+		return nil, err
+	}
+	if err := run(m.forward); err != nil {
+		return nil, err
+	}
+	return nodeData(m.logits)
+}
+
+// load checks a batch and copies it into the graph's inputs: the first n
+// rows of x (the rest zeroed, so that stale or non-finite padding cannot
+// leak into the gradients as 0·NaN), and the weighted one-hot target.
+// labels may be nil (Logits): the target is then left as zero.
+func (m *Model) load(x []float32, labels []int32, n int) error {
+	if m.closed {
+		return errors.New("model is closed")
+	}
+	B, K := m.opt.Batch, m.spec.Classes
+	if n < 1 || n > B {
+		return fmt.Errorf("n = %d valid samples, want 1..%d (the batch size)", n, B)
+	}
+	if len(x) != len(m.x) {
+		return fmt.Errorf("x has %d floats, want %d (B=%d x 3 x %d x %d)", len(x), len(m.x), B, m.spec.InputSize, m.spec.InputSize)
+	}
+	clear(m.target)
+	if labels != nil {
+		if len(labels) < n {
+			return fmt.Errorf("%d labels for n = %d valid samples", len(labels), n)
+		}
+		for i, y := range labels[:n] {
+			if y < 0 || int(y) >= K {
+				return fmt.Errorf("labels[%d] = %d, want 0..%d", i, y, K-1)
+			}
+		}
+		for i, y := range labels[:n] {
+			m.target[i*K+int(y)] = 1 / float32(n)
+		}
+	}
+	per := len(m.x) / B
+	copy(m.x, x[:n*per])
+	clear(m.x[n*per:])
+	return nil
+}
+
+// run executes one pass of a machine. gorgonia reports some failures by
+// panicking; they become errors here.
+func run(vm G.VM) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("gorgonia panicked: %v", r)
+		}
+	}()
+	defer vm.Reset()
+	if err := vm.RunAll(); err != nil {
+		return fmt.Errorf("running the graph: %w", err)
+	}
+	return nil
+}
+
+func nodeData(n *G.Node) ([]float32, error) {
+	v, ok := n.Value().(tensor.Tensor)
+	if !ok {
+		return nil, fmt.Errorf("node %s holds %T, not a tensor", n.Name(), n.Value())
+	}
+	d, ok := v.Data().([]float32)
+	if !ok || len(d) != v.Shape().TotalSize() {
+		return nil, fmt.Errorf("node %s: not a contiguous float32 tensor", n.Name())
+	}
+	return d, nil
+}
+
+// rank is how many classes score above the label, ties counting for the
+// lower index as argmax does: 0 means a top-1 hit.
+func rank(row []float32, y int) int {
+	r := 0
+	for j, v := range row {
+		if v > row[y] || (v == row[y] && j < y) {
+			r++
+		}
+	}
+	return r
+}
+
+// NumParams is the number of trainable scalars.
+func (m *Model) NumParams() int {
+	n := 0
+	for _, p := range m.params {
+		n += len(p.data)
+	}
+	return n
+}
+
+// Spec returns the spec the model was built from.
+func (m *Model) Spec() Spec { return m.spec }
+
+// Options returns the options the model was built with.
+func (m *Model) Options() Options { return m.opt }
+
+// Close releases the machines. gorgonia sets a finalizer on each tape
+// machine that keeps it, and the whole graph with it, alive forever; it is
+// removed here so the model can be collected (FACTS.md). Close is
+// idempotent; the model cannot be used afterwards.
+func (m *Model) Close() {
+	m.closed = true
+	for _, vm := range []G.VM{m.train, m.forward} {
+		if vm != nil {
+			vm.Close()
+			runtime.SetFinalizer(vm, nil)
+		}
+	}
+	m.train, m.forward = nil, nil
+}

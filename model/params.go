@@ -1,0 +1,240 @@
+package model
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+)
+
+// NamedTensor is a named float32 tensor in row-major order, as in a
+// PyTorch state_dict or a safetensors file.
+type NamedTensor struct {
+	Name  string
+	Shape []int
+	Data  []float32
+}
+
+// stepName is the optimizer-state tensor holding the number of SGD steps
+// taken: PyTorch's SGD treats its first step apart (the momentum buffer
+// starts as the gradient), so an exact resume needs to know whether it has
+// happened. Stored as float32 for the F32-only checkpoint files: exact up to
+// 2^24 steps, and only "zero or not" changes the arithmetic.
+const stepName = "optimizer.step"
+
+const momentumSuffix = ".momentum_buffer"
+
+// initParams lays out the parameters in PyTorch's state_dict order and
+// initialises them as PyTorch's Conv2d and Linear do by default:
+// kaiming_uniform_(a=√5) for weights, which is U(−1/√fan_in, 1/√fan_in),
+// and the same bound for biases. Values are drawn in that order from a PCG
+// generator seeded by opt.Seed; PyTorch's own random stream is not
+// reproduced.
+func (m *Model) initParams() {
+	cin := 3
+	add := func(name string, shape []int, fanIn int, transposed bool) {
+		n := 1
+		for _, d := range shape {
+			n *= d
+		}
+		m.params = append(m.params, &param{
+			name: name, shape: shape, fanIn: fanIn, transposed: transposed,
+			data: make([]float32, n), mom: make([]float32, n),
+		})
+	}
+	for i, c := range m.spec.Conv {
+		fanIn := cin * c.Kernel * c.Kernel
+		add(fmt.Sprintf("conv%d.weight", i), []int{c.Channels, cin, c.Kernel, c.Kernel}, fanIn, false)
+		add(fmt.Sprintf("conv%d.bias", i), []int{c.Channels}, fanIn, false)
+		cin = c.Channels
+	}
+	add("fc.weight", []int{m.spec.Classes, cin}, cin, true)
+	add("fc.bias", []int{m.spec.Classes}, cin, false)
+
+	rng := rand.New(rand.NewPCG(m.opt.Seed, 0x5eed_c0de_5eed_c0de))
+	for _, p := range m.params {
+		bound := 1 / math.Sqrt(float64(p.fanIn))
+		v := make([]float32, len(p.data))
+		for i := range v {
+			v[i] = float32((2*rng.Float64() - 1) * bound)
+		}
+		p.set(v)
+	}
+}
+
+// get returns the parameter's values, or src's, in PyTorch's layout.
+func (p *param) get(src []float32) []float32 {
+	if !p.transposed {
+		return slices.Clone(src)
+	}
+	return transpose(src, p.shape[1], p.shape[0])
+}
+
+// set copies v, in PyTorch's layout, into the parameter's values.
+func (p *param) set(v []float32) { p.setInto(p.data, v) }
+
+func (p *param) setInto(dst, v []float32) {
+	if p.transposed {
+		v = transpose(v, p.shape[0], p.shape[1])
+	}
+	copy(dst, v)
+}
+
+// transpose returns the (cols, rows) transpose of a rows x cols matrix.
+func transpose(a []float32, rows, cols int) []float32 {
+	t := make([]float32, len(a))
+	for r := 0; r < rows; r++ {
+		for c := 0; c < cols; c++ {
+			t[c*rows+r] = a[r*cols+c]
+		}
+	}
+	return t
+}
+
+// Params returns copies of the parameters, named and laid out as PyTorch's
+// state_dict of the equivalent nn.Sequential-like net: conv<i>.weight
+// (Cout,Cin,K,K), conv<i>.bias, fc.weight (Classes,C), fc.bias.
+func (m *Model) Params() []NamedTensor {
+	out := make([]NamedTensor, len(m.params))
+	for i, p := range m.params {
+		out[i] = NamedTensor{Name: p.name, Shape: slices.Clone(p.shape), Data: p.get(p.data)}
+	}
+	return out
+}
+
+// OptimizerState returns copies of the SGD state needed for an exact
+// resume: one "<param>.momentum_buffer" per parameter, in the parameter's
+// layout, and "optimizer.step" (shape [1]), the number of steps taken.
+func (m *Model) OptimizerState() []NamedTensor {
+	out := make([]NamedTensor, 0, len(m.params)+1)
+	for _, p := range m.params {
+		out = append(out, NamedTensor{Name: p.name + momentumSuffix, Shape: slices.Clone(p.shape), Data: p.get(p.mom)})
+	}
+	return append(out, NamedTensor{Name: stepName, Shape: []int{1}, Data: []float32{float32(m.steps)}})
+}
+
+// Load restores parameters and optimizer state as returned by Params and
+// OptimizerState (or read back from a checkpoint). Every parameter must be
+// present with its exact shape. An empty optState loads weights only and
+// resets the optimizer to its fresh state; a non-empty one must be
+// complete. Unknown tensors are rejected, as PyTorch's strict
+// load_state_dict does. Nothing changes unless everything checks out.
+func (m *Model) Load(params, optState []NamedTensor) error {
+	ps, err := index(params, "params")
+	if err != nil {
+		return err
+	}
+	os, err := index(optState, "optimizer state")
+	if err != nil {
+		return err
+	}
+	for _, p := range m.params {
+		if err := check(ps, p.name, p.shape); err != nil {
+			return err
+		}
+		if len(optState) > 0 {
+			if err := check(os, p.name+momentumSuffix, p.shape); err != nil {
+				return err
+			}
+		}
+	}
+	var steps int64
+	if len(optState) > 0 {
+		if err := check(os, stepName, []int{1}); err != nil {
+			return err
+		}
+		s := float64(os[stepName].Data[0])
+		if s < 0 || s != math.Trunc(s) {
+			return fmt.Errorf("model.Load: %s = %v, want a whole number >= 0", stepName, s)
+		}
+		steps = int64(s)
+	}
+	if len(ps) != len(m.params) {
+		return fmt.Errorf("model.Load: unexpected tensor %q in params", extra(ps, m.params, ""))
+	}
+	if len(optState) > 0 && len(os) != len(m.params)+1 {
+		return fmt.Errorf("model.Load: unexpected tensor %q in optimizer state", extra(os, m.params, momentumSuffix))
+	}
+
+	for _, p := range m.params {
+		p.set(ps[p.name].Data)
+		if len(optState) > 0 {
+			p.setInto(p.mom, os[p.name+momentumSuffix].Data)
+		} else {
+			clear(p.mom)
+		}
+	}
+	m.steps = steps
+	return nil
+}
+
+func index(ts []NamedTensor, what string) (map[string]NamedTensor, error) {
+	idx := make(map[string]NamedTensor, len(ts))
+	for _, t := range ts {
+		if _, dup := idx[t.Name]; dup {
+			return nil, fmt.Errorf("model.Load: tensor %q appears twice in %s", t.Name, what)
+		}
+		idx[t.Name] = t
+	}
+	return idx, nil
+}
+
+func check(idx map[string]NamedTensor, name string, shape []int) error {
+	t, ok := idx[name]
+	if !ok {
+		return fmt.Errorf("model.Load: missing tensor %q", name)
+	}
+	if !slices.Equal(t.Shape, shape) {
+		return fmt.Errorf("model.Load: tensor %q has shape %v, want %v", name, t.Shape, shape)
+	}
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	if len(t.Data) != n {
+		return fmt.Errorf("model.Load: tensor %q has %d values for shape %v, want %d", name, len(t.Data), shape, n)
+	}
+	return nil
+}
+
+// extra names a tensor of idx that no parameter accounts for.
+func extra(idx map[string]NamedTensor, params []*param, suffix string) string {
+	known := map[string]bool{stepName: suffix != ""}
+	for _, p := range params {
+		known[p.name+suffix] = true
+	}
+	names := make([]string, 0, len(idx))
+	for name := range idx {
+		if !known[name] {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	if len(names) == 0 {
+		return ""
+	}
+	return names[0]
+}
+
+// sgdUpdate is one step of PyTorch's SGD (torch.optim.SGD, dampening 0,
+// no Nesterov) on one parameter:
+//
+//	g = grad + wd·w
+//	v = g on the first step, else momentum·v + g
+//	w = w − lr·v
+//
+// With momentum 0 the buffer is left alone and w −= lr·g.
+func sgdUpdate(w, grad, v []float32, lr, momentum, wd float32, first bool) {
+	for i := range w {
+		g := grad[i] + wd*w[i]
+		if momentum != 0 {
+			if first {
+				v[i] = g
+			} else {
+				v[i] = momentum*v[i] + g
+			}
+			g = v[i]
+		}
+		w[i] -= lr * g
+	}
+}

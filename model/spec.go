@@ -1,0 +1,64 @@
+package model
+
+import "fmt"
+
+// ConvSpec is one conv block: a KxK convolution with stride 1 and "same"
+// padding (K/2), a bias, ReLU, then an optional 2x2 max-pool with stride 2.
+type ConvSpec struct {
+	Channels int  `yaml:"channels" json:"channels"`
+	Kernel   int  `yaml:"kernel" json:"kernel"`
+	Pool     bool `yaml:"pool" json:"pool"`
+}
+
+// Spec describes the CNN: conv blocks, then global average pool, then a
+// linear head to Classes logits. Input is 3 x InputSize x InputSize.
+type Spec struct {
+	InputSize int        `yaml:"-" json:"input_size"`
+	Classes   int        `yaml:"-" json:"classes"`
+	Conv      []ConvSpec `yaml:"conv" json:"conv"`
+}
+
+// Validate checks the spec and returns an error naming the first bad field,
+// e.g. "model.conv[1].kernel: must be odd and >= 1, got 4".
+func (s Spec) Validate() error {
+	if s.InputSize <= 0 {
+		return fmt.Errorf("model.input_size: must be > 0, got %d", s.InputSize)
+	}
+	if s.Classes < 2 {
+		return fmt.Errorf("model.classes: must be >= 2, got %d", s.Classes)
+	}
+	if len(s.Conv) == 0 {
+		return fmt.Errorf("model.conv: need at least one conv block")
+	}
+	size := s.InputSize
+	for i, c := range s.Conv {
+		if c.Channels <= 0 {
+			return fmt.Errorf("model.conv[%d].channels: must be > 0, got %d", i, c.Channels)
+		}
+		if c.Kernel < 1 || c.Kernel%2 == 0 {
+			return fmt.Errorf("model.conv[%d].kernel: must be odd and >= 1, got %d", i, c.Kernel)
+		}
+		if c.Pool {
+			if size/2 < 1 {
+				return fmt.Errorf("model.conv[%d].pool: a %dx%d px input cannot be pooled (input_size %d is too small for this many pools)", i, size, size, s.InputSize)
+			}
+			size /= 2
+		}
+	}
+	return nil
+}
+
+// featureSizes returns the spatial size entering each conv block and the
+// size after the last block; "same" padding keeps the size, a pool halves it
+// (floor, as PyTorch's MaxPool2d(2)).
+func (s Spec) featureSizes() (in []int, out int) {
+	size := s.InputSize
+	in = make([]int, len(s.Conv))
+	for i, c := range s.Conv {
+		in[i] = size
+		if c.Pool {
+			size /= 2
+		}
+	}
+	return in, size
+}

@@ -1,0 +1,136 @@
+package trainer
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// EpochMetrics is one line of metrics.jsonl.
+type EpochMetrics struct {
+	Epoch        int     `json:"epoch"` // 1-based, as printed
+	Epochs       int     `json:"epochs"`
+	TrainLoss    float64 `json:"train_loss"`
+	TrainAcc     float64 `json:"train_acc"`
+	ValLoss      float64 `json:"val_loss"`
+	ValTop1      float64 `json:"val_top1"`
+	ValTop5      float64 `json:"val_top5"`
+	ImgPerSec    float64 `json:"img_per_s"`     // training images per second of training wall time
+	WaitShare    float64 `json:"wait_share"`    // of training wall time, blocked waiting for the next batch
+	ComputeShare float64 `json:"compute_share"` // of training wall time, in the model's step
+	TrainSeconds float64 `json:"train_seconds"`
+	EvalSeconds  float64 `json:"eval_seconds"`
+	EpochSeconds float64 `json:"epoch_seconds"`
+	LR           float64 `json:"lr"` // at the epoch's last step
+	RSSBytes     int64   `json:"rss_bytes"`
+	PeakRSSBytes int64   `json:"peak_rss_bytes"`
+	Checkpoint   string  `json:"checkpoint,omitempty"`
+	// SkippedImages lists the images left out as undecodable this epoch
+	// (data.bad_images: skip).
+	SkippedImages []string `json:"skipped_images,omitempty"`
+}
+
+func epochMetrics(epoch, epochs int, tr trainResult, ev evalResult, wall time.Duration, lr float64) EpochMetrics {
+	div := func(a, b float64) float64 {
+		if b == 0 {
+			return 0
+		}
+		return a / b
+	}
+	return EpochMetrics{
+		Epoch: epoch + 1, Epochs: epochs,
+		TrainLoss:     div(tr.LossSum, float64(tr.Images)),
+		TrainAcc:      div(float64(tr.Correct), float64(tr.Images)),
+		ValLoss:       div(ev.LossSum, float64(ev.Images)),
+		ValTop1:       div(float64(ev.Top1), float64(ev.Images)),
+		ValTop5:       div(float64(ev.Top5), float64(ev.Images)),
+		ImgPerSec:     div(float64(tr.Images), tr.Wall.Seconds()),
+		WaitShare:     div(tr.Wait.Seconds(), tr.Wall.Seconds()),
+		ComputeShare:  div(tr.Compute.Seconds(), tr.Wall.Seconds()),
+		TrainSeconds:  tr.Wall.Seconds(),
+		EvalSeconds:   ev.Wall.Seconds(),
+		EpochSeconds:  wall.Seconds(),
+		LR:            lr,
+		RSSBytes:      currentRSS(),
+		PeakRSSBytes:  peakRSS(),
+		SkippedImages: tr.Skipped,
+	}
+}
+
+// metricsFile appends to RUN/metrics.jsonl.
+type metricsFile struct{ f *os.File }
+
+// openMetrics opens RUN/metrics.jsonl for appending after epoch `after`:
+// records of later epochs (left by a run that stopped after its last
+// checkpoint) are dropped, so a resumed run's file has each epoch once.
+func openMetrics(run string, after int) (*metricsFile, error) {
+	path := filepath.Join(run, "metrics.jsonl")
+	old, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	var keep bytes.Buffer
+	sc := bufio.NewScanner(bytes.NewReader(old))
+	sc.Buffer(make([]byte, 1<<16), 1<<20)
+	for sc.Scan() {
+		var m struct {
+			Epoch int `json:"epoch"`
+		}
+		if json.Unmarshal(sc.Bytes(), &m) == nil && m.Epoch >= 1 && m.Epoch <= after {
+			keep.Write(sc.Bytes())
+			keep.WriteByte('\n')
+		}
+	}
+	if err := writeFileAtomic(path, keep.Bytes()); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	return &metricsFile{f}, nil
+}
+
+func (m *metricsFile) Write(rec EpochMetrics) error {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	if _, err := m.f.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	return nil
+}
+
+func (m *metricsFile) Close() error { return m.f.Close() }
+
+// peakRSS is the process's peak resident set size in bytes.
+func peakRSS() int64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return ru.Maxrss * 1024 // kilobytes on Linux
+}
+
+// currentRSS is the process's resident set size now, in bytes (0 where
+// /proc is missing).
+func currentRSS() int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	pages, _ := strconv.ParseInt(f[1], 10, 64)
+	return pages * int64(os.Getpagesize())
+}

@@ -1,0 +1,299 @@
+// Package trainer is stoke's training loop: it wires a dataset, the loader,
+// the transforms and the model together, and owns what a run leaves behind —
+// progress on the terminal, metrics.jsonl, the resolved config and the
+// checkpoints that --resume continues from.
+//
+// Run reads top to bottom as one epoch loop; trainEpoch and evaluate are the
+// two halves of an epoch. Time is split into waiting for data (blocked in
+// the loader) and computing (the model's step), so a starved model shows.
+package trainer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"time"
+
+	"stoke/augment"
+	"stoke/config"
+	"stoke/data"
+	"stoke/model"
+)
+
+// Options are the parts of a run that are not configuration.
+type Options struct {
+	// Out receives progress and the epoch lines; nil = os.Stdout.
+	Out io.Writer
+	// AfterEpoch, when set, is called after each epoch's checkpoint is
+	// written; returning false ends the run there (as if it had been
+	// configured for that many epochs).
+	AfterEpoch func(EpochMetrics) bool
+}
+
+// Summary is what a finished run reports.
+type Summary struct {
+	RunDir string
+	Epochs []EpochMetrics // this invocation's epochs
+}
+
+// ErrNoCUDA is returned for device cuda in a build without CUDA support.
+var ErrNoCUDA = errors.New("device cuda: this binary was built without CUDA; build with `go build -tags cuda ./cmd/train` (see docs/cuda.md) or use --device cpu")
+
+// Run trains as cfg says: it resumes from cfg.Train.Resume when set, writes a
+// checkpoint after every epoch, and returns when all epochs are done, ctx is
+// cancelled, or something fails.
+func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) {
+	out := opt.Out
+	if out == nil {
+		out = os.Stdout
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid config:\n%w", err)
+	}
+	if cfg.Train.Device == "cuda" {
+		return nil, ErrNoCUDA
+	}
+	if cfg.Data.PinMemory || cfg.Train.NonBlocking {
+		fmt.Fprintln(out, "note: pin_memory and non_blocking act on the cuda device only; on the cpu they change nothing (PyTorch behaves the same)")
+	}
+	if cfg.Train.Threads > 0 {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(cfg.Train.Threads))
+	}
+	// The dataset.
+	root, err := datasetRoot(cfg.Data, out)
+	if err != nil {
+		return nil, err
+	}
+	trainSet, valSet, err := data.Scan(root)
+	if err != nil {
+		return nil, err
+	}
+
+	// Where the run goes, and where it starts from.
+	run := cfg.Train.Out
+	var start *checkpointState
+	if cfg.Train.Resume != "" {
+		if start, err = loadCheckpointState(cfg.Train.Resume); err != nil {
+			return nil, err
+		}
+		if err := compatible(start.Config, cfg, out); err != nil {
+			return nil, err
+		}
+		if !slices.Equal(start.Classes, trainSet.Classes) {
+			return nil, fmt.Errorf("cannot resume from %s: it was trained on classes %v, the dataset at %s has %v", start.Dir, start.Classes, root, trainSet.Classes)
+		}
+	} else if dir, ok := latestCheckpoint(run); ok {
+		return nil, fmt.Errorf("run folder %s already holds a checkpoint (%s): continue it with --resume %s, or choose another --out", run, dir, run)
+	}
+	if err := os.MkdirAll(run, 0o755); err != nil {
+		return nil, fmt.Errorf("run folder: %w", err)
+	}
+	resolved, err := cfg.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	if err := writeFileAtomic(filepath.Join(run, "config.yaml"), resolved); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(out, "# resolved config (saved in %s)\n%s", filepath.Join(run, "config.yaml"), resolved)
+	fmt.Fprintf(out, "dataset %s: %d classes, %d train / %d val images\n", root, len(trainSet.Classes), len(trainSet.Samples), len(valSet.Samples))
+
+	// The model.
+	spec := model.Spec{InputSize: cfg.Data.ImageSize, Classes: len(trainSet.Classes), Conv: cfg.Model.Conv}
+	net, err := model.New(spec, model.Options{
+		Batch: cfg.Data.BatchSize, Seed: cfg.Train.Seed,
+		Momentum: float32(cfg.Optim.Momentum), WeightDecay: float32(cfg.Optim.WeightDecay),
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer net.Close()
+	firstEpoch, step := 0, 0
+	if start != nil {
+		if err := net.Load(start.Params, start.Optim); err != nil {
+			return nil, fmt.Errorf("resume from %s: %w", start.Dir, err)
+		}
+		firstEpoch, step = start.Epoch, start.Step
+		fmt.Fprintf(out, "resumed from %s after epoch %d (step %d)\n", start.Dir, start.Epoch, start.Step)
+	}
+	fmt.Fprintf(out, "model: %d parameters\n", net.NumParams())
+
+	// The loaders.
+	trainLoader, valLoader, err := newLoaders(cfg, trainSet, valSet)
+	if err != nil {
+		return nil, err
+	}
+	defer trainLoader.Close()
+	defer valLoader.Close()
+
+	metrics, err := openMetrics(run, firstEpoch)
+	if err != nil {
+		return nil, err
+	}
+	defer metrics.Close()
+
+	sched := schedule{cfg: cfg.Optim, stepsPerEpoch: trainLoader.NumBatches(), epochs: cfg.Train.Epochs}
+	bar := newProgress(out, cfg.Train.Progress)
+	sum := &Summary{RunDir: run}
+	for epoch := firstEpoch; epoch < cfg.Train.Epochs; epoch++ {
+		t0 := time.Now()
+		tr, err := trainEpoch(ctx, net, trainLoader, epoch, &step, sched, bar)
+		if err != nil {
+			return sum, err
+		}
+		ev, err := evaluate(ctx, net, valLoader, epoch)
+		if err != nil {
+			return sum, err
+		}
+		m := epochMetrics(epoch, cfg.Train.Epochs, tr, ev, time.Since(t0), sched.lr(step-1))
+		if err := metrics.Write(m); err != nil {
+			return sum, err
+		}
+		dir, err := saveCheckpoint(run, checkpointState{
+			Epoch: epoch + 1, Step: step, Config: cfg, Classes: trainSet.Classes,
+			Params: net.Params(), Optim: net.OptimizerState(),
+		}, cfg.Train.KeepCkpts)
+		if err != nil {
+			return sum, err
+		}
+		m.Checkpoint = dir
+		bar.EpochDone(m)
+		sum.Epochs = append(sum.Epochs, m)
+		if opt.AfterEpoch != nil && !opt.AfterEpoch(m) {
+			break
+		}
+	}
+	return sum, nil
+}
+
+// trainResult is one epoch's training half.
+type trainResult struct {
+	Images, Correct int
+	LossSum         float64
+	Wait, Compute   time.Duration
+	Wall            time.Duration
+	Skipped         []string // images that could not be decoded (bad_images: skip)
+}
+
+// trainEpoch runs one pass over the training set: wait for a batch, step,
+// give the buffer back, record.
+func trainEpoch(ctx context.Context, net *model.Model, loader *data.Loader, epoch int, step *int, sched schedule, bar *progress) (trainResult, error) {
+	var r trainResult
+	it := loader.Epoch(ctx, epoch)
+	defer it.Close()
+	bar.EpochStart(epoch, sched.epochs, loader.NumBatches())
+	start := time.Now()
+	for {
+		t0 := time.Now()
+		b, err := it.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return r, err
+		}
+		t1 := time.Now()
+		for _, i := range b.Skipped {
+			r.Skipped = append(r.Skipped, loader.Index().Samples[i].Path)
+		}
+		lr := sched.lr(*step)
+		res, err := net.TrainStep(b.X, b.Labels, b.N, float32(lr))
+		b.Release()
+		if err != nil {
+			return r, fmt.Errorf("epoch %d step %d: %w", epoch+1, *step, err)
+		}
+		if math.IsNaN(res.Loss) || math.IsInf(res.Loss, 0) {
+			return r, fmt.Errorf("epoch %d step %d: the loss is %v (learning rate %.4g); training stopped, the last good checkpoint is kept: lower optim.lr or check the data", epoch+1, *step, res.Loss, lr)
+		}
+		t2 := time.Now()
+		r.Wait += t1.Sub(t0)
+		r.Compute += t2.Sub(t1)
+		r.Images += b.N
+		r.Correct += res.Correct
+		r.LossSum += res.Loss * float64(b.N)
+		*step++
+		bar.Step(r.LossSum/float64(r.Images), float64(r.Correct)/float64(r.Images), float64(r.Images)/time.Since(start).Seconds(), lr)
+	}
+	r.Wall = time.Since(start)
+	return r, nil
+}
+
+// evalResult is one epoch's evaluation half.
+type evalResult struct {
+	Images, Top1, Top5 int
+	LossSum            float64
+	Wall               time.Duration
+}
+
+// evaluate runs the model forward over the validation set.
+func evaluate(ctx context.Context, net *model.Model, loader *data.Loader, epoch int) (evalResult, error) {
+	var r evalResult
+	start := time.Now()
+	it := loader.Epoch(ctx, epoch)
+	defer it.Close()
+	for {
+		b, err := it.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return r, err
+		}
+		res, err := net.EvalStep(b.X, b.Labels, b.N)
+		b.Release()
+		if err != nil {
+			return r, fmt.Errorf("evaluation: %w", err)
+		}
+		r.Images += b.N
+		r.Top1 += res.Top1
+		r.Top5 += res.Top5
+		r.LossSum += res.LossSum
+	}
+	r.Wall = time.Since(start)
+	return r, nil
+}
+
+// newLoaders builds the training loader (random augmentation, shuffled) and
+// the validation loader (resize + centre crop, in order).
+func newLoaders(cfg config.Config, trainSet, valSet *data.Index) (train, val *data.Loader, err error) {
+	a, d := cfg.Augment, cfg.Data
+	mean, std := vec3(a.Mean), vec3(a.Std)
+	tp := augment.DefaultTrainParams(d.ImageSize)
+	tp.Scale, tp.Ratio = [2]float64{a.Scale[0], a.Scale[1]}, [2]float64{a.Ratio[0], a.Ratio[1]}
+	tp.HFlip, tp.Brightness, tp.Contrast, tp.Saturation = a.HFlip, a.Brightness, a.Contrast, a.Saturation
+	tp.Mean, tp.Std = mean, std
+	trainTf, err := augment.NewTrain(tp)
+	if err != nil {
+		return nil, nil, fmt.Errorf("augment: %w", err)
+	}
+	ep := augment.DefaultEvalParams(d.ImageSize)
+	ep.ResizeRatio, ep.Mean, ep.Std = a.EvalResizeRatio, mean, std
+	evalTf, err := augment.NewEval(ep)
+	if err != nil {
+		return nil, nil, fmt.Errorf("augment: %w", err)
+	}
+	base := data.LoaderConfig{
+		BatchSize: d.BatchSize, Workers: d.Workers, Prefetch: d.Prefetch,
+		Seed: cfg.Train.Seed, MaxPixels: d.MaxPixels, SkipBadImages: d.BadImages == "skip",
+	}
+	tc := base
+	tc.Index, tc.Transform, tc.Shuffle, tc.DropLast = trainSet, trainTf, d.Shuffle, d.DropLast
+	if train, err = data.NewLoader(tc); err != nil {
+		return nil, nil, err
+	}
+	vc := base
+	vc.Index, vc.Transform = valSet, evalTf
+	if val, err = data.NewLoader(vc); err != nil {
+		train.Close()
+		return nil, nil, err
+	}
+	return train, val, nil
+}
+
+func vec3(v []float64) [3]float32 { return [3]float32{float32(v[0]), float32(v[1]), float32(v[2])} }

@@ -1,0 +1,251 @@
+package trainer
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"stoke/config"
+	"stoke/data"
+	"stoke/model"
+)
+
+// tinyDataset is generated once for all tests of the package.
+var tinyDataset = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "stoke-trainer-test-")
+	if err != nil {
+		return "", err
+	}
+	root := filepath.Join(dir, "ds")
+	return root, data.Generate(root, data.SynthOptions{Classes: 3, Train: 10, Val: 4, Size: 24, Seed: 7, Quality: 90})
+})
+
+// tinyConfig is a run small enough for -race on two cores: 30 training
+// images of 16 px, one conv block.
+func tinyConfig(t *testing.T) config.Config {
+	t.Helper()
+	root, err := tinyDataset()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := config.Default()
+	c.Data.Root = root
+	c.Data.ImageSize = 16
+	c.Data.BatchSize = 8 // 30 images: the last batch is short
+	c.Data.Workers = 2
+	c.Model.Conv = []model.ConvSpec{{Channels: 4, Kernel: 3, Pool: true}}
+	c.Optim.LR = 0.05
+	c.Train.Epochs = 2
+	c.Train.Out = filepath.Join(t.TempDir(), "run")
+	c.Train.Progress = "plain"
+	return c
+}
+
+func TestRunWritesWhatARunLeavesBehind(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	c := tinyConfig(t)
+	var out bytes.Buffer
+	sum, err := Run(context.Background(), c, Options{Out: &out})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if len(sum.Epochs) != 2 {
+		t.Fatalf("%d epochs reported, want 2", len(sum.Epochs))
+	}
+	m := sum.Epochs[1]
+	if m.Epoch != 2 || m.ImgPerSec <= 0 || m.WaitShare < 0 || m.ComputeShare <= 0 || m.WaitShare+m.ComputeShare > 1.0001 {
+		t.Errorf("implausible metrics %+v", m)
+	}
+	if m.ValTop1 > m.ValTop5 {
+		t.Errorf("top-1 %v above top-5 %v", m.ValTop1, m.ValTop5)
+	}
+	lines := strings.Split(strings.TrimSpace(readFile(t, filepath.Join(c.Train.Out, "metrics.jsonl"))), "\n")
+	if len(lines) != 2 {
+		t.Errorf("metrics.jsonl has %d lines, want 2", len(lines))
+	}
+	saved, err := config.Load(filepath.Join(c.Train.Out, "config.yaml"))
+	if err != nil {
+		t.Fatalf("saved config: %v", err)
+	}
+	if saved.Data.Root != c.Data.Root || saved.Train.Epochs != 2 {
+		t.Errorf("saved config differs from the run's: %+v", saved.Data)
+	}
+	dir, ok := latestCheckpoint(c.Train.Out)
+	if !ok || filepath.Base(dir) != "epoch-0002" {
+		t.Fatalf("latest checkpoint %q, want epoch-0002", dir)
+	}
+	params, _, err := model.ReadSafetensors(filepath.Join(dir, weightsFile))
+	if err != nil || len(params) == 0 {
+		t.Fatalf("weights: %v (%d tensors)", err, len(params))
+	}
+	if !strings.Contains(out.String(), "epoch 2/2") {
+		t.Errorf("no epoch line in the output:\n%s", out.String())
+	}
+
+	// The same folder again without --resume must not overwrite it.
+	if _, err := Run(context.Background(), c, Options{Out: &out}); err == nil || !strings.Contains(err.Error(), "--resume") {
+		t.Errorf("rerun into a used run folder: error %v, want one suggesting --resume", err)
+	}
+}
+
+// TestResumeIsExact: a run stopped after epoch 1 and resumed ends with the
+// same weights, bit for bit, as an uninterrupted run.
+func TestResumeIsExact(t *testing.T) {
+	full := tinyConfig(t)
+	if _, err := Run(context.Background(), full, Options{Out: new(bytes.Buffer)}); err != nil {
+		t.Fatal(err)
+	}
+
+	part := tinyConfig(t)
+	part.Data.Workers = 0 // a different worker count must not matter either
+	stopAfterOne := func(m EpochMetrics) bool { return m.Epoch < 1 }
+	if _, err := Run(context.Background(), part, Options{Out: new(bytes.Buffer), AfterEpoch: stopAfterOne}); err != nil {
+		t.Fatal(err)
+	}
+	if dir, _ := latestCheckpoint(part.Train.Out); filepath.Base(dir) != "epoch-0001" {
+		t.Fatalf("stopped run's checkpoint is %q, want epoch-0001", dir)
+	}
+	part.Train.Resume = part.Train.Out
+	var out bytes.Buffer
+	if _, err := Run(context.Background(), part, Options{Out: &out}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "resumed from") {
+		t.Errorf("no resume message:\n%s", out.String())
+	}
+	a := lastWeights(t, full.Train.Out)
+	b := lastWeights(t, part.Train.Out)
+	if len(a) != len(b) {
+		t.Fatalf("%d vs %d tensors", len(a), len(b))
+	}
+	for i := range a {
+		if a[i].Name != b[i].Name {
+			t.Fatalf("tensor %d: %s vs %s", i, a[i].Name, b[i].Name)
+		}
+		for j := range a[i].Data {
+			if a[i].Data[j] != b[i].Data[j] {
+				t.Fatalf("%s[%d]: uninterrupted %v, resumed %v", a[i].Name, j, a[i].Data[j], b[i].Data[j])
+			}
+		}
+	}
+	lines := strings.Split(strings.TrimSpace(readFile(t, filepath.Join(part.Train.Out, "metrics.jsonl"))), "\n")
+	if len(lines) != 2 {
+		t.Errorf("resumed run's metrics.jsonl has %d lines, want 2 (one per epoch)", len(lines))
+	}
+}
+
+func TestResumeRefusesAnIncompatibleConfig(t *testing.T) {
+	c := tinyConfig(t)
+	c.Train.Epochs = 1
+	if _, err := Run(context.Background(), c, Options{Out: new(bytes.Buffer)}); err != nil {
+		t.Fatal(err)
+	}
+	c.Train.Resume = c.Train.Out
+	c.Optim.LR = 0.2
+	_, err := Run(context.Background(), c, Options{Out: new(bytes.Buffer)})
+	if err == nil || !strings.Contains(err.Error(), "optim.lr") {
+		t.Errorf("resume with another lr: error %v, want one naming optim.lr", err)
+	}
+	c.Optim.LR = 0.05
+	c.Train.Resume = filepath.Join(t.TempDir(), "nothing")
+	if _, err := Run(context.Background(), c, Options{Out: new(bytes.Buffer)}); err == nil || !strings.Contains(err.Error(), "nothing") {
+		t.Errorf("resume from a missing folder: error %v, want one naming it", err)
+	}
+}
+
+func TestCorruptImageStopsTheRunNamingTheFile(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	src, err := tinyDataset()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(t.TempDir(), "ds")
+	if err := os.CopyFS(root, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	// Truncate one training JPEG to half its bytes.
+	var victim string
+	filepath.WalkDir(filepath.Join(root, "train"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && victim == "" && strings.HasSuffix(p, ".jpg") {
+			victim = p
+		}
+		return nil
+	})
+	b := []byte(readFile(t, victim))
+	if err := os.WriteFile(victim, b[:len(b)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := tinyConfig(t)
+	c.Data.Root = root
+	done := make(chan error, 1)
+	go func() {
+		_, err := Run(context.Background(), c, Options{Out: new(bytes.Buffer)})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), filepath.Base(victim)) {
+			t.Errorf("error %v, want one naming %s", err, victim)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the run hung on a corrupt image")
+	}
+}
+
+func TestBadSettingsAreClearErrors(t *testing.T) {
+	c := tinyConfig(t)
+	c.Train.Device = "cuda"
+	if _, err := Run(context.Background(), c, Options{Out: new(bytes.Buffer)}); !errors.Is(err, ErrNoCUDA) || !strings.Contains(err.Error(), "-tags cuda") {
+		t.Errorf("cuda in a CPU build: %v", err)
+	}
+	c = tinyConfig(t)
+	c.Data.Root = filepath.Join(t.TempDir(), "missing")
+	if _, err := Run(context.Background(), c, Options{Out: new(bytes.Buffer)}); err == nil || !strings.Contains(err.Error(), "missing") || !strings.Contains(err.Error(), "gen-data") {
+		t.Errorf("missing dataset: %v", err)
+	}
+	c = tinyConfig(t)
+	c.Data.BatchSize = 0
+	if _, err := Run(context.Background(), c, Options{Out: new(bytes.Buffer)}); err == nil || !strings.Contains(err.Error(), "data.batch_size") {
+		t.Errorf("batch size 0: %v", err)
+	}
+}
+
+func TestCancelStopsCleanly(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	c := tinyConfig(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Run(ctx, c, Options{Out: new(bytes.Buffer)}); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled run: error %v, want context.Canceled", err)
+	}
+}
+
+func lastWeights(t *testing.T, run string) []model.NamedTensor {
+	t.Helper()
+	dir, ok := latestCheckpoint(run)
+	if !ok {
+		t.Fatalf("no checkpoint in %s", run)
+	}
+	p, _, err := model.ReadSafetensors(filepath.Join(dir, weightsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
