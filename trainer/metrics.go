@@ -24,6 +24,7 @@ type EpochMetrics struct {
 	ValTop5      float64 `json:"val_top5"`
 	ImgPerSec    float64 `json:"img_per_s"`     // training images per second of training wall time
 	WaitShare    float64 `json:"wait_share"`    // of training wall time, blocked waiting for the next batch
+	CopyShare    float64 `json:"copy_share"`    // of training wall time, copying batches to the device
 	ComputeShare float64 `json:"compute_share"` // of training wall time, in the model's step
 	TrainSeconds float64 `json:"train_seconds"`
 	EvalSeconds  float64 `json:"eval_seconds"`

@@ -24,6 +24,7 @@ import (
 	"stoke/config"
 	"stoke/data"
 	"stoke/model"
+	"stoke/trace"
 )
 
 // Options are the parts of a run that are not configuration.
@@ -34,6 +35,9 @@ type Options struct {
 	// written; returning false ends the run there (as if it had been
 	// configured for that many epochs).
 	AfterEpoch func(EpochMetrics) bool
+	// Trace, when set, receives a timeline of the run: loader workers
+	// building batches, the train loop waiting, copying and computing.
+	Trace *trace.Recorder
 }
 
 // Summary is what a finished run reports.
@@ -56,11 +60,8 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid config:\n%w", err)
 	}
-	if cfg.Train.Device == "cuda" {
-		return nil, ErrNoCUDA
-	}
-	if cfg.Data.PinMemory || cfg.Train.NonBlocking {
-		fmt.Fprintln(out, "note: pin_memory and non_blocking act on the cuda device only; on the cpu they change nothing (PyTorch behaves the same)")
+	if cfg.Train.Device == "cuda" && newCUDADevice == nil {
+		return nil, ErrNoCUDA // before any work, not after the dataset is made
 	}
 	if cfg.Train.Threads > 0 {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(cfg.Train.Threads))
@@ -104,15 +105,19 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 	fmt.Fprintf(out, "# resolved config (saved in %s)\n%s", filepath.Join(run, "config.yaml"), resolved)
 	fmt.Fprintf(out, "dataset %s: %d classes, %d train / %d val images\n", root, len(trainSet.Classes), len(trainSet.Samples), len(valSet.Samples))
 
-	// The model.
+	// The device and the model on it.
 	spec := model.Spec{InputSize: cfg.Data.ImageSize, Classes: len(trainSet.Classes), Conv: cfg.Model.Conv}
-	net, err := model.New(spec, model.Options{
+	dev, err := openDevice(spec, model.Options{
 		Batch: cfg.Data.BatchSize, Seed: cfg.Train.Seed,
 		Momentum: float32(cfg.Optim.Momentum), WeightDecay: float32(cfg.Optim.WeightDecay),
-	})
+	}, cfg, out)
 	if err != nil {
 		return nil, err
 	}
+	if dev.Close != nil {
+		defer dev.Close() // after the loaders, whose buffers it may own: defers run last-in first-out
+	}
+	net := dev.Backend
 	defer net.Close()
 	firstEpoch, step := 0, 0
 	if start != nil {
@@ -125,7 +130,7 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 	fmt.Fprintf(out, "model: %d parameters\n", net.NumParams())
 
 	// The loaders.
-	trainLoader, valLoader, err := newLoaders(cfg, trainSet, valSet)
+	trainLoader, valLoader, err := newLoaders(cfg, trainSet, valSet, dev.Alloc)
 	if err != nil {
 		return nil, err
 	}
@@ -138,19 +143,25 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 	}
 	defer metrics.Close()
 
+	opt.Trace.Thread(0, "train loop")
+	for w := 0; w < cfg.Data.Workers; w++ {
+		opt.Trace.Thread(w+1, fmt.Sprintf("loader worker %d", w))
+	}
 	sched := schedule{cfg: cfg.Optim, stepsPerEpoch: trainLoader.NumBatches(), epochs: cfg.Train.Epochs}
 	bar := newProgress(out, cfg.Train.Progress)
 	sum := &Summary{RunDir: run}
 	for epoch := firstEpoch; epoch < cfg.Train.Epochs; epoch++ {
 		t0 := time.Now()
-		tr, err := trainEpoch(ctx, net, trainLoader, epoch, &step, sched, bar)
+		tr, err := trainEpoch(ctx, net, trainLoader, epoch, &step, sched, bar, opt.Trace)
 		if err != nil {
 			return sum, err
 		}
+		t1 := time.Now()
 		ev, err := evaluate(ctx, net, valLoader, epoch)
 		if err != nil {
 			return sum, err
 		}
+		opt.Trace.Span(0, "eval", fmt.Sprintf("evaluate epoch %d", epoch+1), t1, time.Now(), nil)
 		m := epochMetrics(epoch, cfg.Train.Epochs, tr, ev, time.Since(t0), sched.lr(step-1))
 		if err := metrics.Write(m); err != nil {
 			return sum, err
@@ -176,15 +187,17 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 type trainResult struct {
 	Images, Correct int
 	LossSum         float64
-	Wait, Compute   time.Duration
+	Wait            time.Duration // blocked in the loader
+	Copy, Compute   time.Duration // as the backend measures them (StepTimer), else all compute
 	Wall            time.Duration
 	Skipped         []string // images that could not be decoded (bad_images: skip)
 }
 
 // trainEpoch runs one pass over the training set: wait for a batch, step,
 // give the buffer back, record.
-func trainEpoch(ctx context.Context, net *model.Model, loader *data.Loader, epoch int, step *int, sched schedule, bar *progress) (trainResult, error) {
+func trainEpoch(ctx context.Context, net Backend, loader *data.Loader, epoch int, step *int, sched schedule, bar *progress, tr *trace.Recorder) (trainResult, error) {
 	var r trainResult
+	timer, timed := net.(StepTimer)
 	it := loader.Epoch(ctx, epoch)
 	defer it.Close()
 	bar.EpochStart(epoch, sched.epochs, loader.NumBatches())
@@ -213,7 +226,13 @@ func trainEpoch(ctx context.Context, net *model.Model, loader *data.Loader, epoc
 		}
 		t2 := time.Now()
 		r.Wait += t1.Sub(t0)
-		r.Compute += t2.Sub(t1)
+		copyTime, computeTime := time.Duration(0), t2.Sub(t1)
+		if timed {
+			copyTime, computeTime = timer.LastStepTimes()
+		}
+		r.Copy += copyTime
+		r.Compute += computeTime
+		traceStep(tr, b, *step, t0, t1, t2, copyTime, computeTime, res.Loss)
 		r.Images += b.N
 		r.Correct += res.Correct
 		r.LossSum += res.Loss * float64(b.N)
@@ -224,6 +243,24 @@ func trainEpoch(ctx context.Context, net *model.Model, loader *data.Loader, epoc
 	return r, nil
 }
 
+// traceStep puts one training step on the timeline: the batch being built
+// (on its worker's row, or inside the wait when loading inline), the wait,
+// and the step with its copy and compute.
+func traceStep(tr *trace.Recorder, b *data.Batch, step int, t0, t1, t2 time.Time, copyTime, computeTime time.Duration, loss float64) {
+	if tr == nil {
+		return
+	}
+	tr.Span(b.Worker+1, "load", fmt.Sprintf("load batch %d", b.Index), b.Start, b.End, map[string]any{"epoch": b.Epoch + 1, "batch": b.Index, "images": b.N})
+	tr.Span(0, "wait", "wait for data", t0, t1, map[string]any{"batch": b.Index})
+	tr.Span(0, "step", "train step", t1, t2, map[string]any{"step": step, "loss": loss})
+	if copyTime > 0 {
+		tr.Span(0, "copy", "copy to device", t1, t1.Add(copyTime), nil)
+	}
+	if computeTime > 0 && computeTime <= t2.Sub(t1) {
+		tr.Span(0, "compute", "compute", t2.Add(-computeTime), t2, nil)
+	}
+}
+
 // evalResult is one epoch's evaluation half.
 type evalResult struct {
 	Images, Top1, Top5 int
@@ -232,7 +269,7 @@ type evalResult struct {
 }
 
 // evaluate runs the model forward over the validation set.
-func evaluate(ctx context.Context, net *model.Model, loader *data.Loader, epoch int) (evalResult, error) {
+func evaluate(ctx context.Context, net Backend, loader *data.Loader, epoch int) (evalResult, error) {
 	var r evalResult
 	start := time.Now()
 	it := loader.Epoch(ctx, epoch)
@@ -261,7 +298,7 @@ func evaluate(ctx context.Context, net *model.Model, loader *data.Loader, epoch 
 
 // newLoaders builds the training loader (random augmentation, shuffled) and
 // the validation loader (resize + centre crop, in order).
-func newLoaders(cfg config.Config, trainSet, valSet *data.Index) (train, val *data.Loader, err error) {
+func newLoaders(cfg config.Config, trainSet, valSet *data.Index, alloc data.Allocator) (train, val *data.Loader, err error) {
 	a, d := cfg.Augment, cfg.Data
 	mean, std := vec3(a.Mean), vec3(a.Std)
 	tp := augment.DefaultTrainParams(d.ImageSize)
@@ -280,7 +317,7 @@ func newLoaders(cfg config.Config, trainSet, valSet *data.Index) (train, val *da
 	}
 	base := data.LoaderConfig{
 		BatchSize: d.BatchSize, Workers: d.Workers, Prefetch: d.Prefetch,
-		Seed: cfg.Train.Seed, MaxPixels: d.MaxPixels, SkipBadImages: d.BadImages == "skip",
+		Seed: cfg.Train.Seed, MaxPixels: d.MaxPixels, SkipBadImages: d.BadImages == "skip", Alloc: alloc,
 	}
 	tc := base
 	tc.Index, tc.Transform, tc.Shuffle, tc.DropLast = trainSet, trainTf, d.Shuffle, d.DropLast
