@@ -21,6 +21,9 @@ import (
 //	RUN/checkpoints/epoch-0003/state.json             epoch, step, classes, resolved config
 //	RUN/latest.json                                   {"checkpoint": "checkpoints/epoch-0003"}
 //
+// An interrupted run writes RUN/checkpoints/epoch-0003-batch-0017: three
+// epochs and 17 batches of the fourth done.
+//
 // A checkpoint is written into a temporary folder and renamed into place,
 // then latest.json is replaced atomically: a crash at any point leaves the
 // previous checkpoint whole and latest.json pointing at a complete one.
@@ -34,9 +37,10 @@ const (
 
 // checkpointState is everything needed to resume exactly.
 type checkpointState struct {
-	Dir     string // where it was read from
-	Epoch   int    // epochs completed
-	Step    int    // optimizer steps taken
+	Dir     string        // where it was read from
+	Epoch   int           // epochs completed
+	Step    int           // optimizer steps taken
+	Partial progressState // of epoch Epoch+1, when interrupted part-way
 	Config  config.Config
 	Classes []string
 	Params  []model.NamedTensor
@@ -44,17 +48,21 @@ type checkpointState struct {
 }
 
 type stateJSON struct {
-	Format  int      `json:"format"`
-	Epoch   int      `json:"epoch"`
-	Step    int      `json:"step"`
-	Classes []string `json:"classes"`
-	Config  string   `json:"config"` // the resolved config, YAML
+	Format  int           `json:"format"`
+	Epoch   int           `json:"epoch"`
+	Step    int           `json:"step"`
+	Partial progressState `json:"partial_epoch"`
+	Classes []string      `json:"classes"`
+	Config  string        `json:"config"` // the resolved config, YAML
 }
 
 // saveCheckpoint writes st as RUN/checkpoints/epoch-NNNN, points latest.json
 // at it, and keeps the newest `keep` epoch folders. It returns the folder.
 func saveCheckpoint(run string, st checkpointState, keep int) (string, error) {
 	name := fmt.Sprintf("epoch-%04d", st.Epoch)
+	if st.Partial.Batches > 0 {
+		name += fmt.Sprintf("-batch-%04d", st.Partial.Batches)
+	}
 	parent := filepath.Join(run, "checkpoints")
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return "", fmt.Errorf("checkpoint: %w", err)
@@ -75,7 +83,7 @@ func saveCheckpoint(run string, st checkpointState, keep int) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	js, err := json.MarshalIndent(stateJSON{Format: 1, Epoch: st.Epoch, Step: st.Step, Classes: st.Classes, Config: string(cfgText)}, "", "  ")
+	js, err := json.MarshalIndent(stateJSON{Format: 1, Epoch: st.Epoch, Step: st.Step, Partial: st.Partial, Classes: st.Classes, Config: string(cfgText)}, "", "  ")
 	if err != nil {
 		return "", err
 	}
@@ -159,7 +167,7 @@ func loadCheckpointState(path string) (*checkpointState, error) {
 	if err != nil {
 		return nil, fmt.Errorf("resume: %w", err)
 	}
-	st := &checkpointState{Dir: dir, Epoch: sj.Epoch, Step: sj.Step, Config: cfg, Classes: sj.Classes}
+	st := &checkpointState{Dir: dir, Epoch: sj.Epoch, Step: sj.Step, Partial: sj.Partial, Config: cfg, Classes: sj.Classes}
 	if st.Params, _, err = model.ReadSafetensors(filepath.Join(dir, weightsFile)); err != nil {
 		return nil, fmt.Errorf("resume: %w", err)
 	}

@@ -38,6 +38,9 @@ type Options struct {
 	// Trace, when set, receives a timeline of the run: loader workers
 	// building batches, the train loop waiting, copying and computing.
 	Trace *trace.Recorder
+
+	afterStep   func(step int)        // tests: called after every training step
+	wrapBackend func(Backend) Backend // tests: stands between the loop and the model
 }
 
 // Summary is what a finished run reports.
@@ -118,14 +121,18 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 		defer dev.Close() // after the loaders, whose buffers it may own: defers run last-in first-out
 	}
 	net := dev.Backend
+	if opt.wrapBackend != nil {
+		net = opt.wrapBackend(net)
+	}
 	defer net.Close()
 	firstEpoch, step := 0, 0
+	var partial progressState // of an epoch interrupted part-way
 	if start != nil {
 		if err := net.Load(start.Params, start.Optim); err != nil {
 			return nil, fmt.Errorf("resume from %s: %w", start.Dir, err)
 		}
-		firstEpoch, step = start.Epoch, start.Step
-		fmt.Fprintf(out, "resumed from %s after epoch %d (step %d)\n", start.Dir, start.Epoch, start.Step)
+		firstEpoch, step, partial = start.Epoch, start.Step, start.Partial
+		fmt.Fprintf(out, "resumed from %s: %d epochs and %d batches done (step %d)\n", start.Dir, start.Epoch, partial.Batches, start.Step)
 	}
 	fmt.Fprintf(out, "model: %d parameters\n", net.NumParams())
 
@@ -150,15 +157,37 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 	sched := schedule{cfg: cfg.Optim, stepsPerEpoch: trainLoader.NumBatches(), epochs: cfg.Train.Epochs}
 	bar := newProgress(out, cfg.Train.Progress)
 	sum := &Summary{RunDir: run}
+	save := func(epochsDone int, p progressState) (string, error) {
+		return saveCheckpoint(run, checkpointState{
+			Epoch: epochsDone, Step: step, Partial: p, Config: cfg, Classes: trainSet.Classes,
+			Params: net.Params(), Optim: net.OptimizerState(),
+		}, cfg.Train.KeepCkpts)
+	}
 	for epoch := firstEpoch; epoch < cfg.Train.Epochs; epoch++ {
 		t0 := time.Now()
-		tr, err := trainEpoch(ctx, net, trainLoader, epoch, &step, sched, bar, opt.Trace)
+		tr := trainResult{progressState: partial}
+		partial = progressState{}
+		stepsBefore := step
+		err := trainEpoch(ctx, net, trainLoader, epoch, &step, &tr, sched, bar, opt)
 		if err != nil {
-			return sum, err
+			if ctx.Err() == nil || step == stepsBefore {
+				return sum, err
+			}
+			// Interrupted between steps: keep what this epoch has done so far.
+			dir, serr := save(epoch, tr.progressState)
+			if serr != nil {
+				return sum, fmt.Errorf("%w; and the checkpoint could not be written: %v", err, serr)
+			}
+			return sum, &InterruptedError{Checkpoint: dir, Run: run, Err: err}
 		}
 		t1 := time.Now()
 		ev, err := evaluate(ctx, net, valLoader, epoch)
 		if err != nil {
+			if ctx.Err() != nil { // the epoch's training is done: keep it
+				if dir, serr := save(epoch, tr.progressState); serr == nil {
+					return sum, &InterruptedError{Checkpoint: dir, Run: run, Err: err}
+				}
+			}
 			return sum, err
 		}
 		opt.Trace.Span(0, "eval", fmt.Sprintf("evaluate epoch %d", epoch+1), t1, time.Now(), nil)
@@ -166,10 +195,7 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 		if err := metrics.Write(m); err != nil {
 			return sum, err
 		}
-		dir, err := saveCheckpoint(run, checkpointState{
-			Epoch: epoch + 1, Step: step, Config: cfg, Classes: trainSet.Classes,
-			Params: net.Params(), Optim: net.OptimizerState(),
-		}, cfg.Train.KeepCkpts)
+		dir, err := save(epoch+1, progressState{})
 		if err != nil {
 			return sum, err
 		}
@@ -183,46 +209,78 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 	return sum, nil
 }
 
+// InterruptedError reports a run stopped by its context between two steps,
+// after writing a checkpoint that --resume continues from exactly.
+type InterruptedError struct {
+	Checkpoint string // the checkpoint folder written
+	Run        string // the run folder to resume
+	Err        error  // the context's error
+}
+
+func (e *InterruptedError) Error() string {
+	return fmt.Sprintf("interrupted; checkpoint written to %s: continue with --resume %s", e.Checkpoint, e.Run)
+}
+
+func (e *InterruptedError) Unwrap() error { return e.Err }
+
+// progressState is how far an epoch's training has got: what an interrupted
+// epoch's checkpoint records, so that its resumed half adds up to the same
+// numbers as an uninterrupted epoch.
+type progressState struct {
+	Batches int     `json:"batches"` // batches done
+	Images  int     `json:"images"`
+	Correct int     `json:"correct"`
+	LossSum float64 `json:"loss_sum"` // JSON keeps float64 exactly
+}
+
 // trainResult is one epoch's training half.
 type trainResult struct {
-	Images, Correct int
-	LossSum         float64
-	Wait            time.Duration // blocked in the loader
-	Copy, Compute   time.Duration // as the backend measures them (StepTimer), else all compute
-	Wall            time.Duration
-	Skipped         []string // images that could not be decoded (bad_images: skip)
+	progressState
+	Wait          time.Duration // blocked in the loader
+	Copy, Compute time.Duration // as the backend measures them (StepTimer), else all compute
+	Wall          time.Duration
+	Skipped       []string // images that could not be decoded (bad_images: skip)
 }
 
 // trainEpoch runs one pass over the training set: wait for a batch, step,
-// give the buffer back, record.
-func trainEpoch(ctx context.Context, net Backend, loader *data.Loader, epoch int, step *int, sched schedule, bar *progress, tr *trace.Recorder) (trainResult, error) {
-	var r trainResult
+// give the buffer back, record. It starts after r.Batches batches (the part
+// an interrupted run already did) and stops between two steps when ctx is
+// cancelled.
+func trainEpoch(ctx context.Context, net Backend, loader *data.Loader, epoch int, step *int, r *trainResult, sched schedule, bar *progress, opt Options) error {
 	timer, timed := net.(StepTimer)
 	it := loader.Epoch(ctx, epoch)
 	defer it.Close()
 	bar.EpochStart(epoch, sched.epochs, loader.NumBatches())
 	start := time.Now()
-	for {
+	defer func() { r.Wall = time.Since(start) }()
+	for i := 0; ; i++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		t0 := time.Now()
 		b, err := it.Next()
 		if err == io.EOF {
-			break
+			return nil
 		}
 		if err != nil {
-			return r, err
+			return err
+		}
+		if i < r.Batches { // done before the interruption: same batch, already learnt
+			b.Release()
+			continue
 		}
 		t1 := time.Now()
-		for _, i := range b.Skipped {
-			r.Skipped = append(r.Skipped, loader.Index().Samples[i].Path)
+		for _, idx := range b.Skipped {
+			r.Skipped = append(r.Skipped, loader.Index().Samples[idx].Path)
 		}
 		lr := sched.lr(*step)
 		res, err := net.TrainStep(b.X, b.Labels, b.N, float32(lr))
 		b.Release()
 		if err != nil {
-			return r, fmt.Errorf("epoch %d step %d: %w", epoch+1, *step, err)
+			return fmt.Errorf("epoch %d step %d: %w", epoch+1, *step, err)
 		}
 		if math.IsNaN(res.Loss) || math.IsInf(res.Loss, 0) {
-			return r, fmt.Errorf("epoch %d step %d: the loss is %v (learning rate %.4g); training stopped, the last good checkpoint is kept: lower optim.lr or check the data", epoch+1, *step, res.Loss, lr)
+			return fmt.Errorf("epoch %d step %d: the loss is %v (learning rate %.4g); training stopped, the last good checkpoint is kept: lower optim.lr or check the data", epoch+1, *step, res.Loss, lr)
 		}
 		t2 := time.Now()
 		r.Wait += t1.Sub(t0)
@@ -232,15 +290,17 @@ func trainEpoch(ctx context.Context, net Backend, loader *data.Loader, epoch int
 		}
 		r.Copy += copyTime
 		r.Compute += computeTime
-		traceStep(tr, b, *step, t0, t1, t2, copyTime, computeTime, res.Loss)
+		traceStep(opt.Trace, b, *step, t0, t1, t2, copyTime, computeTime, res.Loss)
+		r.Batches++
 		r.Images += b.N
 		r.Correct += res.Correct
 		r.LossSum += res.Loss * float64(b.N)
 		*step++
 		bar.Step(r.LossSum/float64(r.Images), float64(r.Correct)/float64(r.Images), float64(r.Images)/time.Since(start).Seconds(), lr)
+		if opt.afterStep != nil {
+			opt.afterStep(*step)
+		}
 	}
-	r.Wall = time.Since(start)
-	return r, nil
 }
 
 // traceStep puts one training step on the timeline: the batch being built

@@ -3,7 +3,9 @@ package trainer
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -248,4 +250,101 @@ func readFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestInterruptAtAnyStepResumesExactly: a run cancelled after step k writes
+// a checkpoint, and resuming it ends with the weights and metrics of an
+// uninterrupted run, bit for bit, for k inside an epoch and at its end.
+func TestInterruptAtAnyStepResumesExactly(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	full := tinyConfig(t) // 30 images, batch 8: 4 steps an epoch, 8 in all
+	if _, err := Run(context.Background(), full, Options{Out: new(bytes.Buffer)}); err != nil {
+		t.Fatal(err)
+	}
+	want := lastWeights(t, full.Train.Out)
+	wantMetrics := metricsLines(t, full.Train.Out)
+	for _, k := range []int{1, 3, 4, 6} {
+		c := tinyConfig(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		opt := Options{Out: new(bytes.Buffer), afterStep: func(step int) {
+			if step == k {
+				cancel()
+			}
+		}}
+		_, err := Run(ctx, c, opt)
+		cancel()
+		var intr *InterruptedError
+		if !errors.As(err, &intr) || !errors.Is(err, context.Canceled) {
+			t.Fatalf("k=%d: error %v, want an InterruptedError", k, err)
+		}
+		if !strings.Contains(err.Error(), "--resume "+c.Train.Out) {
+			t.Errorf("k=%d: %q does not say how to resume", k, err)
+		}
+		c.Train.Resume = c.Train.Out
+		if _, err := Run(context.Background(), c, Options{Out: new(bytes.Buffer)}); err != nil {
+			t.Fatalf("k=%d: resume: %v", k, err)
+		}
+		got := lastWeights(t, c.Train.Out)
+		for i := range want {
+			for j := range want[i].Data {
+				if got[i].Data[j] != want[i].Data[j] {
+					t.Fatalf("k=%d: %s[%d] = %v after resume, %v uninterrupted", k, want[i].Name, j, got[i].Data[j], want[i].Data[j])
+				}
+			}
+		}
+		gotMetrics := metricsLines(t, c.Train.Out)
+		if len(gotMetrics) != len(wantMetrics) {
+			t.Fatalf("k=%d: %d metrics lines, want %d", k, len(gotMetrics), len(wantMetrics))
+		}
+		for i := range wantMetrics {
+			g, w := gotMetrics[i], wantMetrics[i]
+			if g.Epoch != w.Epoch || g.TrainLoss != w.TrainLoss || g.TrainAcc != w.TrainAcc || g.ValLoss != w.ValLoss || g.ValTop1 != w.ValTop1 {
+				t.Errorf("k=%d epoch %d: metrics %+v, uninterrupted %+v", k, w.Epoch, g, w)
+			}
+		}
+	}
+}
+
+func metricsLines(t *testing.T, run string) []EpochMetrics {
+	t.Helper()
+	var out []EpochMetrics
+	for _, line := range strings.Split(strings.TrimSpace(readFile(t, filepath.Join(run, "metrics.jsonl"))), "\n") {
+		var m EpochMetrics
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("metrics.jsonl: %v", err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// nanAt reports a NaN loss from its step'th TrainStep on.
+type nanAt struct {
+	Backend
+	step, calls int
+}
+
+func (n *nanAt) TrainStep(x []float32, labels []int32, k int, lr float32) (model.StepResult, error) {
+	n.calls++
+	r, err := n.Backend.TrainStep(x, labels, k, lr)
+	if n.calls >= n.step {
+		r.Loss = math.NaN()
+	}
+	return r, err
+}
+
+func TestNaNLossStopsAndKeepsTheLastGoodCheckpoint(t *testing.T) {
+	c := tinyConfig(t)
+	opt := Options{Out: new(bytes.Buffer), wrapBackend: func(b Backend) Backend { return &nanAt{Backend: b, step: 6} }}
+	_, err := Run(context.Background(), c, opt)
+	if err == nil || !strings.Contains(err.Error(), "NaN") || !strings.Contains(err.Error(), "optim.lr") {
+		t.Fatalf("error %v, want one reporting the NaN loss and what to do", err)
+	}
+	dir, ok := latestCheckpoint(c.Train.Out)
+	if !ok || filepath.Base(dir) != "epoch-0001" {
+		t.Fatalf("latest checkpoint %q, want epoch-0001 (the last good one)", dir)
+	}
+	if _, err := loadCheckpointState(c.Train.Out); err != nil {
+		t.Errorf("the last good checkpoint does not load: %v", err)
+	}
 }

@@ -76,8 +76,13 @@ func trainCmd(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	sum, err := trainer.Run(ctx, cfg, trainer.Options{Out: stdout})
 	if err != nil {
+		var intr *trainer.InterruptedError
+		if errors.As(err, &intr) {
+			fmt.Fprintf(stderr, "train: %v\n", err)
+			return 130
+		}
 		if ctx.Err() != nil {
-			fmt.Fprintf(stderr, "train: interrupted; the last checkpoint is kept: continue with --resume %s\n", cfg.Train.Out)
+			fmt.Fprintf(stderr, "train: interrupted before the first step; nothing to keep\n")
 			return 130
 		}
 		fmt.Fprintf(stderr, "train: %v\n", err)
