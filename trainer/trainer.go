@@ -78,6 +78,9 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 	if err != nil {
 		return nil, err
 	}
+	if len(trainSet.Classes) < 2 {
+		return nil, fmt.Errorf("dataset %s has one class (%s); a classifier needs at least two classes, each a folder of images under train/ and val/", root, trainSet.Classes[0])
+	}
 
 	// Where the run goes, and where it starts from.
 	run := cfg.Train.Out
