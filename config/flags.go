@@ -71,7 +71,16 @@ func (f Field) Set(s string) error {
 		if f.value.Kind() == reflect.Slice && !strings.HasPrefix(strings.TrimSpace(s), "[") {
 			text = "[" + s + "]"
 		}
-		if err := yaml.Unmarshal([]byte(text), ptr.Interface()); err != nil {
+		var node yaml.Node
+		if err := yaml.Unmarshal([]byte(text), &node); err != nil {
+			return fmt.Errorf("%q is not a valid %s for %s", s, f.Type, f.Path)
+		}
+		if len(node.Content) == 1 {
+			if err := checkKeys(node.Content[0], f.value.Type(), f.Path); err != nil {
+				return fmt.Errorf("%q for %s: %v (in YAML flow, put a space after each colon: {channels: 16, kernel: 3})", s, f.Path, strings.TrimSuffix(err.Error(), "; `train --help` lists every key"))
+			}
+		}
+		if err := node.Decode(ptr.Interface()); err != nil {
 			return fmt.Errorf("%q is not a valid %s for %s", s, f.Type, f.Path)
 		}
 	}
@@ -79,20 +88,29 @@ func (f Field) Set(s string) error {
 	return nil
 }
 
-// String shows the field's current value as it would be written in YAML.
+// String shows the field's current value as it would be written in YAML,
+// on one line ("[0.08, 1]", "[{channels: 16, kernel: 3, pool: true}]").
 func (f Field) String() string {
 	if !f.value.IsValid() {
 		return ""
 	}
-	b, err := yaml.Marshal(f.value.Interface())
+	var n yaml.Node
+	if err := n.Encode(f.value.Interface()); err != nil {
+		return "?"
+	}
+	flow(&n)
+	b, err := yaml.Marshal(&n)
 	if err != nil {
 		return "?"
 	}
-	s := strings.TrimSpace(string(b))
-	if f.value.Kind() == reflect.Slice && f.value.Type().Elem().Kind() != reflect.Struct {
-		s = strings.ReplaceAll(strings.Trim(strings.ReplaceAll(s, "\n", ","), " "), "- ", "")
+	return strings.TrimSpace(string(b))
+}
+
+func flow(n *yaml.Node) {
+	n.Style |= yaml.FlowStyle
+	for _, c := range n.Content {
+		flow(c)
 	}
-	return s
 }
 
 // Override is one setting from the command line, applied after the file.

@@ -48,9 +48,54 @@ func Parse(text []byte, name string) (Config, error) {
 	// Lists replace the default rather than merge into it.
 	clearListsPresent(root, reflect.ValueOf(&cfg).Elem())
 	if err := root.Decode(&cfg); err != nil {
-		return Config{}, fmt.Errorf("config %s: %v", name, cleanYAMLError(err))
+		return Config{}, fmt.Errorf("config %s: %v", name, typeErrors(err, root))
 	}
 	return cfg, nil
+}
+
+// typeErrors rewrites the YAML library's type errors ("line 2: cannot
+// unmarshal !!str `fast` into float64") to name the setting and the type a
+// user knows ("line 2: optim.lr: `fast` is not a number").
+func typeErrors(err error, root *yaml.Node) string {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return cleanYAMLError(err)
+	}
+	paths := map[int]string{}
+	linePaths(root, "", paths)
+	var out []string
+	for _, e := range te.Errors {
+		var line int
+		var value, goType string
+		if n, _ := fmt.Sscanf(e, "line %d: cannot unmarshal %s %s into %s", &line, new(string), &value, &goType); n == 4 {
+			want := map[string]string{"float64": "a number", "int": "a whole number", "uint64": "a whole number >= 0", "bool": "true or false", "string": "text"}[goType]
+			if want == "" {
+				want = "of the right type"
+			}
+			out = append(out, fmt.Sprintf("line %d: %s: %s is not %s", line, paths[line], value, want))
+			continue
+		}
+		out = append(out, e)
+	}
+	return strings.Join(out, "; ")
+}
+
+// linePaths maps the line of each scalar value under n to its dotted path.
+func linePaths(n *yaml.Node, prefix string, out map[int]string) {
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			linePaths(n.Content[i+1], join(prefix, n.Content[i].Value), out)
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			linePaths(c, fmt.Sprintf("%s[%d]", prefix, i), out)
+		}
+	default:
+		if _, taken := out[n.Line]; !taken {
+			out[n.Line] = prefix
+		}
+	}
 }
 
 // cleanYAMLError strips the library's prefix and Go type names, which mean
@@ -100,7 +145,7 @@ func checkKeys(n *yaml.Node, t reflect.Type, prefix string) error {
 		f, ok := fields[k.Value]
 		if !ok {
 			msg := fmt.Sprintf("line %d: unknown key %q", k.Line, join(prefix, k.Value))
-			if near := nearest(k.Value, names); near != "" {
+			if near := Nearest(k.Value, names); near != "" {
 				msg += fmt.Sprintf(" (did you mean %q?)", join(prefix, near))
 			}
 			return errors.New(msg + "; `train --help` lists every key")
@@ -156,9 +201,9 @@ func join(prefix, key string) string {
 	return prefix + "." + key
 }
 
-// nearest returns the candidate closest to s in edit distance, if it is
+// Nearest returns the candidate closest to s in edit distance, if it is
 // close enough to be a plausible typo.
-func nearest(s string, candidates []string) string {
+func Nearest(s string, candidates []string) string {
 	best, bestD := "", len(s)/2+2
 	for _, c := range candidates {
 		if d := editDistance(s, c); d < bestD {

@@ -46,14 +46,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 func trainCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("train", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard) // errors are reported below, with a hint
 	cfgPath := fs.String("config", "", "YAML config file; without one, the built-in configs/"+configs.Default)
 	overrides := config.BindFlags(fs)
-	fs.Usage = func() { usage(fs, stderr) }
+	fs.Usage = func() {} // on a bad flag, say what is wrong and not all 40 settings
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			usage(fs, stdout)
 			return 0
 		}
+		fmt.Fprintf(stderr, "train: %s\n", flagHint(err, fs))
 		return 2
 	}
 	if fs.NArg() > 0 {
@@ -130,6 +132,27 @@ func interruptContext(stderr io.Writer) (context.Context, func()) {
 	return ctx, func() { signal.Stop(sig); close(sig); cancel() }
 }
 
+// flagHint adds to the flag package's error the nearest defined flag, for
+// a misspelt one, and where to find the list.
+func flagHint(err error, fs *flag.FlagSet) string {
+	msg := err.Error()
+	if rest, ok := strings.CutPrefix(msg, "invalid value "); ok {
+		if i := strings.Index(rest, ": "); i >= 0 {
+			msg = rest[i+2:] // the setting's own message names the value and the field
+		}
+	}
+	const undefined = "flag provided but not defined: -"
+	if name, ok := strings.CutPrefix(msg, undefined); ok {
+		msg = fmt.Sprintf("unknown flag --%s", name)
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+		if near := config.Nearest(name, names); near != "" {
+			msg += fmt.Sprintf(" (did you mean --%s?)", near)
+		}
+	}
+	return msg + "; `train --help` lists every setting"
+}
+
 func usage(fs *flag.FlagSet, w io.Writer) {
 	fmt.Fprint(w, `Usage:
   train [--config FILE] [--key=value ...]    train a classifier
@@ -145,14 +168,15 @@ take YAML, e.g. --model.conv='[{channels: 16, kernel: 3, pool: true}]'.
   --config FILE
         YAML config file
 `)
-	byName := map[string]*flag.Flag{}
-	fs.VisitAll(func(f *flag.Flag) { byName[f.Name] = f })
-	scratch := config.Default()
-	for _, f := range scratch.Fields() {
+	shown, err := loadConfig("")
+	if err != nil {
+		shown = config.Default()
+	}
+	for _, f := range shown.Fields() {
 		name := "--" + f.Path
 		if f.Short != "" {
 			name += ", --" + f.Short
 		}
-		fmt.Fprintf(w, "  %s %s   (default %s)\n        %s\n", name, f.Type, f.String(), f.Help)
+		fmt.Fprintf(w, "  %s %s   (quickstart: %s)\n        %s\n", name, f.Type, f.String(), f.Help)
 	}
 }
