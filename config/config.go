@@ -85,6 +85,7 @@ type Train struct {
 	Threads     int    `yaml:"threads" help:"OS threads for Go code (GOMAXPROCS); 0 = all cores" flag:"threads"`
 	Progress    string `yaml:"progress" help:"auto (a live bar on a terminal, plain lines otherwise), bar, plain or none"`
 	KeepCkpts   int    `yaml:"keep_checkpoints" help:"per-epoch checkpoints kept in the run folder (the newest always is)"`
+	Trace       string `yaml:"trace" help:"write a timeline of the run (loader workers, waits, steps) to this file, in Chrome trace-event JSON for https://ui.perfetto.dev; relative to the run folder"`
 }
 
 // Default is the configuration every file starts from: a small CNN on the

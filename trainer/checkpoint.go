@@ -184,7 +184,7 @@ var resumeFree = map[string]bool{
 	"data.root": true, "data.workers": true, "data.prefetch": true, "data.pin_memory": true,
 	"data.cache_dir": true, "data.bad_images": true, "data.max_pixels": true,
 	"train.epochs": true, "train.device": true, "train.non_blocking": true, "train.out": true,
-	"train.resume": true, "train.threads": true, "train.progress": true, "train.keep_checkpoints": true,
+	"train.resume": true, "train.threads": true, "train.progress": true, "train.keep_checkpoints": true, "train.trace": true,
 }
 
 // compatible reports the first setting that differs between the

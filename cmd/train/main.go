@@ -14,11 +14,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
 	"stoke/config"
 	"stoke/configs"
+	"stoke/trace"
 	"stoke/trainer"
 )
 
@@ -76,7 +78,12 @@ func trainCmd(args []string, stdout, stderr io.Writer) int {
 
 	ctx, stop := interruptContext(stderr)
 	defer stop()
-	sum, err := trainer.Run(ctx, cfg, trainer.Options{Out: stdout})
+	opt := trainer.Options{Out: stdout}
+	if cfg.Train.Trace != "" {
+		opt.Trace = trace.New(0)
+		defer writeTrace(opt.Trace, cfg, stdout, stderr)
+	}
+	sum, err := trainer.Run(ctx, cfg, opt)
 	if err != nil {
 		var intr *trainer.InterruptedError
 		if errors.As(err, &intr) {
@@ -98,6 +105,24 @@ func trainCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "done: nothing to train, the checkpoint already has %d epochs\n", cfg.Train.Epochs)
 	}
 	return 0
+}
+
+// writeTrace saves the run's timeline, also when the run failed or was
+// interrupted (which is when a timeline is often most wanted).
+func writeTrace(tr *trace.Recorder, cfg config.Config, stdout, stderr io.Writer) {
+	path := cfg.Train.Trace
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(cfg.Train.Out, path)
+	}
+	err := os.MkdirAll(filepath.Dir(path), 0o755)
+	if err == nil {
+		err = tr.WriteFile(path)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "train: trace: %v\n", err)
+		return
+	}
+	fmt.Fprintf(stdout, "timeline written to %s (open it in https://ui.perfetto.dev)\n", path)
 }
 
 // loadConfig reads path, or the built-in quickstart when path is empty.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"stoke/config"
+	"stoke/trace"
 )
 
 // TestMain lets the tests run the command in a child process: the test
@@ -232,4 +233,61 @@ func mib(v []int64) []int64 {
 		out[i] = x >> 20
 	}
 	return out
+}
+
+// TestTraceShowsWorkersOverlappingCompute runs with two workers and a
+// timeline: the file must be trace-event JSON whose spans nest on each row,
+// and loader spans must overlap training steps in time.
+func TestTraceShowsWorkersOverlappingCompute(t *testing.T) {
+	args, runDir := smallArgs(t, "--epochs", "1", "--workers", "2", "--train.trace", "trace.json")
+	if out, err := command(args...).CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	f, err := trace.Read(filepath.Join(runDir, "trace.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type span struct{ start, end float64 }
+	rows := map[int][]span{}
+	var loads, steps []span
+	for _, e := range f.TraceEvents {
+		if e.Ph != "X" {
+			continue
+		}
+		s := span{e.TS, e.TS + e.Dur}
+		rows[e.TID] = append(rows[e.TID], s)
+		switch e.Cat {
+		case "load":
+			loads = append(loads, s)
+		case "step":
+			steps = append(steps, s)
+		}
+	}
+	if len(loads) == 0 || len(steps) == 0 {
+		t.Fatalf("%d load and %d step spans", len(loads), len(steps))
+	}
+	// Spans on one row either nest or follow each other (sorted by start).
+	for tid, spans := range rows {
+		var open []span
+		for _, s := range spans {
+			for len(open) > 0 && open[len(open)-1].end <= s.start {
+				open = open[:len(open)-1]
+			}
+			if len(open) > 0 && s.end > open[len(open)-1].end {
+				t.Fatalf("row %d: span %v overlaps %v without nesting", tid, s, open[len(open)-1])
+			}
+			open = append(open, s)
+		}
+	}
+	overlap := false
+	for _, l := range loads {
+		for _, s := range steps {
+			if l.start < s.end && s.start < l.end {
+				overlap = true
+			}
+		}
+	}
+	if !overlap {
+		t.Error("no loader span overlaps a training step: the workers did not load ahead")
+	}
 }
