@@ -12,10 +12,10 @@ import (
 	"stoke/data"
 )
 
-// datasetRoot returns the dataset folder of d: data.root when set (which
+// DatasetRoot returns the dataset folder of d: data.root when set (which
 // must exist), or else the generated dataset that data.synthetic describes,
 // made on first use in the cache folder.
-func datasetRoot(d config.Data, out io.Writer) (string, error) {
+func DatasetRoot(d config.Data, out io.Writer) (string, error) {
 	if d.Root != "" {
 		if _, err := os.Stat(d.Root); err != nil {
 			if errors.Is(err, fs.ErrNotExist) {

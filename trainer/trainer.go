@@ -70,7 +70,7 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(cfg.Train.Threads))
 	}
 	// The dataset.
-	root, err := datasetRoot(cfg.Data, out)
+	root, err := DatasetRoot(cfg.Data, out)
 	if err != nil {
 		return nil, err
 	}

@@ -34,12 +34,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		switch args[0] {
 		case "gen-data":
 			return genData(args[1:], stdout, stderr)
+		case "bench":
+			return benchCmd(args[1:], stdout, stderr)
 		case "train":
 			args = args[1:]
 		case "help":
 			args = []string{"--help"}
 		default:
-			fmt.Fprintf(stderr, "train: unknown command %q; commands: train (default), gen-data; see `train --help`\n", args[0])
+			fmt.Fprintf(stderr, "train: unknown command %q; commands: train (default), gen-data, bench; see `train --help`\n", args[0])
 			return 2
 		}
 	}
@@ -182,6 +184,7 @@ func usage(fs *flag.FlagSet, w io.Writer) {
 	fmt.Fprint(w, `Usage:
   train [--config FILE] [--key=value ...]    train a classifier
   train gen-data --out DIR [options]         write a synthetic JPEG dataset (train gen-data --help)
+  train bench [--config configs/blog.yaml]   the "3 lines, ~5x" experiment side by side (train bench --help)
 
 Without --config, train runs the built-in quickstart (configs/quickstart.yaml):
 a small CNN on a generated 10-class dataset, made on first use in ~/.cache/stoke.

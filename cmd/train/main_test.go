@@ -291,3 +291,54 @@ func TestTraceShowsWorkersOverlappingCompute(t *testing.T) {
 		t.Error("no loader span overlaps a training step: the workers did not load ahead")
 	}
 }
+
+// TestBenchWritesTheReport runs `train bench` on the small dataset, one
+// epoch and one round, without PyTorch: every report file must appear, the
+// JSON must hold the five variants, and each run's timeline must parse.
+func TestBenchWritesTheReport(t *testing.T) {
+	root, err := smallDataset()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "bench.yaml")
+	os.WriteFile(cfg, []byte("data: {image_size: 16, batch_size: 16}\nmodel: {conv: [{channels: 4, kernel: 3, pool: true}]}\ntrain: {epochs: 1}\n"), 0o644)
+	out := filepath.Join(dir, "report")
+	cmd := command("bench", "--config", cfg, "--data", root, "--rounds", "1", "--workers", "2", "--out", out, "--python", "")
+	text, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, text)
+	}
+	for _, f := range []string{"bench.md", "bench.json", "bench.csv", "chart.png", "chart.svg"} {
+		if st, err := os.Stat(filepath.Join(out, f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s missing or empty: %v", f, err)
+		}
+	}
+	var rep struct {
+		Results []struct {
+			Name         string  `json:"name"`
+			Speedup      float64 `json:"speedup"`
+			TrainSeconds float64 `json:"train_seconds"`
+			Trace        string  `json:"trace"`
+			Note         string  `json:"note"`
+		} `json:"results"`
+	}
+	b, _ := os.ReadFile(filepath.Join(out, "bench.json"))
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Results) != 5 || rep.Results[0].Name != "baseline" || rep.Results[0].Speedup != 1 {
+		t.Fatalf("results %+v, want the five variants with the baseline first at 1x", rep.Results)
+	}
+	for _, r := range rep.Results {
+		if r.TrainSeconds <= 0 || r.Speedup <= 0 {
+			t.Errorf("%s: train %vs speedup %v", r.Name, r.TrainSeconds, r.Speedup)
+		}
+		if _, err := trace.Read(r.Trace); err != nil {
+			t.Errorf("%s: %v", r.Name, err)
+		}
+	}
+	if rep.Results[2].Note == "" || !strings.Contains(string(text), "| baseline |") {
+		t.Errorf("the cpu's pin_memory row should say the switch cannot act; output:\n%s", text)
+	}
+}

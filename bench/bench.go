@@ -1,0 +1,335 @@
+// Package bench reproduces the experiment of "How 3 lines of PyTorch made
+// my training ~5x faster": the same training run with the input-pipeline
+// switches off (the baseline), each switch alone, and all three together,
+// measured side by side in one invocation.
+//
+// Each run is a child process (the train command itself, so every run
+// starts from a clean heap and its peak RSS is its own), and the runs
+// alternate round by round so that drift of the machine hits every
+// variant alike. The report is a Markdown table, bench.json and bench.csv,
+// a chart of time split into waiting for data / copying / computing, and
+// each run's timeline (trace-event JSON for Perfetto).
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"stoke/config"
+	"stoke/model"
+)
+
+// Variant is one row of the experiment: the three switches.
+type Variant struct {
+	Name        string `json:"name"`
+	Workers     int    `json:"workers"`
+	PinMemory   bool   `json:"pin_memory"`
+	NonBlocking bool   `json:"non_blocking"`
+}
+
+// Variants are the post's ablation: the baseline, each switch alone, all
+// three. workers is the "after" worker count (the post's 8).
+func Variants(workers int) []Variant {
+	return []Variant{
+		{Name: "baseline"},
+		{Name: "num_workers", Workers: workers},
+		{Name: "pin_memory", PinMemory: true},
+		{Name: "non_blocking", NonBlocking: true},
+		{Name: "all three", Workers: workers, PinMemory: true, NonBlocking: true},
+	}
+}
+
+// Result is one variant's measurement (the median over rounds).
+type Result struct {
+	Variant
+	Impl         string  `json:"impl"` // "stoke" or "pytorch"
+	Rounds       int     `json:"rounds"`
+	TrainSeconds float64 `json:"train_seconds"` // training time over all epochs (evaluation excluded)
+	SecPerEpoch  float64 `json:"s_per_epoch"`
+	ImgPerSec    float64 `json:"img_per_s"`
+	WaitShare    float64 `json:"wait_share"`
+	CopyShare    float64 `json:"copy_share"`
+	ComputeShare float64 `json:"compute_share"`
+	DeviceBusy   float64 `json:"device_busy"` // share of training time the device computes
+	FinalLoss    float64 `json:"final_loss"`
+	PeakRSSBytes int64   `json:"peak_rss_bytes"`
+	Speedup      float64 `json:"speedup"` // baseline's train time / this one's, same implementation
+	Trace        string  `json:"trace,omitempty"`
+	Note         string  `json:"note,omitempty"`
+}
+
+// Options say what to run.
+type Options struct {
+	Config  string    // config file of the experiment
+	Epochs  int       // 0 = the config's
+	Device  string    // cpu or cuda; "" = the config's
+	Workers int       // the "after" worker count
+	Rounds  int       // runs of each variant, alternating
+	Out     string    // report folder
+	Exe     string    // the train binary to run for each variant
+	Extra   []string  // more flags for every run (e.g. --data DIR)
+	Log     io.Writer // progress lines
+	// PyTorch, when set, is the command (python and script) that runs the
+	// same experiment in PyTorch; see scripts/blog_pytorch.py. It gets
+	// --spec JSON (Spec) and prints one JSON Result per variant.
+	PyTorch []string
+	// Spec is the experiment as the PyTorch anchor needs it.
+	Spec Spec
+}
+
+// Spec is the experiment's settings for an implementation that does not
+// read stoke's config: dataset folder, transforms, model, optimizer.
+type Spec struct {
+	Data      string           `json:"data"`
+	ImageSize int              `json:"image_size"`
+	BatchSize int              `json:"batch_size"`
+	Prefetch  int              `json:"prefetch"`
+	Epochs    int              `json:"epochs"`
+	Workers   int              `json:"workers"`
+	Device    string           `json:"device"`
+	Seed      uint64           `json:"seed"`
+	Augment   config.Augment   `json:"augment"`
+	Conv      []model.ConvSpec `json:"conv"`
+	Optim     config.Optim     `json:"optim"`
+	Variants  []Variant        `json:"variants"`
+}
+
+// Report is everything a bench invocation measured.
+type Report struct {
+	Config  string    `json:"config"`
+	Device  string    `json:"device"`
+	Epochs  int       `json:"epochs"`
+	Rounds  int       `json:"rounds"`
+	Started time.Time `json:"started"`
+	Seconds float64   `json:"seconds"`
+	Results []Result  `json:"results"`
+	Runs    []Result  `json:"runs"` // every single run, in the order they ran
+}
+
+// Run measures every variant Rounds times, alternating, and writes the
+// report files into opt.Out.
+func Run(ctx context.Context, opt Options) (*Report, error) {
+	if opt.Rounds < 1 {
+		return nil, errors.New("bench: --rounds must be at least 1")
+	}
+	if err := os.MkdirAll(opt.Out, 0o755); err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	rep := &Report{Config: opt.Config, Device: opt.Device, Epochs: opt.Epochs, Rounds: opt.Rounds, Started: time.Now()}
+	variants := Variants(opt.Workers)
+	byName := map[string][]Result{}
+	for round := 1; round <= opt.Rounds; round++ {
+		for _, v := range variants {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			r, err := runStoke(ctx, opt, v, round)
+			if err != nil {
+				return nil, fmt.Errorf("bench: %s, round %d: %w", v.Name, round, err)
+			}
+			fmt.Fprintf(opt.Log, "round %d/%d  %-13s %6.1fs  %6.0f img/s  wait %3.0f%%  compute %3.0f%%\n",
+				round, opt.Rounds, v.Name, r.TrainSeconds, r.ImgPerSec, 100*r.WaitShare, 100*r.ComputeShare)
+			rep.Runs = append(rep.Runs, r)
+			byName[v.Name] = append(byName[v.Name], r)
+		}
+		if len(opt.PyTorch) > 0 {
+			rs, err := runPyTorch(ctx, opt, round)
+			if err != nil {
+				fmt.Fprintf(opt.Log, "round %d/%d  pytorch: skipped: %v\n", round, opt.Rounds, err)
+			}
+			for _, r := range rs {
+				fmt.Fprintf(opt.Log, "round %d/%d  pytorch %-13s %6.1fs  %6.0f img/s\n", round, opt.Rounds, r.Name, r.TrainSeconds, r.ImgPerSec)
+				rep.Runs = append(rep.Runs, r)
+				byName["pytorch "+r.Name] = append(byName["pytorch "+r.Name], r)
+			}
+		}
+	}
+	for _, impl := range []string{"stoke", "pytorch"} {
+		var base float64
+		for _, v := range variants {
+			key := v.Name
+			if impl == "pytorch" {
+				key = "pytorch " + v.Name
+			}
+			runs := byName[key]
+			if len(runs) == 0 {
+				continue
+			}
+			m := median(runs)
+			if v.Name == "baseline" {
+				base = m.TrainSeconds
+			}
+			if base > 0 && m.TrainSeconds > 0 {
+				m.Speedup = base / m.TrainSeconds
+			}
+			rep.Results = append(rep.Results, m)
+		}
+	}
+	rep.Seconds = time.Since(rep.Started).Seconds()
+	return rep, rep.write(opt.Out)
+}
+
+// runStoke runs one variant as a child train process and reads its
+// metrics.jsonl.
+func runStoke(ctx context.Context, opt Options, v Variant, round int) (Result, error) {
+	dir := filepath.Join(opt.Out, "runs", fmt.Sprintf("%s-r%d", slug(v.Name), round))
+	if err := os.RemoveAll(dir); err != nil {
+		return Result{}, err
+	}
+	args := []string{"--config", opt.Config, "--out", dir,
+		"--workers", fmt.Sprint(v.Workers),
+		fmt.Sprintf("--pin-memory=%t", v.PinMemory), fmt.Sprintf("--non-blocking=%t", v.NonBlocking),
+		"--train.trace", "trace.json", "--train.progress", "none"}
+	if opt.Epochs > 0 {
+		args = append(args, "--epochs", fmt.Sprint(opt.Epochs))
+	}
+	if opt.Device != "" {
+		args = append(args, "--device", opt.Device)
+	}
+	args = append(args, opt.Extra...)
+	cmd := exec.CommandContext(ctx, opt.Exe, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return Result{}, fmt.Errorf("%v\n%s", err, tail(out.String(), 2000))
+	}
+	r, err := readMetrics(filepath.Join(dir, "metrics.jsonl"))
+	if err != nil {
+		return Result{}, err
+	}
+	r.Variant, r.Impl, r.Rounds = v, "stoke", 1
+	r.Trace = filepath.Join(dir, "trace.json")
+	ran, err := config.Load(filepath.Join(dir, "config.yaml"))
+	if err != nil {
+		return Result{}, err
+	}
+	if ran.Train.Device != "cuda" && (v.PinMemory || v.NonBlocking) && v.Workers == 0 {
+		r.Note = "no GPU: this switch cannot act on the cpu"
+	}
+	return r, nil
+}
+
+// readMetrics sums a run's metrics.jsonl into one Result.
+func readMetrics(path string) (Result, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Result{}, err
+	}
+	defer f.Close()
+	var r Result
+	var images, epochs float64
+	var wait, cp, compute float64
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var m struct {
+			TrainLoss    float64 `json:"train_loss"`
+			ImgPerSec    float64 `json:"img_per_s"`
+			WaitShare    float64 `json:"wait_share"`
+			CopyShare    float64 `json:"copy_share"`
+			ComputeShare float64 `json:"compute_share"`
+			TrainSeconds float64 `json:"train_seconds"`
+			PeakRSS      int64   `json:"peak_rss_bytes"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			return Result{}, fmt.Errorf("%s: %v", path, err)
+		}
+		epochs++
+		r.TrainSeconds += m.TrainSeconds
+		images += m.ImgPerSec * m.TrainSeconds
+		wait += m.WaitShare * m.TrainSeconds
+		cp += m.CopyShare * m.TrainSeconds
+		compute += m.ComputeShare * m.TrainSeconds
+		r.FinalLoss = m.TrainLoss
+		r.PeakRSSBytes = max(r.PeakRSSBytes, m.PeakRSS)
+	}
+	if epochs == 0 || r.TrainSeconds == 0 {
+		return Result{}, fmt.Errorf("%s: no epochs recorded", path)
+	}
+	r.SecPerEpoch = r.TrainSeconds / epochs
+	r.ImgPerSec = images / r.TrainSeconds
+	r.WaitShare, r.CopyShare, r.ComputeShare = wait/r.TrainSeconds, cp/r.TrainSeconds, compute/r.TrainSeconds
+	r.DeviceBusy = r.ComputeShare
+	return r, sc.Err()
+}
+
+// runPyTorch runs the PyTorch anchor once; it prints one JSON object per
+// variant on stdout.
+func runPyTorch(ctx context.Context, opt Options, round int) ([]Result, error) {
+	spec := opt.Spec
+	spec.Variants = []Variant{Variants(opt.Workers)[0], Variants(opt.Workers)[4]} // before and after
+	js, err := json.Marshal(spec)
+	if err != nil {
+		return nil, err
+	}
+	args := append(append([]string(nil), opt.PyTorch[1:]...), "--spec", string(js))
+	cmd := exec.CommandContext(ctx, opt.PyTorch[0], args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("%v\n%s", err, tail(stderr.String(), 2000))
+	}
+	var rs []Result
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if !strings.HasPrefix(line, "{") {
+			continue
+		}
+		var r Result
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			return rs, fmt.Errorf("pytorch output %q: %v", line, err)
+		}
+		r.Impl, r.Rounds = "pytorch", 1
+		rs = append(rs, r)
+	}
+	if len(rs) == 0 {
+		return nil, fmt.Errorf("no results from %v\n%s", opt.PyTorch, tail(stderr.String(), 2000))
+	}
+	return rs, nil
+}
+
+// median takes each measured field's median over the runs of one variant.
+func median(runs []Result) Result {
+	m := runs[0]
+	m.Rounds = len(runs)
+	pick := func(get func(Result) float64) float64 {
+		v := make([]float64, len(runs))
+		for i, r := range runs {
+			v[i] = get(r)
+		}
+		sort.Float64s(v)
+		if len(v)%2 == 1 {
+			return v[len(v)/2]
+		}
+		return (v[len(v)/2-1] + v[len(v)/2]) / 2
+	}
+	m.TrainSeconds = pick(func(r Result) float64 { return r.TrainSeconds })
+	m.SecPerEpoch = pick(func(r Result) float64 { return r.SecPerEpoch })
+	m.ImgPerSec = pick(func(r Result) float64 { return r.ImgPerSec })
+	m.WaitShare = pick(func(r Result) float64 { return r.WaitShare })
+	m.CopyShare = pick(func(r Result) float64 { return r.CopyShare })
+	m.ComputeShare = pick(func(r Result) float64 { return r.ComputeShare })
+	m.DeviceBusy = pick(func(r Result) float64 { return r.DeviceBusy })
+	m.FinalLoss = pick(func(r Result) float64 { return r.FinalLoss })
+	m.PeakRSSBytes = int64(pick(func(r Result) float64 { return float64(r.PeakRSSBytes) }))
+	return m
+}
+
+func slug(s string) string { return strings.ReplaceAll(s, " ", "_") }
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "..." + s[len(s)-n:]
+	}
+	return s
+}

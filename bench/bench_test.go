@@ -1,0 +1,63 @@
+package bench
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestReadMetricsWeighsEpochsByTime(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "metrics.jsonl")
+	os.WriteFile(path, []byte(`{"epoch":1,"train_loss":2,"img_per_s":100,"wait_share":0.5,"copy_share":0,"compute_share":0.5,"train_seconds":10,"peak_rss_bytes":5}
+{"epoch":2,"train_loss":1,"img_per_s":300,"wait_share":0.1,"copy_share":0.1,"compute_share":0.8,"train_seconds":30,"peak_rss_bytes":7}
+`), 0o644)
+	r, err := readMetrics(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+	// 1000 + 9000 images in 40 s; wait (5 + 3) s; compute (5 + 24) s.
+	if !near(r.TrainSeconds, 40) || !near(r.SecPerEpoch, 20) || !near(r.ImgPerSec, 250) ||
+		!near(r.WaitShare, 0.2) || !near(r.CopyShare, 0.075) || !near(r.ComputeShare, 29.0/40) ||
+		r.FinalLoss != 1 || r.PeakRSSBytes != 7 {
+		t.Errorf("summed metrics %+v", r)
+	}
+	os.WriteFile(path, nil, 0o644)
+	if _, err := readMetrics(path); err == nil || !strings.Contains(err.Error(), "no epochs") {
+		t.Errorf("empty metrics: %v", err)
+	}
+}
+
+func TestMedian(t *testing.T) {
+	m := median([]Result{{TrainSeconds: 9}, {TrainSeconds: 1}, {TrainSeconds: 5}})
+	if m.TrainSeconds != 5 || m.Rounds != 3 {
+		t.Errorf("median of 9, 1, 5 = %v over %d rounds", m.TrainSeconds, m.Rounds)
+	}
+	if m := median([]Result{{ImgPerSec: 2}, {ImgPerSec: 4}}); m.ImgPerSec != 3 {
+		t.Errorf("median of 2, 4 = %v", m.ImgPerSec)
+	}
+}
+
+func TestVariantsAreThePostsAblation(t *testing.T) {
+	v := Variants(8)
+	if len(v) != 5 || v[0].Workers != 0 || v[0].PinMemory || v[0].NonBlocking {
+		t.Fatalf("variants %+v: the first must be the baseline", v)
+	}
+	last := v[4]
+	if last.Workers != 8 || !last.PinMemory || !last.NonBlocking {
+		t.Errorf("the last variant %+v must switch on all three", last)
+	}
+	for _, single := range v[1:4] {
+		on := 0
+		for _, b := range []bool{single.Workers > 0, single.PinMemory, single.NonBlocking} {
+			if b {
+				on++
+			}
+		}
+		if on != 1 {
+			t.Errorf("%s switches on %d switches, want exactly one", single.Name, on)
+		}
+	}
+}

@@ -1,0 +1,60 @@
+package bench
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Markdown renders the results as the table printed on stdout.
+func (rep *Report) Markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "| impl | variant | workers | pin_memory | non_blocking | train time (s) | s/epoch | img/s | wait | copy | compute | device busy | final loss | peak RSS (MiB) | speedup | note |\n")
+	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rep.Results {
+		fmt.Fprintf(&b, "| %s | %s | %d | %t | %t | %.1f | %.2f | %.0f | %.0f%% | %.0f%% | %.0f%% | %.0f%% | %.4f | %d | %.2fx | %s |\n",
+			r.Impl, r.Name, r.Workers, r.PinMemory, r.NonBlocking, r.TrainSeconds, r.SecPerEpoch, r.ImgPerSec,
+			100*r.WaitShare, 100*r.CopyShare, 100*r.ComputeShare, 100*r.DeviceBusy, r.FinalLoss, r.PeakRSSBytes>>20, r.Speedup, r.Note)
+	}
+	return b.String()
+}
+
+// write saves bench.md, bench.json, bench.csv and the chart into dir.
+func (rep *Report) write(dir string) error {
+	if err := os.WriteFile(filepath.Join(dir, "bench.md"), []byte(rep.Markdown()), 0o644); err != nil {
+		return err
+	}
+	js, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bench.json"), append(js, '\n'), 0o644); err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(dir, "bench.csv"))
+	if err != nil {
+		return err
+	}
+	w := csv.NewWriter(f)
+	w.Write([]string{"impl", "variant", "workers", "pin_memory", "non_blocking", "rounds", "train_seconds", "s_per_epoch", "img_per_s",
+		"wait_share", "copy_share", "compute_share", "device_busy", "final_loss", "peak_rss_bytes", "speedup", "note"})
+	for _, r := range rep.Results {
+		w.Write([]string{r.Impl, r.Name, fmt.Sprint(r.Workers), fmt.Sprint(r.PinMemory), fmt.Sprint(r.NonBlocking), fmt.Sprint(r.Rounds),
+			g(r.TrainSeconds), g(r.SecPerEpoch), g(r.ImgPerSec), g(r.WaitShare), g(r.CopyShare), g(r.ComputeShare), g(r.DeviceBusy),
+			g(r.FinalLoss), fmt.Sprint(r.PeakRSSBytes), g(r.Speedup), r.Note})
+	}
+	w.Flush()
+	if err := w.Error(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return rep.chart(dir)
+}
+
+func g(v float64) string { return fmt.Sprintf("%.6g", v) }
