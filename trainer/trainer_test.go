@@ -348,3 +348,21 @@ func TestNaNLossStopsAndKeepsTheLastGoodCheckpoint(t *testing.T) {
 		t.Errorf("the last good checkpoint does not load: %v", err)
 	}
 }
+
+// TestEvaluateMatchesTheRunsLastEpoch: evaluating the checkpoint a run wrote
+// gives the validation numbers that run reported for its last epoch.
+func TestEvaluateMatchesTheRunsLastEpoch(t *testing.T) {
+	c := tinyConfig(t)
+	sum, err := Run(context.Background(), c, Options{Out: new(bytes.Buffer)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Evaluate(context.Background(), c.Train.Out, "", new(bytes.Buffer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := sum.Epochs[len(sum.Epochs)-1]
+	if rep.Images != 12 || math.Abs(rep.Loss-last.ValLoss) > 1e-12 || rep.Top1 != last.ValTop1 || rep.Top5 != last.ValTop5 {
+		t.Errorf("evaluate %+v; the run's last epoch: loss %v top1 %v top5 %v", rep, last.ValLoss, last.ValTop1, last.ValTop5)
+	}
+}

@@ -1,0 +1,70 @@
+package trainer
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+
+	"stoke/data"
+	"stoke/model"
+)
+
+// EvalReport is what Evaluate measured.
+type EvalReport struct {
+	Checkpoint string  `json:"checkpoint"`
+	Images     int     `json:"images"`
+	Loss       float64 `json:"loss"`
+	Top1       float64 `json:"top1"`
+	Top5       float64 `json:"top5"`
+}
+
+// Evaluate runs a checkpoint (a run folder's latest, or a checkpoint
+// folder) over the validation split of its dataset, or of dataRoot when
+// that is set (which must have the same classes).
+func Evaluate(ctx context.Context, from, dataRoot string, out io.Writer) (*EvalReport, error) {
+	st, err := loadCheckpointState(from)
+	if err != nil {
+		return nil, err
+	}
+	cfg := st.Config
+	if dataRoot != "" {
+		cfg.Data.Root = dataRoot
+	}
+	root, err := DatasetRoot(cfg.Data, out)
+	if err != nil {
+		return nil, err
+	}
+	trainSet, valSet, err := data.Scan(root)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Equal(valSet.Classes, st.Classes) {
+		return nil, fmt.Errorf("the checkpoint %s was trained on classes %v; the dataset at %s has %v", st.Dir, st.Classes, root, valSet.Classes)
+	}
+	spec := model.Spec{InputSize: cfg.Data.ImageSize, Classes: len(st.Classes), Conv: cfg.Model.Conv}
+	dev, err := openDevice(spec, model.Options{Batch: cfg.Data.BatchSize, Seed: cfg.Train.Seed,
+		Momentum: float32(cfg.Optim.Momentum), WeightDecay: float32(cfg.Optim.WeightDecay)}, cfg, out)
+	if err != nil {
+		return nil, err
+	}
+	if dev.Close != nil {
+		defer dev.Close()
+	}
+	defer dev.Backend.Close()
+	if err := dev.Backend.Load(st.Params, nil); err != nil {
+		return nil, fmt.Errorf("%s: %w", st.Dir, err)
+	}
+	trainLoader, valLoader, err := newLoaders(cfg, trainSet, valSet, dev.Alloc)
+	if err != nil {
+		return nil, err
+	}
+	trainLoader.Close()
+	defer valLoader.Close()
+	ev, err := evaluate(ctx, dev.Backend, valLoader, 0)
+	if err != nil {
+		return nil, err
+	}
+	n := float64(max(ev.Images, 1))
+	return &EvalReport{Checkpoint: st.Dir, Images: ev.Images, Loss: ev.LossSum / n, Top1: float64(ev.Top1) / n, Top5: float64(ev.Top5) / n}, nil
+}
