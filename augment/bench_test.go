@@ -92,3 +92,51 @@ func toCHW(m *image.NRGBA, dst []float32) {
 		}
 	}
 }
+
+// BenchmarkApplyRegion is the loader's path: the region drawn first, then
+// the transform (jitter 0.4) on an image decoded at 1/scale, into float32
+// or uint8.
+func BenchmarkApplyRegion(b *testing.B) {
+	for _, tc := range []struct {
+		size, scale int
+		dtype       string
+	}{{64, 2, "float32"}, {64, 2, "uint8"}, {224, 1, "float32"}, {224, 1, "uint8"}} {
+		b.Run(fmt.Sprintf("%d/1:%d/%s", tc.size, tc.scale, tc.dtype), func(b *testing.B) {
+			img := testImage(256/tc.scale, 256/tc.scale)
+			p := DefaultTrainParams(tc.size)
+			p.Brightness, p.Contrast, p.Saturation = 0.4, 0.4, 0.4
+			tr, err := NewTrain(p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var f32 []float32
+			var u8 []uint8
+			if tc.dtype == "uint8" {
+				u8 = make([]uint8, 3*tc.size*tc.size)
+			} else {
+				f32 = make([]float32, 3*tc.size*tc.size)
+			}
+			rng := newRand(1)
+			b.ReportAllocs()
+			for b.Loop() {
+				src, _, _ := tr.Region(256, 256, rng)
+				if err := tr.ApplyRegion(img, tc.scale, src, rng, f32, u8); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportImgPerSec(b)
+		})
+	}
+}
+
+func BenchmarkNormalizeU8(b *testing.B) {
+	benchSizes(b, func(b *testing.B, size int) {
+		src := make([]uint8, 64*3*size*size)
+		dst := make([]float32, len(src))
+		b.ReportAllocs()
+		for b.Loop() {
+			NormalizeU8(dst, src, size, ImageNetMean, ImageNetStd)
+		}
+		b.ReportMetric(float64(b.N*64)/b.Elapsed().Seconds(), "img/s")
+	})
+}

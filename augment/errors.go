@@ -41,6 +41,26 @@ func checkApply(size int, img image.Image, dst []float32) error {
 	return nil
 }
 
+// checkRegion holds the argument checks of ApplyRegion.
+func checkRegion(size int, img image.Image, scale int, f32 []float32, u8 []uint8) error {
+	want := 3 * size * size
+	switch {
+	case (f32 == nil) == (u8 == nil):
+		return fmt.Errorf("%w: give exactly one of the float32 and uint8 outputs", ErrDstSize)
+	case f32 != nil && len(f32) != want:
+		return fmt.Errorf("%w: got %d floats, want 3*%d*%d = %d", ErrDstSize, len(f32), size, size, want)
+	case u8 != nil && len(u8) != want:
+		return fmt.Errorf("%w: got %d bytes, want 3*%d*%d = %d", ErrDstSize, len(u8), size, size, want)
+	case scale != 1 && scale != 2 && scale != 4 && scale != 8:
+		return fmt.Errorf("augment: decode scale 1/%d: want 1, 2, 4 or 8", scale)
+	case img == nil:
+		return fmt.Errorf("%w: nil image", ErrEmptyImage)
+	case img.Bounds().Empty():
+		return fmt.Errorf("%w: bounds %v", ErrEmptyImage, img.Bounds())
+	}
+	return nil
+}
+
 func checkNormalize(mean, std [3]float32) error {
 	for c := range 3 {
 		if !(std[c] > 0) || isInfF32(std[c]) {

@@ -53,16 +53,35 @@ func (e *Eval) Params() EvalParams { return e.p }
 
 // Apply writes the transformed img into dst (3*Size()*Size() floats, CHW,
 // normalized). rng is ignored.
-func (e *Eval) Apply(img image.Image, _ *rand.Rand, dst []float32) error {
+func (e *Eval) Apply(img image.Image, rng *rand.Rand, dst []float32) error {
 	if err := checkApply(e.p.Size, img, dst); err != nil {
 		return err
 	}
 	b := img.Bounds()
-	w, h := resizedSize(b.Dx(), b.Dy(), e.short)
-	win := centerCrop(w, h, e.p.Size)
-	resample(img, b, w, h, win, false, dst)
-	s := e.p.Size
-	normalize(dst, s*s, e.p.Mean, e.p.Std)
+	src, _, _ := e.Region(b.Dx(), b.Dy(), rng)
+	return e.ApplyRegion(img, 1, src, rng, dst, nil)
+}
+
+// Region says what Apply reads of a w x h image before it is decoded: all
+// of it (src), resized to outW x outH before the centre crop. It draws
+// nothing; rng may be nil.
+func (e *Eval) Region(w, h int, _ *rand.Rand) (src image.Rectangle, outW, outH int) {
+	outW, outH = resizedSize(w, h, e.short)
+	return image.Rect(0, 0, w, h), outW, outH
+}
+
+// ApplyRegion is Apply for an image decoded at 1/scale of its full size,
+// src being what Region returned, writing into exactly one of f32
+// (normalized) or u8 (quantized); see Train.ApplyRegion.
+func (e *Eval) ApplyRegion(img image.Image, scale int, src image.Rectangle, _ *rand.Rand, f32 []float32, u8 []uint8) error {
+	if err := checkRegion(e.p.Size, img, scale, f32, u8); err != nil {
+		return err
+	}
+	w, h := resizedSize(src.Dx(), src.Dy(), e.short)
+	sc := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(sc)
+	out := output{F32: f32, U8: u8, mean: e.p.Mean, inv: invStd(e.p.Std)}
+	resampleBox(sc, img, boxOf(img.Bounds(), src, scale), w, h, centerCrop(w, h, e.p.Size), false, out)
 	return nil
 }
 

@@ -11,14 +11,22 @@ import (
 // with antialias=True) bilinear resampling: a separable triangle filter whose
 // support widens with the downscale factor, so shrinking averages every
 // source pixel instead of aliasing. It follows Pillow's
-// libImaging/Resample.c (precompute_coeffs, horizontal pass then vertical
-// pass) but keeps floats where Pillow rounds to uint8 between the passes.
+// libImaging/Resample.c (precompute_coeffs with a fractional box, horizontal
+// pass then vertical pass) but keeps floats where Pillow rounds to uint8
+// between the passes.
 //
 // It is written here rather than taken from imaging.Crop + imaging.Resize
-// because it writes straight into the CHW float32 output, allocates nothing
-// in steady state, and stays on the calling goroutine (imaging fans each call
-// out over GOMAXPROCS goroutines, which loses inside a worker pool); see
-// BenchmarkImagingCropResize for the comparison.
+// because it writes straight into the CHW output (float32 or uint8),
+// allocates nothing in steady state, reads the decoder's RGBA bytes without
+// a conversion pass, and stays on the calling goroutine (imaging fans each
+// call out over GOMAXPROCS goroutines, which loses inside a worker pool);
+// see BenchmarkImagingCropResize for the comparison.
+//
+// The source region is a fractional box because the loader may decode a
+// JPEG at 1/2, 1/4 or 1/8 of its size (libjpeg-turbo's DCT scaling): a crop
+// drawn in full-size pixels then covers a box with fractional edges in the
+// decoded image. Taps are kept inside the whole pixels the box touches, so
+// at scale 1 the resize sees only the crop, as torchvision's crop-then-resize.
 
 // axis holds the filter taps of one axis of a resize: output i reads the
 // input indices start[i] .. start[i]+n[i]-1 with weights w[i*k : i*k+n[i]].
@@ -31,7 +39,14 @@ type axis struct {
 // compute fills a for the outputs outStart .. outStart+count-1 of a resize
 // of in pixels to outFull pixels.
 func (a *axis) compute(in, outFull, outStart, count int) {
-	scale := float64(in) / float64(outFull)
+	a.computeBox(0, in, 0, float64(in), outFull, outStart, count)
+}
+
+// computeBox fills a for the outputs outStart .. outStart+count-1 of a
+// resize of the box [in0, in1) to outFull pixels, reading only input
+// pixels lo .. hi-1.
+func (a *axis) computeBox(lo, hi int, in0, in1 float64, outFull, outStart, count int) {
+	scale := (in1 - in0) / float64(outFull)
 	filterScale := max(scale, 1)
 	support := filterScale // the triangle filter's support is 1
 	a.k = int(math.Ceil(support))*2 + 1
@@ -44,13 +59,13 @@ func (a *axis) compute(in, outFull, outStart, count int) {
 		wbuf = make([]float64, a.k) // only for downscales over 30x
 	}
 	for i := range count {
-		center := (float64(outStart+i) + 0.5) * scale
-		lo := max(int(center-support+0.5), 0)
-		hi := min(int(center+support+0.5), in)
+		center := in0 + (float64(outStart+i)+0.5)*scale
+		xmin := max(int(math.Floor(center-support+0.5)), lo)
+		xmax := min(int(math.Floor(center+support+0.5)), hi)
 		total := 0.0
-		for x := lo; x < hi; x++ {
+		for x := xmin; x < xmax; x++ {
 			w := triangle((float64(x) - center + 0.5) / filterScale)
-			wbuf[x-lo] = w
+			wbuf[x-xmin] = w
 			total += w
 		}
 		if total == 0 {
@@ -58,14 +73,17 @@ func (a *axis) compute(in, outFull, outStart, count int) {
 		}
 		// Drop taps of weight 0 at either end (Pillow keeps them): an
 		// unscaled axis then reads one pixel per output, not two.
-		first, last := 0, hi-lo-1
+		first, last := 0, xmax-xmin-1
 		for last > first && wbuf[last] == 0 {
 			last--
 		}
 		for first < last && wbuf[first] == 0 {
 			first++
 		}
-		a.start[i], a.n[i] = int32(lo+first), int32(last-first+1)
+		if last < first { // an empty box edge case: read the nearest pixel
+			xmin, first, last, wbuf[0], total = min(max(int(center), lo), hi-1), 0, 0, 1, 1
+		}
+		a.start[i], a.n[i] = int32(xmin+first), int32(last-first+1)
 		for j, w := range wbuf[first : last+1] {
 			a.w[i*a.k+j] = float32(w / total)
 		}
@@ -97,15 +115,58 @@ func grow[T any](s []T, n int) []T {
 	return s[:n]
 }
 
-// scratch is the per-call working memory of resample, pooled so that Apply
-// allocates nothing in steady state and stays safe for concurrent use.
+// scratch is the per-call working memory of a transform, pooled so that
+// Apply allocates nothing in steady state and stays safe for concurrent use.
 type scratch struct {
-	x, y axis
-	row  []float32 // one source row, RGB interleaved, 0..255
-	tmp  []float32 // source rows resized horizontally, RGB interleaved
+	x, y   axis
+	row    []float32 // one source row, RGB interleaved, 0..255 (generic images only)
+	tmp    []float32 // source rows resized horizontally, RGB interleaved
+	acc    []float32 // one output row being accumulated, RGB planes
+	planes []float32 // [0, 1] CHW planes before jitter, for uint8 output
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// srcBox is the part of the decoded image a resize reads: the fractional
+// box [x0, x1) x [y0, y1) and the whole pixels px that its taps may touch,
+// both in the image's own (absolute) coordinates.
+type srcBox struct {
+	x0, y0, x1, y1 float64
+	px             image.Rectangle
+}
+
+// boxOf maps src, a rectangle in full-size pixels relative to the image's
+// origin, into an image decoded at 1/scale of that size (pixel x of the
+// decoded image covers full-size pixels scale*x .. scale*x+scale-1).
+func boxOf(b image.Rectangle, src image.Rectangle, scale int) srcBox {
+	s := float64(scale)
+	bx := srcBox{
+		x0: float64(b.Min.X) + float64(src.Min.X)/s, y0: float64(b.Min.Y) + float64(src.Min.Y)/s,
+		x1: float64(b.Min.X) + float64(src.Max.X)/s, y1: float64(b.Min.Y) + float64(src.Max.Y)/s,
+	}
+	bx.px = image.Rect(
+		b.Min.X+src.Min.X/scale, b.Min.Y+src.Min.Y/scale,
+		b.Min.X+(src.Max.X+scale-1)/scale, b.Min.Y+(src.Max.Y+scale-1)/scale,
+	).Intersect(b)
+	if bx.px.Empty() { // a box past the decoded edge by rounding: keep one pixel
+		p := image.Pt(min(max(int(bx.x0), b.Min.X), b.Max.X-1), min(max(int(bx.y0), b.Min.Y), b.Max.Y-1))
+		bx.px = image.Rectangle{p, p.Add(image.Pt(1, 1))}
+	}
+	return bx
+}
+
+// output says where and how resample writes its result. Exactly one of F32
+// and U8 is set; both hold three CHW planes of the window's size.
+//
+//   - plain: F32 gets values in [0, 1] (the state colour jitter works on);
+//   - otherwise F32 gets (v - Mean) * Inv, normalized, or U8 gets
+//     round(255 v), quantized for normalization on the device.
+type output struct {
+	F32       []float32
+	U8        []uint8
+	plain     bool
+	mean, inv [3]float32
+}
 
 // resample resizes the src rectangle of img (absolute coordinates) to
 // outW x outH and writes the window win of that result (output coordinates,
@@ -114,47 +175,44 @@ var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 func resample(img image.Image, src image.Rectangle, outW, outH int, win image.Rectangle, flip bool, dst []float32) {
 	s := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(s)
+	bx := boxOf(img.Bounds(), src.Sub(img.Bounds().Min), 1)
+	resampleBox(s, img, bx, outW, outH, win, flip, output{F32: dst, plain: true})
+}
 
+// resampleBox resizes the box bx of img to outW x outH and writes the
+// window win of the result as out says. Two passes: horizontal, from the
+// image's pixels into s.tmp; vertical, from s.tmp into out.
+func resampleBox(s *scratch, img image.Image, bx srcBox, outW, outH int, win image.Rectangle, flip bool, out output) {
 	sw, sh := win.Dx(), win.Dy()
-	s.x.compute(src.Dx(), outW, win.Min.X, sw)
-	s.y.compute(src.Dy(), outH, win.Min.Y, sh)
+	s.x.computeBox(bx.px.Min.X, bx.px.Max.X, bx.x0, bx.x1, outW, win.Min.X, sw)
+	s.y.computeBox(bx.px.Min.Y, bx.px.Max.Y, bx.y0, bx.y1, outH, win.Min.Y, sh)
 	x0, x1 := s.x.span()
 	y0, y1 := s.y.span()
 
 	// Horizontal pass over the source rows the vertical taps need.
-	s.row = grow(s.row, 3*(x1-x0))
 	rowLen := 3 * sw
 	s.tmp = grow(s.tmp, (y1-y0)*rowLen)
+	m, fast := img.(*image.NRGBA)
+	if !fast {
+		s.row = grow(s.row, 3*(x1-x0))
+	}
 	for y := y0; y < y1; y++ {
-		loadRow(img, src.Min.X+x0, src.Min.X+x1, src.Min.Y+y, s.row)
-		out := s.tmp[(y-y0)*rowLen : (y-y0+1)*rowLen]
-		for j := range sw {
-			w := s.x.w[j*s.x.k : j*s.x.k+int(s.x.n[j])]
-			in := s.row[3*(int(s.x.start[j])-x0):]
-			var r, g, b float32
-			for t, wt := range w {
-				p := in[3*t : 3*t+3 : 3*t+3]
-				r += wt * p[0]
-				g += wt * p[1]
-				b += wt * p[2]
-			}
-			o := j
-			if flip {
-				o = sw - 1 - j
-			}
-			out[3*o], out[3*o+1], out[3*o+2] = r, g, b
+		tmp := s.tmp[(y-y0)*rowLen : (y-y0+1)*rowLen]
+		if fast {
+			row := m.Pix[m.PixOffset(x0, y) : m.PixOffset(x0, y)+4*(x1-x0)]
+			hpassRGBA(&s.x, row, x0, tmp, sw, flip)
+			continue
 		}
+		loadRow(img, x0, x1, y, s.row)
+		hpassRGB(&s.x, s.row, x0, tmp, sw, flip)
 	}
 
-	// Vertical pass, accumulating straight into the output planes.
+	// Vertical pass, a row at a time into s.acc, then out.
 	plane := sw * sh
+	s.acc = grow(s.acc, 3*sw)
+	R, G, B := s.acc[:sw], s.acc[sw:2*sw], s.acc[2*sw:3*sw]
 	for i := range sh {
-		R := dst[i*sw : (i+1)*sw]
-		G := dst[plane+i*sw : plane+(i+1)*sw]
-		B := dst[2*plane+i*sw : 2*plane+(i+1)*sw]
-		clear(R)
-		clear(G)
-		clear(B)
+		clear(s.acc)
 		w := s.y.w[i*s.y.k : i*s.y.k+int(s.y.n[i])]
 		for t, wt := range w {
 			wt *= 1.0 / 255
@@ -169,9 +227,69 @@ func resample(img image.Image, src image.Rectangle, outW, outH int, win image.Re
 		}
 		// The weights are positive and sum to 1, so only rounding can
 		// push a value past 1.
-		for j := range sw {
-			R[j], G[j], B[j] = min(R[j], 1), min(G[j], 1), min(B[j], 1)
+		for c, acc := range [3][]float32{R, G, B} {
+			o := c*plane + i*sw
+			switch {
+			case out.U8 != nil:
+				dst := out.U8[o : o+sw]
+				for j, v := range acc {
+					dst[j] = uint8(min(v, 1)*255 + 0.5)
+				}
+			case out.plain:
+				dst := out.F32[o : o+sw]
+				for j, v := range acc {
+					dst[j] = min(v, 1)
+				}
+			default:
+				dst := out.F32[o : o+sw]
+				m, inv := out.mean[c], out.inv[c]
+				for j, v := range acc {
+					dst[j] = (min(v, 1) - m) * inv
+				}
+			}
 		}
+	}
+}
+
+// hpassRGBA resizes one row of RGBA bytes (starting at pixel x0) into sw
+// RGB floats in 0..255, mirrored when flip.
+func hpassRGBA(a *axis, row []uint8, x0 int, out []float32, sw int, flip bool) {
+	for j := range sw {
+		w := a.w[j*a.k : j*a.k+int(a.n[j])]
+		in := row[4*(int(a.start[j])-x0):]
+		in = in[:4*len(w)]
+		var r, g, b float32
+		for t, wt := range w {
+			p := in[4*t : 4*t+3 : 4*t+3]
+			r += wt * float32(p[0])
+			g += wt * float32(p[1])
+			b += wt * float32(p[2])
+		}
+		o := j
+		if flip {
+			o = sw - 1 - j
+		}
+		out[3*o], out[3*o+1], out[3*o+2] = r, g, b
+	}
+}
+
+// hpassRGB is hpassRGBA for a row of RGB floats.
+func hpassRGB(a *axis, row []float32, x0 int, out []float32, sw int, flip bool) {
+	for j := range sw {
+		w := a.w[j*a.k : j*a.k+int(a.n[j])]
+		in := row[3*(int(a.start[j])-x0):]
+		var r, g, b float32
+		for t, wt := range w {
+			p := in[3*t : 3*t+3 : 3*t+3]
+			r += wt * p[0]
+			g += wt * p[1]
+			b += wt * p[2]
+		}
+		o := j
+		if flip {
+			o = sw - 1 - j
+		}
+		out[3*o], out[3*o+1], out[3*o+2] = r, g, b
 	}
 }
 

@@ -99,19 +99,56 @@ func (t *Train) Apply(img image.Image, rng *rand.Rand, dst []float32) error {
 		return errNilRand
 	}
 	b := img.Bounds()
-	crop := CropRect(b.Dx(), b.Dy(), t.p.Scale, t.p.Ratio, rng).Add(b.Min)
+	src, _, _ := t.Region(b.Dx(), b.Dy(), rng)
+	return t.ApplyRegion(img, 1, src, rng, dst, nil)
+}
+
+// Region draws the crop for a w x h image, the first draws Apply makes,
+// before the image is decoded: src is the crop in full-size pixels and
+// outW x outH (Size x Size) what it is resized to, so a decoder can pick a
+// reduced scale that still gives at least that many pixels.
+func (t *Train) Region(w, h int, rng *rand.Rand) (src image.Rectangle, outW, outH int) {
+	return CropRect(w, h, t.p.Scale, t.p.Ratio, rng), t.p.Size, t.p.Size
+}
+
+// ApplyRegion finishes what Region began, with the same rng: img is the
+// image decoded at 1/scale of its full size (scale 1, 2, 4 or 8; pixel x
+// covers full-size pixels scale*x .. scale*x+scale-1) and src the crop
+// Region drew. It writes the output into exactly one of f32 (normalized) or
+// u8 (round(255 v), for normalization on the device; see NormalizeU8), each
+// 3*Size()*Size() long, CHW. Crop, resize, flip, jitter and normalize run
+// in two passes without jitter (horizontal resize; vertical resize +
+// normalize or quantize) and at most four with it (the colour ops and
+// normalize are one pass; contrast adds a read-only pass for its mean).
+func (t *Train) ApplyRegion(img image.Image, scale int, src image.Rectangle, rng *rand.Rand, f32 []float32, u8 []uint8) error {
+	if err := checkRegion(t.p.Size, img, scale, f32, u8); err != nil {
+		return err
+	}
+	if rng == nil {
+		return errNilRand
+	}
 	flip := rng.Float64() < t.p.HFlip
 	var jit jitter
 	if t.anyJit {
 		jit = drawJitter(t.jitter, rng)
 	}
-
 	s := t.p.Size
-	resample(img, crop, s, s, image.Rect(0, 0, s, s), flip, dst)
-	if t.anyJit {
-		jit.apply(dst, s*s)
+	sc := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(sc)
+	bx := boxOf(img.Bounds(), src, scale)
+	out := output{F32: f32, U8: u8, mean: t.p.Mean, inv: invStd(t.p.Std)}
+	win := image.Rect(0, 0, s, s)
+	if !t.anyJit {
+		resampleBox(sc, img, bx, s, s, win, flip, out)
+		return nil
 	}
-	normalize(dst, s*s, t.p.Mean, t.p.Std)
+	planes := f32
+	if planes == nil {
+		sc.planes = grow(sc.planes, 3*s*s)
+		planes = sc.planes
+	}
+	resampleBox(sc, img, bx, s, s, win, flip, output{F32: planes, plain: true})
+	jit.finish(planes, s*s, out)
 	return nil
 }
 

@@ -37,6 +37,16 @@ func (c *Config) Validate() error {
 		bad("data.bad_images", "must be fail or skip, got %q", d.BadImages)
 	}
 	positive("data.max_pixels", d.MaxPixels)
+	switch d.BatchDType {
+	case "auto", "float32", "uint8":
+	default:
+		bad("data.batch_dtype", "must be auto, float32 or uint8, got %q", d.BatchDType)
+	}
+	switch d.Decoder {
+	case "auto", "turbo", "go":
+	default:
+		bad("data.decoder", "must be auto, turbo or go, got %q", d.Decoder)
+	}
 	if d.Root == "" {
 		s := &d.Synthetic
 		if s.Classes < 2 {

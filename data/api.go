@@ -36,3 +36,31 @@ type Transform interface {
 	Size() int
 	Apply(img image.Image, rng *rand.Rand, dst []float32) error
 }
+
+// A RegionTransform is a Transform split around the decode, so that the
+// loader can decode a JPEG at reduced size: Region draws, before any pixel
+// is decoded, the part of a w x h image the transform reads (src, in
+// full-size pixels) and the size it resizes that part to (outW x outH);
+// the loader then picks the largest DCT scale 1/k (k = 8, 4, 2) that still
+// leaves src at least outW x outH pixels, decodes at that scale, and
+// ApplyRegion finishes with the same rng. ApplyRegion writes every value of
+// exactly one of f32 (normalized float32) or u8 (uint8, normalized later,
+// on the device or by augment.NormalizeU8). augment's Train and Eval are
+// RegionTransforms.
+type RegionTransform interface {
+	Transform
+	Region(w, h int, rng *rand.Rand) (src image.Rectangle, outW, outH int)
+	ApplyRegion(img image.Image, scale int, src image.Rectangle, rng *rand.Rand, f32 []float32, u8 []uint8) error
+}
+
+// DCTScale is the largest scale divisor k in {8, 4, 2, 1} such that src
+// decoded at 1/k still has at least outW x outH pixels: FFCV's and PIL's
+// draft-mode rule, applied to the crop rather than the whole image.
+func DCTScale(src image.Rectangle, outW, outH int) int {
+	for _, k := range [...]int{8, 4, 2} {
+		if src.Dx() >= k*outW && src.Dy() >= k*outH {
+			return k
+		}
+	}
+	return 1
+}

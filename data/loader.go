@@ -30,26 +30,62 @@ type LoaderConfig struct {
 	// (listed in Batch.Skipped) instead of failing the epoch with its
 	// ImageError. The batch is then shorter: N counts the images kept.
 	SkipBadImages bool
+	// Decoder picks the JPEG decoder: DecoderAuto ("", libjpeg-turbo when
+	// present), DecoderTurbo or DecoderGo.
+	Decoder string
+	// DType is the batch element type: DTypeFloat32 ("", normalized
+	// float32 in Batch.X) or DTypeUint8 (uint8 in Batch.U8, 4x fewer bytes,
+	// to be normalized on the device or with augment.NormalizeU8; needs a
+	// RegionTransform).
+	DType string
+	// NoDCTScale decodes every JPEG at full size even when a RegionTransform
+	// would allow a reduced one (for comparisons; slower).
+	NoDCTScale bool
 }
+
+// The batch element types (LoaderConfig.DType).
+const (
+	DTypeFloat32 = "float32"
+	DTypeUint8   = "uint8"
+)
 
 // Batch is one batch of samples in a buffer from the Loader's pool.
 //
-// The buffer's layout, as Bytes holds it: X (BatchSize*3*S*S float32, CHW
-// per sample, sample after sample) then Labels (BatchSize int32), native
-// byte order. X and Labels are views of Bytes.
+// The buffer's layout, as Bytes holds it, native byte order:
+//
+//	float32: X  (BatchSize*3*S*S float32, CHW per sample, sample after sample), then Labels
+//	uint8:   U8 (BatchSize*3*S*S bytes, same order), zero padding to a multiple of 64 bytes, then Labels
+//
+// Labels is BatchSize int32. X (or U8) and Labels are views of Bytes;
+// LabelsOffset is where Labels start. Only one of X and U8 is set.
 type Batch struct {
 	Epoch, Index int       // epoch, and batch number within it
 	N            int       // valid samples (the last batch may be short unless DropLast)
-	X            []float32 // BatchSize*3*S*S; rows >= N are zero
+	X            []float32 // BatchSize*3*S*S normalized values (DTypeFloat32); rows >= N are zero
+	U8           []uint8   // BatchSize*3*S*S values round(255 v) (DTypeUint8); rows >= N are zero
 	Labels       []int32   // BatchSize; rows >= N are 0
 	Samples      []int     // dataset indices of the N samples
 	Skipped      []int     // dataset indices left out as bad images (SkipBadImages only)
 	Worker       int       // which worker built it (-1 = inline)
 	Start, End   time.Time // when loading of this batch began and ended
 	Bytes        []byte    // the underlying buffer as allocated (for copies to a device)
+	LabelsOffset int       // byte offset of Labels in Bytes
 
 	loader *Loader
 	out    atomic.Bool // handed to the caller and not yet released
+}
+
+// BatchInfo is what a batch was, without its data: it stays valid after
+// Release, for timelines and counts.
+type BatchInfo struct {
+	Epoch, Index, N int
+	Worker          int
+	Start, End      time.Time
+}
+
+// Info returns the batch's BatchInfo.
+func (b *Batch) Info() BatchInfo {
+	return BatchInfo{Epoch: b.Epoch, Index: b.Index, N: b.N, Worker: b.Worker, Start: b.Start, End: b.End}
 }
 
 // Release gives the batch's buffer back to the pool for the Loader to
@@ -71,6 +107,8 @@ type Loader struct {
 	sampleLen int // 3*S*S floats per sample
 	nb        int // batches per epoch
 
+	region RegionTransform // cfg.Transform, when it is one
+
 	bufs []*Batch      // every buffer, allocated once
 	pool chan *Batch   // the free ones
 	held atomic.Int32  // handed to the caller, not yet released
@@ -87,6 +125,12 @@ type workerState struct {
 	dec Decoder
 	src *SampleSource
 }
+
+// DecoderName names the JPEG decoder the loader uses, for a run to print.
+func (l *Loader) DecoderName() string { return DecoderName(l.cfg.Decoder) }
+
+// DType is the batch element type, DTypeFloat32 or DTypeUint8.
+func (l *Loader) DType() string { return l.cfg.DType }
 
 // NewLoader checks cfg and allocates the loader's buffers, once:
 // Workers*Prefetch of them (2 when Workers is 0), each holding
@@ -113,12 +157,26 @@ func NewLoader(cfg LoaderConfig) (*Loader, error) {
 		return nil, fmt.Errorf("data: LoaderConfig.BatchSize %d exceeds the %d samples of %s: with DropLast no batch is left",
 			cfg.BatchSize, len(cfg.Index.Samples), cfg.Index.Root)
 	}
+	if _, err := checkDecoderKind(cfg.Decoder); err != nil {
+		return nil, err
+	}
+	rt, isRegion := cfg.Transform.(RegionTransform)
+	switch cfg.DType {
+	case "", DTypeFloat32:
+		cfg.DType = DTypeFloat32
+	case DTypeUint8:
+		if !isRegion {
+			return nil, fmt.Errorf("data: LoaderConfig.DType %q needs a RegionTransform (augment's Train or Eval); %T is not one", cfg.DType, cfg.Transform)
+		}
+	default:
+		return nil, fmt.Errorf("data: LoaderConfig.DType is %q: want %q or %q", cfg.DType, DTypeFloat32, DTypeUint8)
+	}
 	if cfg.Alloc == nil {
 		cfg.Alloc = Pageable{}
 	}
 	s := cfg.Transform.Size()
 	n := len(cfg.Index.Samples)
-	l := &Loader{cfg: cfg, sampleLen: 3 * s * s, perm: make([]int, n)}
+	l := &Loader{cfg: cfg, sampleLen: 3 * s * s, perm: make([]int, n), region: rt}
 	l.nb = n / cfg.BatchSize
 	if !cfg.DropLast && n%cfg.BatchSize != 0 {
 		l.nb++
@@ -128,7 +186,11 @@ func NewLoader(cfg LoaderConfig) (*Loader, error) {
 		poolSize, workers = cfg.Workers*cfg.Prefetch, cfg.Workers
 	}
 	xLen := cfg.BatchSize * l.sampleLen
-	nBytes := 4 * (xLen + cfg.BatchSize)
+	labelsAt := 4 * xLen
+	if cfg.DType == DTypeUint8 {
+		labelsAt = (xLen + Align - 1) / Align * Align
+	}
+	nBytes := labelsAt + 4*cfg.BatchSize
 	l.pool = make(chan *Batch, poolSize)
 	for range poolSize {
 		mem, err := cfg.Alloc.Alloc(nBytes)
@@ -143,18 +205,23 @@ func NewLoader(cfg LoaderConfig) (*Loader, error) {
 			return nil, err
 		}
 		b := &Batch{
-			Bytes:   mem,
-			X:       Float32s(mem[:4*xLen]),
-			Labels:  Int32s(mem[4*xLen:]),
-			Samples: make([]int, 0, cfg.BatchSize),
-			loader:  l,
+			Bytes:        mem,
+			Labels:       Int32s(mem[labelsAt:]),
+			LabelsOffset: labelsAt,
+			Samples:      make([]int, 0, cfg.BatchSize),
+			loader:       l,
+		}
+		if cfg.DType == DTypeUint8 {
+			b.U8 = mem[:xLen:xLen]
+		} else {
+			b.X = Float32s(mem[:4*xLen])
 		}
 		l.bufs = append(l.bufs, b)
 		l.pool <- b
 	}
 	l.ws = make([]workerState, workers)
 	for i := range l.ws {
-		l.ws[i] = workerState{dec: Decoder{MaxPixels: cfg.MaxPixels}, src: NewSampleSource()}
+		l.ws[i] = workerState{dec: Decoder{MaxPixels: cfg.MaxPixels, Kind: cfg.Decoder}, src: NewSampleSource()}
 	}
 	return l, nil
 }
@@ -333,27 +400,72 @@ func (l *Loader) build(it *Iter, b *Batch, j, worker int, ws *workerState) error
 			return errStopped
 		}
 		s := l.cfg.Index.Samples[idx]
-		img, err := ws.dec.Decode(s.Path)
-		if err != nil {
-			if l.cfg.SkipBadImages {
+		if err := l.load(s.Path, idx, it.epoch, ws, b, n); err != nil {
+			var ie *ImageError
+			if l.cfg.SkipBadImages && errors.As(err, &ie) && ie.Path == s.Path {
 				b.Skipped = append(b.Skipped, idx)
 				continue
 			}
 			return err
-		}
-		dst := b.X[n*l.sampleLen : (n+1)*l.sampleLen]
-		clear(dst) // a Transform that leaves pixels unwritten must not see the last batch's
-		if err := l.cfg.Transform.Apply(img, ws.src.For(l.cfg.Seed, it.epoch, idx), dst); err != nil {
-			return fmt.Errorf("data: transforming %s: %w", s.Path, err)
 		}
 		b.Labels[n] = int32(s.Label)
 		b.Samples = append(b.Samples, idx)
 		n++
 	}
 	b.N = n
-	clear(b.X[n*l.sampleLen:])
+	if b.U8 != nil {
+		clear(b.U8[n*l.sampleLen:])
+	} else {
+		clear(b.X[n*l.sampleLen:])
+	}
 	clear(b.Labels[n:])
 	b.End = time.Now()
+	return nil
+}
+
+// load reads, decodes and transforms sample idx of epoch into slot n of b.
+// Errors reading or decoding are *ImageErrors for path; a transform's error
+// is wrapped with the path.
+func (l *Loader) load(path string, idx, epoch int, ws *workerState, b *Batch, n int) error {
+	file, err := ws.dec.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	h, err := ws.dec.DecodeHeader(path, file)
+	if err != nil {
+		return err
+	}
+	rng := ws.src.For(l.cfg.Seed, epoch, idx)
+	lo, hi := n*l.sampleLen, (n+1)*l.sampleLen
+	if l.region == nil {
+		img, _, err := ws.dec.DecodeScaled(path, file, h, 1)
+		if err != nil {
+			return err
+		}
+		dst := b.X[lo:hi]
+		clear(dst) // a Transform that leaves pixels unwritten must not see the last batch's
+		if err := l.cfg.Transform.Apply(img, rng, dst); err != nil {
+			return fmt.Errorf("data: transforming %s: %w", path, err)
+		}
+		return nil
+	}
+	src, outW, outH := l.region.Region(h.Width, h.Height, rng)
+	scale := 1
+	if h.Scalable && !l.cfg.NoDCTScale {
+		scale = DCTScale(src, outW, outH)
+	}
+	img, scale, err := ws.dec.DecodeScaled(path, file, h, scale)
+	if err != nil {
+		return err
+	}
+	if b.U8 != nil {
+		err = l.region.ApplyRegion(img, scale, src, rng, nil, b.U8[lo:hi])
+	} else {
+		err = l.region.ApplyRegion(img, scale, src, rng, b.X[lo:hi], nil)
+	}
+	if err != nil {
+		return fmt.Errorf("data: transforming %s: %w", path, err)
+	}
 	return nil
 }
 

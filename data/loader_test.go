@@ -76,8 +76,10 @@ func testDataset(t testing.TB) (root string, train *Index) {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if testSetDir != "" {
-		os.RemoveAll(testSetDir)
+	for _, dir := range []string{testSetDir, benchSetDir} {
+		if dir != "" {
+			os.RemoveAll(dir)
+		}
 	}
 	os.Exit(code)
 }

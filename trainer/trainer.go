@@ -50,7 +50,7 @@ type Summary struct {
 }
 
 // ErrNoCUDA is returned for device cuda in a build without CUDA support.
-var ErrNoCUDA = errors.New("device cuda: this binary was built without CUDA; build with `go build -tags cuda ./cmd/train` (see docs/cuda.md) or use --device cpu")
+var ErrNoCUDA = errors.New("device cuda: this binary was built without CUDA; build with `go build -tags stokecuda ./cmd/train` (see docs/cuda.md) or use --device cpu")
 
 // Run trains as cfg says: it resumes from cfg.Train.Resume when set, writes a
 // checkpoint after every epoch, and returns when all epochs are done, ctx is
@@ -63,8 +63,13 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid config:\n%w", err)
 	}
-	if cfg.Train.Device == "cuda" && newCUDADevice == nil {
-		return nil, ErrNoCUDA // before any work, not after the dataset is made
+	if cfg.Train.Device == "cuda" { // before any work, not after the dataset is made
+		if newCUDADevice == nil {
+			return nil, ErrNoCUDA
+		}
+		if err := checkCUDA(); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.Train.Threads > 0 {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(cfg.Train.Threads))
@@ -140,10 +145,12 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 	fmt.Fprintf(out, "model: %d parameters\n", net.NumParams())
 
 	// The loaders.
-	trainLoader, valLoader, err := newLoaders(cfg, trainSet, valSet, dev.Alloc)
+	feed := newFeeder(net, cfg)
+	trainLoader, valLoader, err := newLoaders(cfg, trainSet, valSet, dev.Alloc, feed.dtype(cfg.Data.BatchDType))
 	if err != nil {
 		return nil, err
 	}
+	fmt.Fprintf(out, "loader: %d workers, JPEG decoder %s, %s batches in %s memory\n", cfg.Data.Workers, trainLoader.DecoderName(), trainLoader.DType(), allocName(dev.Alloc))
 	defer trainLoader.Close()
 	defer valLoader.Close()
 
@@ -153,7 +160,8 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 	}
 	defer metrics.Close()
 
-	opt.Trace.Thread(0, "train loop")
+	opt.Trace.Thread(loopRow, "train loop")
+	opt.Trace.Thread(modelRow, "model ("+dev.Name+")")
 	for w := 0; w < cfg.Data.Workers; w++ {
 		opt.Trace.Thread(w+1, fmt.Sprintf("loader worker %d", w))
 	}
@@ -171,7 +179,7 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 		tr := trainResult{progressState: partial}
 		partial = progressState{}
 		stepsBefore := step
-		err := trainEpoch(ctx, net, trainLoader, epoch, &step, &tr, sched, bar, opt)
+		err := trainEpoch(ctx, feed, trainLoader, epoch, &step, &tr, sched, bar, opt)
 		if err != nil {
 			if ctx.Err() == nil || step == stepsBefore {
 				return sum, err
@@ -184,7 +192,7 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 			return sum, &InterruptedError{Checkpoint: dir, Run: run, Err: err}
 		}
 		t1 := time.Now()
-		ev, err := evaluate(ctx, net, valLoader, epoch)
+		ev, err := evaluate(ctx, feed, valLoader, epoch)
 		if err != nil {
 			if ctx.Err() != nil { // the epoch's training is done: keep it
 				if dir, serr := save(epoch, tr.progressState); serr == nil {
@@ -193,7 +201,7 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 			}
 			return sum, err
 		}
-		opt.Trace.Span(0, "eval", fmt.Sprintf("evaluate epoch %d", epoch+1), t1, time.Now(), nil)
+		opt.Trace.Span(modelRow, "eval", fmt.Sprintf("evaluate epoch %d", epoch+1), t1, time.Now(), nil)
 		m := epochMetrics(epoch, cfg.Train.Epochs, tr, ev, time.Since(t0), sched.lr(step-1))
 		if err := metrics.Write(m); err != nil {
 			return sum, err
@@ -248,24 +256,68 @@ type trainResult struct {
 // trainEpoch runs one pass over the training set: wait for a batch, step,
 // give the buffer back, record. It starts after r.Batches batches (the part
 // an interrupted run already did) and stops between two steps when ctx is
-// cancelled.
-func trainEpoch(ctx context.Context, net Backend, loader *data.Loader, epoch int, step *int, r *trainResult, sched schedule, bar *progress, opt Options) error {
-	timer, timed := net.(StepTimer)
+// cancelled, with every step it started finished.
+//
+// With a backend that steps asynchronously (AsyncBackend, the GPU), step N
+// is still computing while batch N+1 is fetched and its copy started: the
+// overlap that non_blocking buys.
+func trainEpoch(ctx context.Context, feed *feeder, loader *data.Loader, epoch int, step *int, r *trainResult, sched schedule, bar *progress, opt Options) error {
 	it := loader.Epoch(ctx, epoch)
 	defer it.Close()
 	bar.EpochStart(epoch, sched.epochs, loader.NumBatches())
 	start := time.Now()
 	defer func() { r.Wall = time.Since(start) }()
+
+	var pending *stepInFlight
+	finish := func() error { // waits for the pending step and records it
+		if pending == nil {
+			return nil
+		}
+		p := pending
+		pending = nil
+		t := time.Now()
+		res, err := p.wait()
+		t2 := time.Now()
+		if err != nil {
+			return fmt.Errorf("epoch %d step %d: %w", epoch+1, p.step, err)
+		}
+		if math.IsNaN(res.Loss) || math.IsInf(res.Loss, 0) {
+			return fmt.Errorf("epoch %d step %d: the loss is %v (learning rate %.4g); training stopped, the last good checkpoint is kept: lower optim.lr or check the data", epoch+1, p.step, res.Loss, p.lr)
+		}
+		copyTime, computeTime := time.Duration(0), p.host+t2.Sub(t)
+		if timer, ok := feed.net.(StepTimer); ok {
+			copyTime, computeTime = timer.LastStepTimes()
+		}
+		r.Wait += p.waited
+		r.Copy += copyTime
+		r.Compute += computeTime
+		traceStep(opt.Trace, p, t2, copyTime, computeTime, res.Loss)
+		r.Batches++
+		r.Images += p.batch.N
+		r.Correct += res.Correct
+		r.LossSum += res.Loss * float64(p.batch.N)
+		bar.Step(r.LossSum/float64(r.Images), float64(r.Correct)/float64(r.Images), float64(r.Images)/time.Since(start).Seconds(), p.lr)
+		if opt.afterStep != nil {
+			opt.afterStep(p.step + 1)
+		}
+		return nil
+	}
 	for i := 0; ; i++ {
 		if err := ctx.Err(); err != nil {
+			if ferr := finish(); ferr != nil {
+				return ferr
+			}
 			return err
 		}
 		t0 := time.Now()
 		b, err := it.Next()
 		if err == io.EOF {
-			return nil
+			return finish()
 		}
 		if err != nil {
+			if ferr := finish(); ferr != nil {
+				return ferr
+			}
 			return err
 		}
 		if i < r.Batches { // done before the interruption: same batch, already learnt
@@ -276,51 +328,64 @@ func trainEpoch(ctx context.Context, net Backend, loader *data.Loader, epoch int
 		for _, idx := range b.Skipped {
 			r.Skipped = append(r.Skipped, loader.Index().Samples[idx].Path)
 		}
-		lr := sched.lr(*step)
-		res, err := net.TrainStep(b.X, b.Labels, b.N, float32(lr))
-		b.Release()
+		s := &stepInFlight{batch: b.Info(), step: *step, lr: sched.lr(*step), waited: t1.Sub(t0), started: t1}
+		var async bool
+		s.wait, async, err = feed.start(b, float32(s.lr))
+		b.Release() // the step has its own copy of the batch now
 		if err != nil {
-			return fmt.Errorf("epoch %d step %d: %w", epoch+1, *step, err)
+			return fmt.Errorf("epoch %d step %d: %w", epoch+1, s.step, err)
 		}
-		if math.IsNaN(res.Loss) || math.IsInf(res.Loss, 0) {
-			return fmt.Errorf("epoch %d step %d: the loss is %v (learning rate %.4g); training stopped, the last good checkpoint is kept: lower optim.lr or check the data", epoch+1, *step, res.Loss, lr)
-		}
-		t2 := time.Now()
-		r.Wait += t1.Sub(t0)
-		copyTime, computeTime := time.Duration(0), t2.Sub(t1)
-		if timed {
-			copyTime, computeTime = timer.LastStepTimes()
-		}
-		r.Copy += copyTime
-		r.Compute += computeTime
-		traceStep(opt.Trace, b, *step, t0, t1, t2, copyTime, computeTime, res.Loss)
-		r.Batches++
-		r.Images += b.N
-		r.Correct += res.Correct
-		r.LossSum += res.Loss * float64(b.N)
+		s.host = time.Since(t1)
 		*step++
-		bar.Step(r.LossSum/float64(r.Images), float64(r.Correct)/float64(r.Images), float64(r.Images)/time.Since(start).Seconds(), lr)
-		if opt.afterStep != nil {
-			opt.afterStep(*step)
+		if err := finish(); err != nil { // the step before this one
+			return err
+		}
+		pending = s
+		if !async {
+			if err := finish(); err != nil {
+				return err
+			}
 		}
 	}
 }
 
+// stepInFlight is a training step started and not yet recorded.
+type stepInFlight struct {
+	batch   data.BatchInfo
+	step    int
+	lr      float64
+	waited  time.Duration // blocked in the loader for its batch
+	started time.Time
+	host    time.Duration // spent starting it
+	wait    func() (model.StepResult, error)
+}
+
+// Rows of the timeline.
+const (
+	loopRow  = 0  // the train loop, waiting for data
+	modelRow = 99 // the model's steps
+)
+
 // traceStep puts one training step on the timeline: the batch being built
 // (on its worker's row, or inside the wait when loading inline), the wait,
 // and the step with its copy and compute.
-func traceStep(tr *trace.Recorder, b *data.Batch, step int, t0, t1, t2 time.Time, copyTime, computeTime time.Duration, loss float64) {
+func traceStep(tr *trace.Recorder, s *stepInFlight, end time.Time, copyTime, computeTime time.Duration, loss float64) {
 	if tr == nil {
 		return
 	}
-	tr.Span(b.Worker+1, "load", fmt.Sprintf("load batch %d", b.Index), b.Start, b.End, map[string]any{"epoch": b.Epoch + 1, "batch": b.Index, "images": b.N})
-	tr.Span(0, "wait", "wait for data", t0, t1, map[string]any{"batch": b.Index})
-	tr.Span(0, "step", "train step", t1, t2, map[string]any{"step": step, "loss": loss})
-	if copyTime > 0 {
-		tr.Span(0, "copy", "copy to device", t1, t1.Add(copyTime), nil)
+	b := s.batch
+	row := b.Worker + 1
+	if b.Worker < 0 {
+		row = loopRow
 	}
-	if computeTime > 0 && computeTime <= t2.Sub(t1) {
-		tr.Span(0, "compute", "compute", t2.Add(-computeTime), t2, nil)
+	tr.Span(row, "load", fmt.Sprintf("load batch %d", b.Index), b.Start, b.End, map[string]any{"epoch": b.Epoch + 1, "batch": b.Index, "images": b.N})
+	tr.Span(loopRow, "wait", "wait for data", s.started.Add(-s.waited), s.started, map[string]any{"batch": b.Index})
+	tr.Span(modelRow, "step", "train step", s.started, end, map[string]any{"step": s.step, "loss": loss})
+	if copyTime > 0 {
+		tr.Span(modelRow, "copy", "copy to device", s.started, s.started.Add(min(copyTime, end.Sub(s.started))), nil)
+	}
+	if computeTime > 0 && computeTime <= end.Sub(s.started) {
+		tr.Span(modelRow, "compute", "compute", end.Add(-computeTime), end, nil)
 	}
 }
 
@@ -332,7 +397,7 @@ type evalResult struct {
 }
 
 // evaluate runs the model forward over the validation set.
-func evaluate(ctx context.Context, net Backend, loader *data.Loader, epoch int) (evalResult, error) {
+func evaluate(ctx context.Context, feed *feeder, loader *data.Loader, epoch int) (evalResult, error) {
 	var r evalResult
 	start := time.Now()
 	it := loader.Epoch(ctx, epoch)
@@ -345,12 +410,13 @@ func evaluate(ctx context.Context, net Backend, loader *data.Loader, epoch int) 
 		if err != nil {
 			return r, err
 		}
-		res, err := net.EvalStep(b.X, b.Labels, b.N)
+		n := b.N
+		res, err := feed.eval(b)
 		b.Release()
 		if err != nil {
 			return r, fmt.Errorf("evaluation: %w", err)
 		}
-		r.Images += b.N
+		r.Images += n
 		r.Top1 += res.Top1
 		r.Top5 += res.Top5
 		r.LossSum += res.LossSum
@@ -361,7 +427,7 @@ func evaluate(ctx context.Context, net Backend, loader *data.Loader, epoch int) 
 
 // newLoaders builds the training loader (random augmentation, shuffled) and
 // the validation loader (resize + centre crop, in order).
-func newLoaders(cfg config.Config, trainSet, valSet *data.Index, alloc data.Allocator) (train, val *data.Loader, err error) {
+func newLoaders(cfg config.Config, trainSet, valSet *data.Index, alloc data.Allocator, dtype string) (train, val *data.Loader, err error) {
 	a, d := cfg.Augment, cfg.Data
 	mean, std := vec3(a.Mean), vec3(a.Std)
 	tp := augment.DefaultTrainParams(d.ImageSize)
@@ -380,7 +446,7 @@ func newLoaders(cfg config.Config, trainSet, valSet *data.Index, alloc data.Allo
 	}
 	base := data.LoaderConfig{
 		BatchSize: d.BatchSize, Workers: d.Workers, Prefetch: d.Prefetch,
-		Seed: cfg.Train.Seed, MaxPixels: d.MaxPixels, SkipBadImages: d.BadImages == "skip", Alloc: alloc,
+		Seed: cfg.Train.Seed, MaxPixels: d.MaxPixels, SkipBadImages: d.BadImages == "skip", Alloc: alloc, Decoder: d.Decoder, DType: dtype,
 	}
 	tc := base
 	tc.Index, tc.Transform, tc.Shuffle, tc.DropLast = trainSet, trainTf, d.Shuffle, d.DropLast
@@ -394,6 +460,13 @@ func newLoaders(cfg config.Config, trainSet, valSet *data.Index, alloc data.Allo
 		return nil, nil, err
 	}
 	return train, val, nil
+}
+
+func allocName(a data.Allocator) string {
+	if a == nil {
+		return "pageable"
+	}
+	return a.Name()
 }
 
 func vec3(v []float64) [3]float32 { return [3]float32{float32(v[0]), float32(v[1]), float32(v[2])} }

@@ -8,8 +8,10 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -205,8 +207,12 @@ func TestCorruptImageStopsTheRunNamingTheFile(t *testing.T) {
 func TestBadSettingsAreClearErrors(t *testing.T) {
 	c := tinyConfig(t)
 	c.Train.Device = "cuda"
-	if _, err := Run(context.Background(), c, Options{Out: new(bytes.Buffer)}); !errors.Is(err, ErrNoCUDA) || !strings.Contains(err.Error(), "-tags cuda") {
+	_, err := Run(context.Background(), c, Options{Out: new(bytes.Buffer)})
+	if newCUDADevice == nil && (!errors.Is(err, ErrNoCUDA) || !strings.Contains(err.Error(), "-tags stokecuda")) {
 		t.Errorf("cuda in a CPU build: %v", err)
+	}
+	if newCUDADevice != nil && err == nil && !cudaUsable() {
+		t.Errorf("cuda without a usable GPU: no error")
 	}
 	c = tinyConfig(t)
 	c.Data.Root = filepath.Join(t.TempDir(), "missing")
@@ -364,5 +370,74 @@ func TestEvaluateMatchesTheRunsLastEpoch(t *testing.T) {
 	last := sum.Epochs[len(sum.Epochs)-1]
 	if rep.Images != 12 || math.Abs(rep.Loss-last.ValLoss) > 1e-12 || rep.Top1 != last.ValTop1 || rep.Top5 != last.ValTop5 {
 		t.Errorf("evaluate %+v; the run's last epoch: loss %v top1 %v top5 %v", rep, last.ValLoss, last.ValTop1, last.ValTop5)
+	}
+}
+
+// asyncModel steps in a goroutine, as a GPU backend computes while the loop
+// fetches the next batch: steps run one after another, each after the one
+// before (a stream), and like a device copy it takes its own copy of the
+// batch before StartStep returns.
+type asyncModel struct {
+	Backend
+	prev     chan struct{} // closed when the last step started is done
+	inFlight atomic.Int32  // started and not yet waited for
+	maxSeen  atomic.Int32
+}
+
+func (a *asyncModel) StartStep(x []float32, labels []int32, n int, lr float32) (func() (model.StepResult, error), error) {
+	x, labels = slices.Clone(x), slices.Clone(labels)
+	if k := a.inFlight.Add(1); k > a.maxSeen.Load() {
+		a.maxSeen.Store(k)
+	}
+	prev, done := a.prev, make(chan struct{})
+	a.prev = done
+	var res model.StepResult
+	var err error
+	go func() {
+		defer close(done)
+		if prev != nil {
+			<-prev
+		}
+		res, err = a.Backend.TrainStep(x, labels, n, lr)
+	}()
+	return func() (model.StepResult, error) { <-done; a.inFlight.Add(-1); return res, err }, nil
+}
+
+// TestAsyncBackendGivesTheSameRun: the pipelined loop (a step in flight
+// while the next batch is fetched) trains exactly as the synchronous one,
+// and resumes exactly after an interrupt.
+func TestAsyncBackendGivesTheSameRun(t *testing.T) {
+	plain := tinyConfig(t)
+	if _, err := Run(context.Background(), plain, Options{Out: new(bytes.Buffer)}); err != nil {
+		t.Fatal(err)
+	}
+	want := lastWeights(t, plain.Train.Out)
+
+	c := tinyConfig(t)
+	var am *asyncModel
+	wrap := func(b Backend) Backend { am = &asyncModel{Backend: b}; return am }
+	ctx, cancel := context.WithCancel(context.Background())
+	_, err := Run(ctx, c, Options{Out: new(bytes.Buffer), wrapBackend: wrap, afterStep: func(step int) {
+		if step == 3 {
+			cancel()
+		}
+	}})
+	cancel()
+	var intr *InterruptedError
+	if !errors.As(err, &intr) {
+		t.Fatalf("error %v, want an interrupt", err)
+	}
+	if m := am.maxSeen.Load(); m != 2 {
+		t.Errorf("at most %d steps in flight; the loop should start step N+1 before waiting for step N, and no further", m)
+	}
+	c.Train.Resume = c.Train.Out
+	if _, err := Run(context.Background(), c, Options{Out: new(bytes.Buffer), wrapBackend: wrap}); err != nil {
+		t.Fatal(err)
+	}
+	got := lastWeights(t, c.Train.Out)
+	for i := range want {
+		if !slices.Equal(got[i].Data, want[i].Data) {
+			t.Fatalf("%s differs between the synchronous run and the pipelined, interrupted and resumed one", want[i].Name)
+		}
 	}
 }

@@ -270,10 +270,11 @@ func TestTraceShowsWorkersOverlappingCompute(t *testing.T) {
 	for tid, spans := range rows {
 		var open []span
 		for _, s := range spans {
-			for len(open) > 0 && open[len(open)-1].end <= s.start {
+			const eps = 0.01 // µs: start+dur is summed in floating point
+			for len(open) > 0 && open[len(open)-1].end <= s.start+eps {
 				open = open[:len(open)-1]
 			}
-			if len(open) > 0 && s.end > open[len(open)-1].end {
+			if len(open) > 0 && s.end > open[len(open)-1].end+eps {
 				t.Fatalf("row %d: span %v overlaps %v without nesting", tid, s, open[len(open)-1])
 			}
 			open = append(open, s)

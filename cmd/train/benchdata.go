@@ -1,0 +1,297 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"stoke/augment"
+	"stoke/config"
+	"stoke/data"
+)
+
+// benchData is `train bench-data`: the loader alone, no model. It prints
+// img/s for each worker count and the cost of each stage of one sample in
+// µs/image, measured one stage at a time on one goroutine:
+//
+//	read         the file's bytes (page cache)
+//	decode       header + pixels, at the DCT scale the crop allows
+//	crop_resize  crop + antialiased resize + flip + normalize (or quantize)
+//	jitter       what colour jitter adds to that
+//	collate      the rest of the loader's time per image at 0 workers
+//	             (batch slots, RNG seeding, labels, hand-over)
+func benchData(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("bench-data", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("config", "", "YAML config file (data.* and augment.* are used); without one, the built-in default")
+	dir := fs.String("data", "", "ImageFolder dataset (its train split is read); default data.root")
+	size := fs.Int("image-size", 0, "output side in pixels; default data.image_size")
+	asJSON := fs.Bool("json", false, "one JSON object per line")
+	workerList := fs.String("workers", "", "comma-separated worker counts; default 0,1,...,NumCPU")
+	images := fs.Int("images", 2048, "images per measurement (after one warm-up batch)")
+	dtype := fs.String("dtype", data.DTypeFloat32, "batch element type: float32 or uint8")
+	decoder := fs.String("decoder", data.DecoderAuto, "JPEG decoder: auto, turbo or go")
+	noScale := fs.Bool("no-dct-scale", false, "decode JPEGs at full size even where a reduced DCT scale would do")
+	stages := fs.Bool("stages", true, "measure the per-stage costs")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "Usage: train bench-data --config FILE [--data DIR] [--image-size N] [--json]\n\nMeasures the data loader alone: img/s for each worker count, and µs/image per stage.\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	fail := func(code int, format string, a ...any) int {
+		fmt.Fprintf(stderr, "train bench-data: "+format+"\n", a...)
+		return code
+	}
+	cfg, err := loadConfig(*cfgPath)
+	if err != nil {
+		return fail(2, "%v", err)
+	}
+	if *dir != "" {
+		cfg.Data.Root = *dir
+	}
+	if *size > 0 {
+		cfg.Data.ImageSize = *size
+	}
+	if err := cfg.Validate(); err != nil {
+		return fail(2, "%v", err)
+	}
+	if cfg.Data.Root == "" {
+		return fail(2, "no dataset: give --data DIR or data.root (make one with `train gen-data --out DIR --size 256`)")
+	}
+	workers := []int{}
+	if *workerList == "" {
+		for w := range runtime.NumCPU() + 1 {
+			workers = append(workers, w)
+		}
+	} else {
+		for _, f := range strings.Split(*workerList, ",") {
+			w, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || w < 0 {
+				return fail(2, "--workers: %q is not a worker count", f)
+			}
+			workers = append(workers, w)
+		}
+	}
+	idx, _, err := data.Scan(cfg.Data.Root)
+	if err != nil {
+		return fail(1, "%v", err)
+	}
+	trainTf, plainTf, err := benchTransforms(cfg)
+	if err != nil {
+		return fail(2, "%v", err)
+	}
+	lc := data.LoaderConfig{
+		Index: idx, Transform: trainTf, BatchSize: cfg.Data.BatchSize, Prefetch: max(cfg.Data.Prefetch, 1),
+		Shuffle: true, Seed: cfg.Train.Seed, MaxPixels: cfg.Data.MaxPixels, Decoder: *decoder, DType: *dtype,
+		NoDCTScale: *noScale,
+	}
+	if !*asJSON {
+		fmt.Fprintf(stdout, "bench-data: %d images in %s, %d px output, batch %d, %s batches, decoder %s, GOMAXPROCS %d\n",
+			len(idx.Samples), idx.Root, cfg.Data.ImageSize, lc.BatchSize, *dtype, data.DecoderName(*decoder), runtime.GOMAXPROCS(0))
+	}
+
+	var st stageCosts
+	if *stages {
+		if st, err = measureStages(lc, plainTf, min(*images, len(idx.Samples))); err != nil {
+			return fail(1, "%v", err)
+		}
+	}
+	for i, w := range workers {
+		lc.Workers = w
+		rate, err := loaderRate(lc, *images)
+		if err != nil {
+			return fail(1, "%v", err)
+		}
+		if w == 0 && *stages {
+			st.Collate = max(0, 1e6/rate-st.Read-st.Decode-st.CropResize-st.Jitter)
+		}
+		if *asJSON {
+			line, _ := json.Marshal(benchLine{Workers: w, ImageSize: cfg.Data.ImageSize, ImgPerS: rate, DType: *dtype,
+				Decoder: data.DecoderName(*decoder), Stages: st})
+			fmt.Fprintln(stdout, string(line))
+			continue
+		}
+		if i == 0 && *stages {
+			fmt.Fprintf(stdout, "per image, one goroutine: read %.0f µs, decode %.0f µs, crop+resize %.0f µs, jitter %.0f µs, collate %.0f µs\n",
+				st.Read, st.Decode, st.CropResize, st.Jitter, st.Collate)
+		}
+		fmt.Fprintf(stdout, "workers %d: %7.0f img/s\n", w, rate)
+	}
+	return 0
+}
+
+// stageCosts are µs per image.
+type stageCosts struct {
+	Read       float64 `json:"read_us"`
+	Decode     float64 `json:"decode_us"`
+	CropResize float64 `json:"crop_resize_us"`
+	Jitter     float64 `json:"jitter_us"`
+	Collate    float64 `json:"collate_us"`
+}
+
+type benchLine struct {
+	Workers   int     `json:"workers"`
+	ImageSize int     `json:"image_size"`
+	ImgPerS   float64 `json:"img_per_s"`
+	DType     string  `json:"dtype"`
+	Decoder   string  `json:"decoder"`
+	Stages    stageCosts
+}
+
+// MarshalJSON flattens the stages into the line.
+func (b benchLine) MarshalJSON() ([]byte, error) {
+	type plain struct {
+		Workers   int     `json:"workers"`
+		ImageSize int     `json:"image_size"`
+		ImgPerS   float64 `json:"img_per_s"`
+		DType     string  `json:"dtype"`
+		Decoder   string  `json:"decoder"`
+		stageCosts
+	}
+	return json.Marshal(plain{b.Workers, b.ImageSize, b.ImgPerS, b.DType, b.Decoder, b.Stages})
+}
+
+// benchTransforms builds the training transform from the config, and the
+// same without colour jitter (to tell the jitter's cost apart).
+func benchTransforms(cfg config.Config) (full, plain data.RegionTransform, err error) {
+	a := cfg.Augment
+	p := augment.DefaultTrainParams(cfg.Data.ImageSize)
+	p.Scale, p.Ratio = [2]float64{a.Scale[0], a.Scale[1]}, [2]float64{a.Ratio[0], a.Ratio[1]}
+	p.HFlip, p.Brightness, p.Contrast, p.Saturation = a.HFlip, a.Brightness, a.Contrast, a.Saturation
+	p.Mean = [3]float32{float32(a.Mean[0]), float32(a.Mean[1]), float32(a.Mean[2])}
+	p.Std = [3]float32{float32(a.Std[0]), float32(a.Std[1]), float32(a.Std[2])}
+	f, err := augment.NewTrain(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	p.Brightness, p.Contrast, p.Saturation = 0, 0, 0
+	q, err := augment.NewTrain(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	return f, q, nil
+}
+
+// loaderRate runs the loader for at least n images after a warm-up batch
+// and returns images per second.
+func loaderRate(lc data.LoaderConfig, n int) (float64, error) {
+	l, err := data.NewLoader(lc)
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	ctx := context.Background()
+	var start time.Time
+	seen := -1 // the warm-up batch does not count
+	for epoch := 0; ; epoch++ {
+		it := l.Epoch(ctx, epoch)
+		for {
+			b, err := it.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				it.Close()
+				return 0, err
+			}
+			if seen < 0 {
+				seen, start = 0, time.Now()
+			} else {
+				seen += b.N
+			}
+			b.Release()
+			if seen >= n {
+				it.Close()
+				return float64(seen) / time.Since(start).Seconds(), nil
+			}
+		}
+		it.Close()
+	}
+}
+
+// measureStages times each stage over the first n samples of the epoch-0
+// order, one stage at a time, as the loader would run them.
+func measureStages(lc data.LoaderConfig, plain data.RegionTransform, n int) (stageCosts, error) {
+	full := lc.Transform.(data.RegionTransform)
+	dec := data.Decoder{MaxPixels: lc.MaxPixels, Kind: lc.Decoder}
+	src := data.NewSampleSource()
+	perm := data.Permutation(len(lc.Index.Samples), lc.Seed, 0, lc.Shuffle)[:n]
+	s := full.Size()
+	f32 := make([]float32, 3*s*s)
+	u8 := make([]uint8, 3*s*s)
+	out := func() ([]float32, []uint8) {
+		if lc.DType == data.DTypeUint8 {
+			return nil, u8
+		}
+		return f32, nil
+	}
+	us := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(n) }
+	var st stageCosts
+
+	// read
+	files := make([][]byte, n)
+	t0 := time.Now()
+	for i, k := range perm {
+		b, err := dec.ReadFile(lc.Index.Samples[k].Path)
+		if err != nil {
+			return st, err
+		}
+		files[i] = append([]byte(nil), b...)
+	}
+	st.Read = us(time.Since(t0))
+
+	// decode: the same crops the loader draws, so the same DCT scales
+	var dDecode, dPlain, dFull time.Duration
+	for i, k := range perm {
+		path := lc.Index.Samples[k].Path
+		t := time.Now()
+		h, err := dec.DecodeHeader(path, files[i])
+		if err != nil {
+			return st, err
+		}
+		rng := src.For(lc.Seed, 0, k)
+		r, ow, oh := full.Region(h.Width, h.Height, rng)
+		scale := 1
+		if h.Scalable && !lc.NoDCTScale {
+			scale = data.DCTScale(r, ow, oh)
+		}
+		img, scale, err := dec.DecodeScaled(path, files[i], h, scale)
+		if err != nil {
+			return st, err
+		}
+		t1 := time.Now()
+		dDecode += t1.Sub(t)
+		// crop+resize without jitter, then the full transform, on the same
+		// decoded image and crop (the rng replays the crop's draws).
+		rng = src.For(lc.Seed, 0, k)
+		plain.Region(h.Width, h.Height, rng)
+		a, b := out()
+		if err := plain.ApplyRegion(img, scale, r, rng, a, b); err != nil {
+			return st, err
+		}
+		t2 := time.Now()
+		dPlain += t2.Sub(t1)
+		rng = src.For(lc.Seed, 0, k)
+		full.Region(h.Width, h.Height, rng)
+		if err := full.ApplyRegion(img, scale, r, rng, a, b); err != nil {
+			return st, err
+		}
+		dFull += time.Since(t2)
+	}
+	st.Decode = us(dDecode)
+	st.CropResize = us(dPlain)
+	st.Jitter = max(0, us(dFull)-us(dPlain))
+	return st, nil
+}

@@ -1,0 +1,337 @@
+//go:build stokecuda
+
+package cudaops
+
+import (
+	"fmt"
+	"math"
+	"time"
+	"unsafe"
+
+	"gorgonia.org/cu"
+
+	"stoke/model"
+)
+
+// Backend trains the CNN on a GPU: the trainer's Backend (and StepTimer).
+//
+// A step: the batch goes to the device on the copy stream (non_blocking:
+// cuMemcpyHtoDAsync, events around it) or synchronously (cuMemcpyHtoD); the
+// compute stream waits for the copy's event, then runs forward, backward and
+// SGD, and copies the logits and per-row losses into pinned host memory.
+// StartStep returns as soon as the batch has left the host buffer (its copy
+// event completed), so the caller may reuse that buffer and fetch the next
+// batch while the GPU computes; Wait gives the step's result. The device
+// input is double-buffered: copying batch N+1 overlaps computing batch N.
+type Backend struct {
+	dev         *Device
+	e           *gpuEngine
+	nt          *net
+	compute     cu.Stream
+	copy        cu.Stream
+	nonBlocking bool
+	slots       [2]*slot
+	next        int
+	lastCopy    time.Duration
+	lastCompute time.Duration
+	closed      bool
+}
+
+// slot is one in-flight step: its device input and pinned host results.
+type slot struct {
+	x, labels                devBuf
+	hostLabels               []int32   // pinned
+	hostLogits, hostLoss     []float32 // pinned
+	copyStart, copyEnd       cu.Event
+	computeStart, computeEnd cu.Event
+	pending                  *Pending
+	hostMem                  [][]byte
+}
+
+// Pending is a step in flight.
+type Pending struct {
+	b      *Backend
+	s      *slot
+	labels []int32
+	n      int
+	done   bool
+	res    model.StepResult
+	err    error
+}
+
+// NewBackend builds the network on d with fresh weights from opt.Seed (the
+// CPU model's initialisation, so both start from the same point).
+func NewBackend(d *Device, spec model.Spec, opt model.Options, nonBlocking bool) (*Backend, error) {
+	init, err := model.New(spec, opt) // the reference initialisation and validation
+	if err != nil {
+		return nil, err
+	}
+	params, state := init.Params(), init.OptimizerState()
+	init.Close()
+	b := &Backend{dev: d, nonBlocking: nonBlocking}
+	err = d.do(func() error {
+		var err error
+		if b.compute, err = cu.MakeStream(cu.NonBlocking); err != nil {
+			return err
+		}
+		if b.copy, err = cu.MakeStream(cu.NonBlocking); err != nil {
+			return err
+		}
+		if b.e, err = newGPUEngine(b.compute); err != nil {
+			return err
+		}
+		if b.nt, err = newNet(b.e, spec, opt); err != nil {
+			return err
+		}
+		B, K := opt.Batch, spec.Classes
+		for k := range b.slots {
+			s := &slot{}
+			xb, err1 := b.e.alloc(b.nt.xLen)
+			lb, err2 := b.e.alloc(B)
+			if err := first(err1, err2); err != nil {
+				return err
+			}
+			s.x, s.labels = xb.(devBuf), lb.(devBuf)
+			for _, ev := range []*cu.Event{&s.copyStart, &s.copyEnd, &s.computeStart, &s.computeEnd} {
+				if *ev, err = cu.MakeEvent(cu.DefaultEvent); err != nil {
+					return err
+				}
+			}
+			mem := func(n int) []byte {
+				if err != nil {
+					return make([]byte, 4*n)
+				}
+				var m []byte
+				m, err = d.pinned.Alloc(4 * n)
+				s.hostMem = append(s.hostMem, m)
+				return m
+			}
+			s.hostLabels = unsafe.Slice((*int32)(unsafe.Pointer(&mem(B)[0])), B)
+			s.hostLogits = unsafe.Slice((*float32)(unsafe.Pointer(&mem(B * K)[0])), B*K)
+			s.hostLoss = unsafe.Slice((*float32)(unsafe.Pointer(&mem(B)[0])), B)
+			if err != nil {
+				return err
+			}
+			b.slots[k] = s
+		}
+		return b.nt.load(params, state)
+	})
+	if err != nil {
+		b.Close()
+		return nil, fmt.Errorf("cudaops: %w", err)
+	}
+	return b, nil
+}
+
+// StartStep enqueues one training step and returns once the batch x has been
+// copied off the host (x and labels may then be reused). Call Wait on the
+// result before a third step is started.
+func (b *Backend) StartStep(x []float32, labels []int32, n int, lr float32) (*Pending, error) {
+	if b.closed {
+		return nil, fmt.Errorf("cudaops: backend is closed")
+	}
+	if !(lr >= 0) || math.IsInf(float64(lr), 0) {
+		return nil, fmt.Errorf("cudaops: learning rate must be finite and >= 0, got %v", lr)
+	}
+	if err := b.nt.check(x, labels, n); err != nil {
+		return nil, fmt.Errorf("cudaops: %w", err)
+	}
+	s := b.slots[b.next]
+	if s.pending != nil && !s.pending.done {
+		s.pending.Wait() // its device input is about to be overwritten; its result is kept
+	}
+	pd := &Pending{b: b, s: s, labels: append([]int32(nil), labels[:n]...), n: n}
+	err := b.dev.do(func() error {
+		clear(s.hostLabels)
+		copy(s.hostLabels, labels[:n])
+		bytes := int64(4 * len(x))
+		src := unsafe.Pointer(unsafe.SliceData(x))
+		if b.nonBlocking {
+			if err := first(
+				s.copyStart.Record(b.copy),
+				cu.MemcpyHtoDAsync(s.x.p, src, bytes, b.copy),
+				cu.MemcpyHtoDAsync(s.labels.p, unsafe.Pointer(&s.hostLabels[0]), int64(4*len(s.hostLabels)), b.copy),
+				s.copyEnd.Record(b.copy),
+			); err != nil {
+				return err
+			}
+		} else {
+			// Blocking: the host waits for the copy (the legacy stream).
+			if err := first(
+				s.copyStart.Record(cu.Stream{}),
+				cu.MemcpyHtoD(s.x.p, src, bytes),
+				cu.MemcpyHtoD(s.labels.p, unsafe.Pointer(&s.hostLabels[0]), int64(4*len(s.hostLabels))),
+				s.copyEnd.Record(cu.Stream{}),
+			); err != nil {
+				return err
+			}
+		}
+		nt := b.nt
+		nt.x, nt.labels = s.x, s.labels
+		B, per := nt.opt.Batch, nt.xLen/nt.opt.Batch
+		if err := first(
+			b.compute.Wait(s.copyEnd, 0),
+			s.computeStart.Record(b.compute),
+			b.e.zero(s.x, n*per, (B-n)*per),
+			nt.forward(),
+			nt.backward(n, lr),
+			cu.MemcpyDtoHAsync(unsafe.Pointer(&s.hostLogits[0]), nt.logits.(devBuf).p, int64(4*len(s.hostLogits)), b.compute),
+			cu.MemcpyDtoHAsync(unsafe.Pointer(&s.hostLoss[0]), nt.rowLoss.(devBuf).p, int64(4*len(s.hostLoss)), b.compute),
+			s.computeEnd.Record(b.compute),
+		); err != nil {
+			return err
+		}
+		return s.copyEnd.Synchronize() // the host buffer is free from here on
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cudaops: step: %w", err)
+	}
+	s.pending = pd
+	b.next = (b.next + 1) % len(b.slots)
+	return pd, nil
+}
+
+// Wait blocks until the step is done and returns its loss and hits; it also
+// sets the backend's LastStepTimes from the step's events.
+func (pd *Pending) Wait() (model.StepResult, error) {
+	if pd.done {
+		return pd.res, pd.err
+	}
+	pd.done = true
+	b, s := pd.b, pd.s
+	pd.err = b.dev.do(func() error {
+		if err := s.computeEnd.Synchronize(); err != nil {
+			return err
+		}
+		c, err1 := s.copyStart.Elapsed(s.copyEnd)
+		k, err2 := s.computeStart.Elapsed(s.computeEnd)
+		b.lastCopy, b.lastCompute = ms(c), ms(k)
+		return first(err1, err2)
+	})
+	if pd.err == nil {
+		pd.res, pd.err = scoreTrain(s.hostLogits, s.hostLoss, pd.labels, pd.n, b.nt.spec.Classes)
+	}
+	if pd.err != nil {
+		pd.err = fmt.Errorf("cudaops: step: %w", pd.err)
+	}
+	return pd.res, pd.err
+}
+
+func ms(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
+
+// TrainStep is StartStep then Wait: one step, synchronously.
+func (b *Backend) TrainStep(x []float32, labels []int32, n int, lr float32) (model.StepResult, error) {
+	pd, err := b.StartStep(x, labels, n, lr)
+	if err != nil {
+		return model.StepResult{}, err
+	}
+	return pd.Wait()
+}
+
+// LastStepTimes is the copy and compute time of the last step waited for,
+// from CUDA events (trainer.StepTimer).
+func (b *Backend) LastStepTimes() (copy, compute time.Duration) { return b.lastCopy, b.lastCompute }
+
+// drain waits for every step in flight.
+func (b *Backend) drain() {
+	for _, s := range b.slots {
+		if s != nil && s.pending != nil {
+			s.pending.Wait()
+		}
+	}
+}
+
+// EvalStep runs the forward pass and scores the first n rows.
+func (b *Backend) EvalStep(x []float32, labels []int32, n int) (model.EvalResult, error) {
+	b.drain()
+	var r model.EvalResult
+	err := b.dev.do(func() error {
+		b.nt.x, b.nt.labels = b.slots[0].x, b.slots[0].labels
+		logits, err := b.nt.logitsOf(x, labels, n)
+		if err != nil {
+			return err
+		}
+		r = scoreEval(logits, labels, n, b.nt.spec.Classes)
+		return nil
+	})
+	if err != nil {
+		return model.EvalResult{}, fmt.Errorf("cudaops: eval: %w", err)
+	}
+	return r, nil
+}
+
+// Logits returns the first n rows of logits for x (the parity tests).
+func (b *Backend) Logits(x []float32, n int) ([]float32, error) {
+	b.drain()
+	var out []float32
+	err := b.dev.do(func() error {
+		b.nt.x, b.nt.labels = b.slots[0].x, b.slots[0].labels
+		var err error
+		out, err = b.nt.logitsOf(x, nil, n)
+		return err
+	})
+	return out, err
+}
+
+// Params downloads the weights, named and laid out as model.Model's.
+func (b *Backend) Params() []model.NamedTensor { return b.read(false) }
+
+// OptimizerState downloads the momentum buffers and the step count.
+func (b *Backend) OptimizerState() []model.NamedTensor { return b.read(true) }
+
+func (b *Backend) read(momentum bool) []model.NamedTensor {
+	b.drain()
+	var out []model.NamedTensor
+	err := b.dev.do(func() error {
+		var err error
+		out, err = b.nt.readParams(momentum)
+		return err
+	})
+	if err != nil {
+		panic(fmt.Sprintf("cudaops: reading parameters from the device: %v", err)) // the interface has no error
+	}
+	return out
+}
+
+// Load uploads parameters and optimizer state (model.Model.Load's contract).
+func (b *Backend) Load(params, optState []model.NamedTensor) error {
+	b.drain()
+	return b.dev.do(func() error {
+		if err := b.nt.load(params, optState); err != nil {
+			return err
+		}
+		return b.compute.Synchronize() // the host slices may be reused
+	})
+}
+
+// NumParams is the number of trainable scalars.
+func (b *Backend) NumParams() int { return b.nt.numParams() }
+
+// Close frees the device memory, streams, events and pinned result buffers.
+func (b *Backend) Close() {
+	if b.closed {
+		return
+	}
+	b.closed = true
+	b.drain()
+	b.dev.do(func() error {
+		b.compute.Synchronize()
+		for _, s := range b.slots {
+			if s == nil {
+				continue
+			}
+			for _, ev := range []*cu.Event{&s.copyStart, &s.copyEnd, &s.computeStart, &s.computeEnd} {
+				cu.DestroyEvent(ev)
+			}
+			for _, m := range s.hostMem {
+				b.dev.pinned.Free(m)
+			}
+		}
+		if b.e != nil {
+			b.e.free()
+		}
+		b.compute.Destroy()
+		b.copy.Destroy()
+		return nil
+	})
+}

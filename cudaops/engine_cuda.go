@@ -1,0 +1,211 @@
+//go:build stokecuda
+
+package cudaops
+
+import (
+	_ "embed"
+	"fmt"
+	"math"
+	"unsafe"
+
+	"gorgonia.org/cu"
+)
+
+// kernelsPTX is kernels.cu compiled for compute_80 by scripts/gen-ptx.sh;
+// the driver JIT-compiles it for the device at load (sm_80 and newer).
+//
+//go:embed kernels.ptx
+var kernelsPTX string
+
+var kernelNames = []string{"im2col", "col2im", "sgemm", "bias_relu", "relu_backward", "row_sums", "col_sums",
+	"max_pool", "max_pool_backward", "avg_pool", "avg_pool_backward", "add_rows", "softmax_xent", "sgd", "normalize_u8"}
+
+// devBuf is n 4-byte elements of device memory.
+type devBuf struct {
+	p cu.DevicePtr
+	n int
+}
+
+// gpuEngine launches kernels.cu's kernels on one stream, in order. The
+// caller has made the context current on a locked OS thread.
+type gpuEngine struct {
+	mod    cu.Module
+	fn     map[string]cu.Function
+	s      cu.Stream
+	allocs []cu.DevicePtr
+	args   [12]uint64
+	ptrs   [12]unsafe.Pointer
+}
+
+func newGPUEngine(s cu.Stream) (*gpuEngine, error) {
+	mod, err := cu.LoadData(kernelsPTX)
+	if err != nil {
+		return nil, fmt.Errorf("cudaops: loading the kernels' PTX (compute_80; needs an Ampere or newer GPU and a driver for CUDA >= 11.8): %w", err)
+	}
+	e := &gpuEngine{mod: mod, fn: map[string]cu.Function{}, s: s}
+	for _, name := range kernelNames {
+		if e.fn[name], err = mod.Function(name); err != nil {
+			return nil, fmt.Errorf("cudaops: kernel %s: %w", name, err)
+		}
+	}
+	for i := range e.ptrs {
+		e.ptrs[i] = unsafe.Pointer(&e.args[i])
+	}
+	return e, nil
+}
+
+func (e *gpuEngine) free() {
+	for _, p := range e.allocs {
+		cu.MemFree(p)
+	}
+	e.allocs = nil
+	e.mod.Unload()
+}
+
+func (e *gpuEngine) alloc(n int) (buffer, error) {
+	p, err := cu.MemAlloc(int64(max(n, 1)) * 4)
+	if err != nil {
+		return nil, fmt.Errorf("cudaops: cuMemAlloc of %d bytes: %w", n*4, err)
+	}
+	e.allocs = append(e.allocs, p)
+	if err := cu.MemsetD32Async(p, 0, int64(max(n, 1)), e.s); err != nil {
+		return nil, err
+	}
+	return devBuf{p, n}, nil
+}
+
+func (e *gpuEngine) allocInt32(n int) (buffer, error) { return e.alloc(n) }
+
+func (e *gpuEngine) upload(dst buffer, src []float32) error {
+	d := dst.(devBuf)
+	if len(src) != d.n {
+		return fmt.Errorf("cudaops: upload of %d floats into %d", len(src), d.n)
+	}
+	return cu.MemcpyHtoDAsync(d.p, unsafe.Pointer(unsafe.SliceData(src)), int64(4*len(src)), e.s)
+}
+
+func (e *gpuEngine) uploadInt32(dst buffer, src []int32) error {
+	d := dst.(devBuf)
+	return cu.MemcpyHtoDAsync(d.p, unsafe.Pointer(unsafe.SliceData(src)), int64(4*min(len(src), d.n)), e.s)
+}
+
+// download waits for the stream: the result is complete when it returns.
+func (e *gpuEngine) download(dst []float32, src buffer) error {
+	s := src.(devBuf)
+	if err := cu.MemcpyDtoHAsync(unsafe.Pointer(unsafe.SliceData(dst)), s.p, int64(4*min(len(dst), s.n)), e.s); err != nil {
+		return err
+	}
+	return e.s.Synchronize()
+}
+
+func (e *gpuEngine) zero(b buffer, off, n int) error {
+	if n == 0 {
+		return nil
+	}
+	return cu.MemsetD32Async(b.(devBuf).p+cu.DevicePtr(4*off), 0, int64(n), e.s)
+}
+
+// launch runs a kernel on grid x block threads with arguments of 8 bytes
+// each (cu copies 8 bytes per argument; the kernel reads its own width from
+// the low bytes, little-endian).
+func (e *gpuEngine) launch(name string, gx, gy, gz, block int, args ...uint64) error {
+	copy(e.args[:], args)
+	if err := e.fn[name].Launch(gx, gy, gz, block, 1, 1, 0, e.s, e.ptrs[:len(args)]); err != nil {
+		return fmt.Errorf("cudaops: launching %s: %w", name, err)
+	}
+	return nil
+}
+
+// launch1D covers total elements with grid-stride loops of 256 threads.
+func (e *gpuEngine) launch1D(name string, total int, args ...uint64) error {
+	blocks := min((total+255)/256, 1<<16)
+	return e.launch(name, max(blocks, 1), 1, 1, 256, args...)
+}
+
+func p(b buffer) uint64 { return uint64(b.(devBuf).p) }
+func i(n int) uint64    { return uint64(uint32(int32(n))) }
+func fl(v float32) uint64 {
+	return uint64(math.Float32bits(v))
+}
+func bl(v bool) uint64 {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+func (e *gpuEngine) im2col(x, col buffer, B, C, H, W, K, P int) error {
+	return e.launch1D("im2col", C*K*K*B*H*W, p(x), p(col), i(B), i(C), i(H), i(W), i(K), i(P))
+}
+
+func (e *gpuEngine) col2im(dcol, dx buffer, B, C, H, W, K, P int) error {
+	return e.launch1D("col2im", B*C*H*W, p(dcol), p(dx), i(B), i(C), i(H), i(W), i(K), i(P))
+}
+
+// sgemm splits a long inner dimension over gridDim.z when the output alone
+// gives too few blocks to fill the GPU (the weight gradients: Cout x C·K·K
+// outputs over B·H·W products); the slices add into a zeroed C.
+func (e *gpuEngine) sgemm(tA, tB bool, M, N, Kd int, a, b, c buffer) error {
+	gx, gy := (N+63)/64, (M+63)/64
+	split := 1
+	if blocks := gx * gy; blocks < 256 && Kd >= 2048 {
+		split = min(Kd/1024, (512+blocks-1)/blocks, 1024)
+	}
+	if split > 1 {
+		if err := e.zero(c, 0, M*N); err != nil {
+			return err
+		}
+	}
+	return e.launch("sgemm", gx, gy, split, 256, bl(tA), bl(tB), i(M), i(N), i(Kd), p(a), p(b), p(c))
+}
+
+func (e *gpuEngine) biasReLU(z, bias, y buffer, B, Cout, HW int) error {
+	return e.launch1D("bias_relu", B*Cout*HW, p(z), p(bias), p(y), i(B), i(Cout), i(HW))
+}
+
+func (e *gpuEngine) reluBackward(dy, y, dz buffer, B, Cout, HW int) error {
+	return e.launch1D("relu_backward", B*Cout*HW, p(dy), p(y), p(dz), i(B), i(Cout), i(HW))
+}
+
+func (e *gpuEngine) rowSums(a, out buffer, R, N int) error {
+	return e.launch("row_sums", R, 1, 1, 256, p(a), p(out), i(R), i(N))
+}
+
+func (e *gpuEngine) colSums(a, out buffer, R, N int) error {
+	return e.launch1D("col_sums", N, p(a), p(out), i(R), i(N))
+}
+
+func (e *gpuEngine) maxPool(x, y, arg buffer, BC, H, W int) error {
+	return e.launch1D("max_pool", BC*(H/2)*(W/2), p(x), p(y), p(arg), i(BC), i(H), i(W))
+}
+
+func (e *gpuEngine) maxPoolBackward(dy, arg, dx buffer, BC, H, W int) error {
+	return e.launch1D("max_pool_backward", BC*(H/2)*(W/2), p(dy), p(arg), p(dx), i(BC), i(H), i(W))
+}
+
+func (e *gpuEngine) avgPool(x, y buffer, BC, HW int) error {
+	return e.launch1D("avg_pool", BC, p(x), p(y), i(BC), i(HW))
+}
+
+func (e *gpuEngine) avgPoolBackward(dy, dx buffer, BC, HW int) error {
+	return e.launch1D("avg_pool_backward", BC*HW, p(dy), p(dx), i(BC), i(HW))
+}
+
+func (e *gpuEngine) addRows(y, bias buffer, R, N int) error {
+	return e.launch1D("add_rows", R*N, p(y), p(bias), i(R), i(N))
+}
+
+func (e *gpuEngine) softmaxXent(z, labels, loss, dz buffer, B, K, n int) error {
+	return e.launch1D("softmax_xent", B, p(z), p(labels), p(loss), p(dz), i(B), i(K), i(n))
+}
+
+func (e *gpuEngine) sgd(w, grad, v buffer, n int, lr, mom, wd float32, first bool) error {
+	return e.launch1D("sgd", n, p(w), p(grad), p(v), i(n), fl(lr), fl(mom), fl(wd), bl(first))
+}
+
+// normalizeU8 turns a uint8 CHW batch on the device into the network's
+// float input: (x/255 - mean[c]) / std[c].
+func (e *gpuEngine) normalizeU8(x, y cu.DevicePtr, B, HW int, mean, std [3]float32) error {
+	return e.launch1D("normalize_u8", B*3*HW, uint64(x), uint64(y), i(B), i(HW),
+		fl(mean[0]), fl(mean[1]), fl(mean[2]), fl(std[0]), fl(std[1]), fl(std[2]))
+}

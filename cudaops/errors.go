@@ -1,0 +1,16 @@
+package cudaops
+
+// UnavailableError says why the GPU cannot be used: a build without CUDA,
+// no driver, NVIDIA's link stub in place of the driver, or no device. The
+// trainer shows it as is; the process then exits non-zero.
+type UnavailableError struct {
+	Code   int    // the CUDA error cuInit returned, or 0
+	Reason string // what is wrong and what to do, for a person
+}
+
+func (e *UnavailableError) Error() string { return "cuda unavailable: " + e.Reason }
+
+// Check reports, without opening a device, whether this binary can use
+// CUDA here: built with it, the driver loaded and initialised (not NVIDIA's
+// link stub), a device present. It is cheap enough to call before any work.
+func Check() error { return driverStatus() }

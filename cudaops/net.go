@@ -1,0 +1,499 @@
+package cudaops
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"stoke/model"
+)
+
+// buffer is an engine's array: device memory on the GPU, a slice on the CPU.
+type buffer any
+
+// engine is the set of kernels the network runs, one method per kernel of
+// kernels.cu. The GPU engine launches them on its compute stream, in order;
+// the CPU engine runs ref.go's mirrors. Everything above an engine (net.go)
+// is shared, so the CPU tests check the GPU's sequence of kernels too.
+type engine interface {
+	alloc(n int) (buffer, error)      // n float32s, zeroed
+	allocInt32(n int) (buffer, error) // n int32s, zeroed
+	upload(dst buffer, src []float32) error
+	uploadInt32(dst buffer, src []int32) error
+	download(dst []float32, src buffer) error
+	zero(b buffer, off, n int) error // float32s [off, off+n)
+
+	im2col(x, col buffer, B, C, H, W, K, P int) error
+	col2im(dcol, dx buffer, B, C, H, W, K, P int) error
+	sgemm(tA, tB bool, M, N, Kd int, a, b, c buffer) error
+	biasReLU(z, bias, y buffer, B, Cout, HW int) error
+	reluBackward(dy, y, dz buffer, B, Cout, HW int) error
+	rowSums(a, out buffer, R, N int) error
+	colSums(a, out buffer, R, N int) error
+	maxPool(x, y, arg buffer, BC, H, W int) error
+	maxPoolBackward(dy, arg, dx buffer, BC, H, W int) error
+	avgPool(x, y buffer, BC, HW int) error
+	avgPoolBackward(dy, dx buffer, BC, HW int) error
+	addRows(y, bias buffer, R, N int) error
+	softmaxXent(z, labels, loss, dz buffer, B, K, n int) error
+	sgd(w, grad, v buffer, n int, lr, mom, wd float32, first bool) error
+}
+
+// tensor is a parameter: weights, gradient and momentum, in PyTorch's layout
+// (conv<i>.weight (Cout,Cin,K,K) is the GEMM's (Cout, Cin*K*K) as it is).
+type tensor struct {
+	name    string
+	shape   []int
+	n       int
+	w, g, v buffer
+}
+
+// convLayer is one conv block and its activations, kept for the backward.
+type convLayer struct {
+	C, Cout, H, W, K int
+	pool             bool
+	w, b             *tensor
+	col              buffer // im2col of the input; reused as dcol in the backward
+	z                buffer // conv output (Cout, B*H*W); reused as dz
+	y                buffer // after bias + ReLU (B, Cout, H, W)
+	dy               buffer // gradient wrt y
+	out, arg, dOut   buffer // pooled output, argmax, its gradient (= y, -, dy without pool)
+}
+
+// net is the CNN of model.Spec as a fixed sequence of kernels on an engine:
+// the same network, parameters, loss and SGD as the gorgonia model, which
+// is its reference (ref_test.go, and parity_test.go on a GPU).
+type net struct {
+	e      engine
+	spec   model.Spec
+	opt    model.Options
+	layers []*convLayer
+	params []*tensor
+	fcW    *tensor
+	fcB    *tensor
+
+	x, labels                buffer
+	feat, dfeat              buffer // (B, C) after the global average pool
+	dLast                    buffer // gradient wrt the last block's output
+	logits, dlogits, rowLoss buffer
+	steps                    int64
+	xLen                     int
+}
+
+func newNet(e engine, spec model.Spec, opt model.Options) (*net, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	if opt.Batch < 1 {
+		return nil, fmt.Errorf("model.options.batch: must be >= 1, got %d", opt.Batch)
+	}
+	nt := &net{e: e, spec: spec, opt: opt}
+	B, S, K := opt.Batch, spec.InputSize, spec.Classes
+	var err error
+	buf := func(n int) buffer {
+		if err != nil {
+			return nil
+		}
+		var b buffer
+		b, err = e.alloc(n)
+		return b
+	}
+	param := func(name string, shape ...int) *tensor {
+		n := 1
+		for _, d := range shape {
+			n *= d
+		}
+		t := &tensor{name: name, shape: shape, n: n, w: buf(n), g: buf(n), v: buf(n)}
+		nt.params = append(nt.params, t)
+		return t
+	}
+	nt.xLen = B * 3 * S * S
+	nt.x = buf(nt.xLen)
+	if err == nil {
+		nt.labels, err = e.allocInt32(B)
+	}
+	C, H := 3, S
+	for i, c := range spec.Conv {
+		l := &convLayer{C: C, Cout: c.Channels, H: H, W: H, K: c.Kernel, pool: c.Pool}
+		l.w = param(fmt.Sprintf("conv%d.weight", i), c.Channels, C, c.Kernel, c.Kernel)
+		l.b = param(fmt.Sprintf("conv%d.bias", i), c.Channels)
+		hw := H * H
+		l.col = buf(C * c.Kernel * c.Kernel * B * hw)
+		l.z = buf(c.Channels * B * hw)
+		l.y = buf(B * c.Channels * hw)
+		l.dy = buf(B * c.Channels * hw)
+		l.out, l.dOut = l.y, l.dy
+		if c.Pool {
+			H /= 2
+			l.out = buf(B * c.Channels * H * H)
+			l.dOut = buf(B * c.Channels * H * H)
+			if err == nil {
+				l.arg, err = e.allocInt32(B * c.Channels * H * H)
+			}
+		}
+		nt.layers = append(nt.layers, l)
+		C = c.Channels
+	}
+	nt.fcW = param("fc.weight", K, C)
+	nt.fcB = param("fc.bias", K)
+	nt.feat, nt.dfeat = buf(B*C), buf(B*C)
+	nt.logits, nt.dlogits, nt.rowLoss = buf(B*K), buf(B*K), buf(B)
+	if err != nil {
+		return nil, fmt.Errorf("cudaops: allocating the network: %w", err)
+	}
+	return nt, nil
+}
+
+// stage checks a batch and puts it in the network's input: the first n rows
+// of x, the rest zeroed on the engine (stale or non-finite padding would
+// otherwise reach the weight gradients as 0·NaN), and the labels.
+func (nt *net) stage(x []float32, labels []int32, n int) error {
+	if err := nt.check(x, labels, n); err != nil {
+		return err
+	}
+	if err := nt.e.upload(nt.x, x); err != nil {
+		return err
+	}
+	return nt.afterCopy(labels, n)
+}
+
+func (nt *net) check(x []float32, labels []int32, n int) error {
+	B, K := nt.opt.Batch, nt.spec.Classes
+	if n < 1 || n > B {
+		return fmt.Errorf("n = %d valid samples, want 1..%d (the batch size)", n, B)
+	}
+	if len(x) != nt.xLen {
+		return fmt.Errorf("x has %d floats, want %d (B=%d x 3 x %d x %d)", len(x), nt.xLen, B, nt.spec.InputSize, nt.spec.InputSize)
+	}
+	if labels == nil {
+		return errors.New("labels are missing")
+	}
+	if len(labels) < n {
+		return fmt.Errorf("%d labels for n = %d valid samples", len(labels), n)
+	}
+	for i, y := range labels[:n] {
+		if y < 0 || int(y) >= K {
+			return fmt.Errorf("labels[%d] = %d, want 0..%d", i, y, K-1)
+		}
+	}
+	return nil
+}
+
+// afterCopy finishes staging once x is on the engine: padding and labels.
+func (nt *net) afterCopy(labels []int32, n int) error {
+	B := nt.opt.Batch
+	if n < B {
+		per := nt.xLen / B
+		if err := nt.e.zero(nt.x, n*per, (B-n)*per); err != nil {
+			return err
+		}
+	}
+	lab := make([]int32, B)
+	copy(lab, labels[:n])
+	return nt.e.uploadInt32(nt.labels, lab)
+}
+
+// forward computes the logits of the staged batch.
+func (nt *net) forward() error {
+	e, B := nt.e, nt.opt.Batch
+	a := nt.x
+	for _, l := range nt.layers {
+		hw, ckk := l.H*l.W, l.C*l.K*l.K
+		if err := first(
+			e.im2col(a, l.col, B, l.C, l.H, l.W, l.K, l.K/2),
+			e.sgemm(false, false, l.Cout, B*hw, ckk, l.w.w, l.col, l.z),
+			e.biasReLU(l.z, l.b.w, l.y, B, l.Cout, hw),
+		); err != nil {
+			return err
+		}
+		if l.pool {
+			if err := e.maxPool(l.y, l.out, l.arg, B*l.Cout, l.H, l.W); err != nil {
+				return err
+			}
+		}
+		a = l.out
+	}
+	last := nt.layers[len(nt.layers)-1]
+	C, K := last.Cout, nt.spec.Classes
+	hw := last.H * last.W
+	if last.pool {
+		hw = (last.H / 2) * (last.W / 2)
+	}
+	return first(
+		e.avgPool(a, nt.feat, B*C, hw),
+		e.sgemm(false, true, B, K, C, nt.feat, nt.fcW.w, nt.logits),
+		e.addRows(nt.logits, nt.fcB.w, B, K),
+	)
+}
+
+// backward computes the loss rows and every parameter's gradient, then
+// takes one SGD step.
+func (nt *net) backward(n int, lr float32) error {
+	e, B, K := nt.e, nt.opt.Batch, nt.spec.Classes
+	last := nt.layers[len(nt.layers)-1]
+	C := last.Cout
+	hw := last.H * last.W
+	if last.pool {
+		hw = (last.H / 2) * (last.W / 2)
+	}
+	if err := first(
+		e.softmaxXent(nt.logits, nt.labels, nt.rowLoss, nt.dlogits, B, K, n),
+		e.sgemm(true, false, K, C, B, nt.dlogits, nt.feat, nt.fcW.g),
+		e.colSums(nt.dlogits, nt.fcB.g, B, K),
+		e.sgemm(false, false, B, C, K, nt.dlogits, nt.fcW.w, nt.dfeat),
+		e.avgPoolBackward(nt.dfeat, last.dOut, B*C, hw),
+	); err != nil {
+		return err
+	}
+	for i := len(nt.layers) - 1; i >= 0; i-- {
+		l := nt.layers[i]
+		lhw, ckk := l.H*l.W, l.C*l.K*l.K
+		if l.pool {
+			if err := first(
+				e.zero(l.dy, 0, B*l.Cout*lhw),
+				e.maxPoolBackward(l.dOut, l.arg, l.dy, B*l.Cout, l.H, l.W),
+			); err != nil {
+				return err
+			}
+		}
+		dz, dcol := l.z, l.col // the forward's buffers, no longer needed once read
+		if err := first(
+			e.reluBackward(l.dy, l.y, dz, B, l.Cout, lhw),
+			e.rowSums(dz, l.b.g, l.Cout, B*lhw),
+			e.sgemm(false, true, l.Cout, ckk, B*lhw, dz, l.col, l.w.g),
+		); err != nil {
+			return err
+		}
+		if i > 0 {
+			if err := first(
+				e.sgemm(true, false, ckk, B*lhw, l.Cout, l.w.w, dz, dcol),
+				e.col2im(dcol, nt.layers[i-1].dOut, B, l.C, l.H, l.W, l.K, l.K/2),
+			); err != nil {
+				return err
+			}
+		}
+	}
+	for _, p := range nt.params {
+		if err := e.sgd(p.w, p.g, p.v, p.n, lr, nt.opt.Momentum, nt.opt.WeightDecay, nt.steps == 0); err != nil {
+			return err
+		}
+	}
+	nt.steps++
+	return nil
+}
+
+func first(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scoreTrain turns downloaded logits and loss rows into a StepResult, as
+// model.Model.TrainStep reports it.
+func scoreTrain(logits, rowLoss []float32, labels []int32, n, K int) (model.StepResult, error) {
+	var sum float64
+	for _, v := range rowLoss[:n] {
+		sum += float64(v)
+	}
+	r := model.StepResult{Loss: sum / float64(n)}
+	if math.IsNaN(r.Loss) || math.IsInf(r.Loss, 0) {
+		return model.StepResult{}, fmt.Errorf("loss is %v", r.Loss)
+	}
+	for i := range n {
+		if rank(logits[i*K:(i+1)*K], int(labels[i])) == 0 {
+			r.Correct++
+		}
+	}
+	return r, nil
+}
+
+// scoreEval is model.Model.EvalStep's scoring of the first n rows.
+func scoreEval(logits []float32, labels []int32, n, K int) model.EvalResult {
+	var r model.EvalResult
+	for i := range n {
+		row, y := logits[i*K:(i+1)*K], int(labels[i])
+		m := float64(row[0])
+		for _, v := range row {
+			m = max(m, float64(v))
+		}
+		var s float64
+		for _, v := range row {
+			s += math.Exp(float64(v) - m)
+		}
+		r.LossSum += m + math.Log(s) - float64(row[y])
+		switch k := rank(row, y); {
+		case k == 0:
+			r.Top1++
+			r.Top5++
+		case k < 5:
+			r.Top5++
+		}
+	}
+	return r
+}
+
+// rank is how many classes score above the label, ties counting for the
+// lower index: 0 is a top-1 hit (model.Model's rule).
+func rank(row []float32, y int) int {
+	r := 0
+	for j, v := range row {
+		if v > row[y] || (v == row[y] && j < y) {
+			r++
+		}
+	}
+	return r
+}
+
+const stepName, momentumSuffix = "optimizer.step", ".momentum_buffer"
+
+// readParams downloads the weights (or the momentum buffers) by name.
+func (nt *net) readParams(momentum bool) ([]model.NamedTensor, error) {
+	out := make([]model.NamedTensor, 0, len(nt.params)+1)
+	for _, p := range nt.params {
+		t := model.NamedTensor{Name: p.name, Shape: slices.Clone(p.shape), Data: make([]float32, p.n)}
+		src := p.w
+		if momentum {
+			t.Name, src = p.name+momentumSuffix, p.v
+		}
+		if err := nt.e.download(t.Data, src); err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	if momentum {
+		out = append(out, model.NamedTensor{Name: stepName, Shape: []int{1}, Data: []float32{float32(nt.steps)}})
+	}
+	return out, nil
+}
+
+// load is model.Model.Load's contract: every parameter with its exact shape,
+// optState empty (fresh optimizer) or complete, nothing unknown, and nothing
+// changed unless all of it checks out.
+func (nt *net) load(params, optState []model.NamedTensor) error {
+	ps, err := byName(params, "params")
+	if err != nil {
+		return err
+	}
+	os, err := byName(optState, "optimizer state")
+	if err != nil {
+		return err
+	}
+	need := func(idx map[string]model.NamedTensor, name string, shape []int) error {
+		t, ok := idx[name]
+		switch {
+		case !ok:
+			return fmt.Errorf("cudaops: load: missing tensor %q", name)
+		case !slices.Equal(t.Shape, shape):
+			return fmt.Errorf("cudaops: load: tensor %q has shape %v, want %v", name, t.Shape, shape)
+		case len(t.Data) != shapeSize(shape):
+			return fmt.Errorf("cudaops: load: tensor %q has %d values for shape %v", name, len(t.Data), shape)
+		}
+		return nil
+	}
+	for _, p := range nt.params {
+		if err := need(ps, p.name, p.shape); err != nil {
+			return err
+		}
+		if len(optState) > 0 {
+			if err := need(os, p.name+momentumSuffix, p.shape); err != nil {
+				return err
+			}
+		}
+	}
+	var steps int64
+	if len(optState) > 0 {
+		if err := need(os, stepName, []int{1}); err != nil {
+			return err
+		}
+		s := float64(os[stepName].Data[0])
+		if s < 0 || s != math.Trunc(s) {
+			return fmt.Errorf("cudaops: load: %s = %v, want a whole number >= 0", stepName, s)
+		}
+		steps = int64(s)
+		if len(os) != len(nt.params)+1 {
+			return errors.New("cudaops: load: unexpected tensors in the optimizer state")
+		}
+	}
+	if len(ps) != len(nt.params) {
+		return errors.New("cudaops: load: unexpected tensors in params")
+	}
+	for _, p := range nt.params {
+		if err := nt.e.upload(p.w, ps[p.name].Data); err != nil {
+			return err
+		}
+		if len(optState) > 0 {
+			err = nt.e.upload(p.v, os[p.name+momentumSuffix].Data)
+		} else {
+			err = nt.e.zero(p.v, 0, p.n)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	nt.steps = steps
+	return nil
+}
+
+func byName(ts []model.NamedTensor, what string) (map[string]model.NamedTensor, error) {
+	idx := make(map[string]model.NamedTensor, len(ts))
+	for _, t := range ts {
+		if _, dup := idx[t.Name]; dup {
+			return nil, fmt.Errorf("cudaops: load: tensor %q appears twice in %s", t.Name, what)
+		}
+		idx[t.Name] = t
+	}
+	return idx, nil
+}
+
+func shapeSize(s []int) int {
+	n := 1
+	for _, d := range s {
+		n *= d
+	}
+	return n
+}
+
+func (nt *net) numParams() int {
+	n := 0
+	for _, p := range nt.params {
+		n += p.n
+	}
+	return n
+}
+
+// trainStep is one synchronous step: stage, forward, backward and SGD, then
+// the scores. The GPU backend runs the same calls, pipelined (backend.go).
+func (nt *net) trainStep(x []float32, labels []int32, n int, lr float32) (model.StepResult, error) {
+	if !(lr >= 0) || math.IsInf(float64(lr), 0) {
+		return model.StepResult{}, fmt.Errorf("learning rate must be finite and >= 0, got %v", lr)
+	}
+	if err := first(nt.stage(x, labels, n), nt.forward(), nt.backward(n, lr)); err != nil {
+		return model.StepResult{}, err
+	}
+	B, K := nt.opt.Batch, nt.spec.Classes
+	logits, rowLoss := make([]float32, B*K), make([]float32, B)
+	if err := first(nt.e.download(logits, nt.logits), nt.e.download(rowLoss, nt.rowLoss)); err != nil {
+		return model.StepResult{}, err
+	}
+	return scoreTrain(logits, rowLoss, labels, n, K)
+}
+
+// logitsOf runs the forward pass and returns the first n rows of logits.
+func (nt *net) logitsOf(x []float32, labels []int32, n int) ([]float32, error) {
+	if labels == nil {
+		labels = make([]int32, n)
+	}
+	if err := first(nt.stage(x, labels, n), nt.forward()); err != nil {
+		return nil, err
+	}
+	K := nt.spec.Classes
+	logits := make([]float32, nt.opt.Batch*K)
+	if err := nt.e.download(logits, nt.logits); err != nil {
+		return nil, err
+	}
+	return logits[:n*K], nil
+}

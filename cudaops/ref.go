@@ -1,0 +1,208 @@
+package cudaops
+
+import "math"
+
+// The CPU mirror of kernels.cu: one function per kernel, with the same
+// index arithmetic, each looping over what would be the CUDA thread index i.
+// The CPU engine (engine_cpu.go) runs the whole network with them, and
+// ref_test.go checks that network against the gorgonia model, so the index
+// arithmetic of the kernels is tested on every machine, GPU or not.
+
+func refIm2col(x, col []float32, B, C, H, W, K, P int) {
+	N := B * H * W
+	for i := range C * K * K * N {
+		row, j := i/N, i%N
+		c, kh, kw := row/(K*K), (row%(K*K))/K, row%K
+		b, p := j/(H*W), j%(H*W)
+		oh, ow := p/W, p%W
+		ih, iw := oh+kh-P, ow+kw-P
+		if ih >= 0 && ih < H && iw >= 0 && iw < W {
+			col[i] = x[((b*C+c)*H+ih)*W+iw]
+		} else {
+			col[i] = 0
+		}
+	}
+}
+
+func refCol2im(dcol, dx []float32, B, C, H, W, K, P int) {
+	N := B * H * W
+	for i := range B * C * H * W {
+		iw, ih, c, b := i%W, (i/W)%H, (i/(H*W))%C, i/(C*H*W)
+		var s float32
+		for kh := range K {
+			oh := ih - kh + P
+			if oh < 0 || oh >= H {
+				continue
+			}
+			for kw := range K {
+				ow := iw - kw + P
+				if ow < 0 || ow >= W {
+					continue
+				}
+				s += dcol[(c*K*K+kh*K+kw)*N+b*H*W+oh*W+ow]
+			}
+		}
+		dx[i] = s
+	}
+}
+
+// refSgemm is C = op(A)·op(B) as the sgemm kernel computes it (its tiling
+// only changes the order of the float32 sums).
+func refSgemm(tA, tB bool, M, N, Kd int, A, B, C []float32) {
+	for m := range M {
+		for n := range N {
+			var s float32
+			for k := range Kd {
+				a := A[m*Kd+k]
+				if tA {
+					a = A[k*M+m]
+				}
+				b := B[k*N+n]
+				if tB {
+					b = B[n*Kd+k]
+				}
+				s += a * b
+			}
+			C[m*N+n] = s
+		}
+	}
+}
+
+func refBiasReLU(z, bias, y []float32, B, Cout, HW int) {
+	for i := range B * Cout * HW {
+		p, c, b := i%HW, (i/HW)%Cout, i/(Cout*HW)
+		v := z[c*B*HW+b*HW+p] + bias[c]
+		y[i] = max(v, 0)
+	}
+}
+
+func refReLUBackward(dy, y, dz []float32, B, Cout, HW int) {
+	for i := range B * Cout * HW {
+		p, c, b := i%HW, (i/HW)%Cout, i/(Cout*HW)
+		if y[i] > 0 {
+			dz[c*B*HW+b*HW+p] = dy[i]
+		} else {
+			dz[c*B*HW+b*HW+p] = 0
+		}
+	}
+}
+
+func refRowSums(a, out []float32, R, N int) {
+	for r := range R {
+		var s float32
+		for _, v := range a[r*N : (r+1)*N] {
+			s += v
+		}
+		out[r] = s
+	}
+}
+
+func refColSums(a, out []float32, R, N int) {
+	for j := range N {
+		var s float32
+		for r := range R {
+			s += a[r*N+j]
+		}
+		out[j] = s
+	}
+}
+
+func refMaxPool(x, y []float32, arg []int32, BC, H, W int) {
+	OH, OW := H/2, W/2
+	for i := range BC * OH * OW {
+		ow, oh, bc := i%OW, (i/OW)%OH, i/(OH*OW)
+		plane := x[bc*H*W : (bc+1)*H*W]
+		best := (2*oh)*W + 2*ow
+		for d := 1; d < 4; d++ {
+			k := (2*oh+d/2)*W + 2*ow + d%2
+			if plane[k] > plane[best] {
+				best = k
+			}
+		}
+		y[i] = plane[best]
+		arg[i] = int32(best)
+	}
+}
+
+func refMaxPoolBackward(dy []float32, arg []int32, dx []float32, BC, H, W int) {
+	OH, OW := H/2, W/2
+	for i := range BC * OH * OW {
+		bc := i / (OH * OW)
+		dx[bc*H*W+int(arg[i])] = dy[i]
+	}
+}
+
+func refAvgPool(x, y []float32, BC, HW int) {
+	for i := range BC {
+		var s float32
+		for p := range HW {
+			s += x[i*HW+p]
+		}
+		y[i] = s / float32(HW)
+	}
+}
+
+func refAvgPoolBackward(dy, dx []float32, BC, HW int) {
+	for i := range BC * HW {
+		dx[i] = dy[i/HW] / float32(HW)
+	}
+}
+
+func refAddRows(y, bias []float32, R, N int) {
+	for i := range R * N {
+		y[i] += bias[i%N]
+	}
+}
+
+func refSoftmaxXent(z []float32, labels []int32, loss, dz []float32, B, K, n int) {
+	for r := range B {
+		row, d := z[r*K:(r+1)*K], dz[r*K:(r+1)*K]
+		if r >= n {
+			loss[r] = 0
+			clear(d)
+			continue
+		}
+		m := row[0]
+		for _, v := range row[1:] {
+			m = max(m, v)
+		}
+		var s float32
+		for _, v := range row {
+			s += exp32(v - m)
+		}
+		y := int(labels[r])
+		loss[r] = m + float32(math.Log(float64(s))) - row[y]
+		for j, v := range row {
+			oh := float32(0)
+			if j == y {
+				oh = 1
+			}
+			d[j] = (exp32(v-m)/s - oh) / float32(n)
+		}
+	}
+}
+
+func refSGD(w, grad, v []float32, lr, mom, wd float32, first bool) {
+	for i := range w {
+		g := grad[i] + wd*w[i]
+		if mom != 0 {
+			if first {
+				v[i] = g
+			} else {
+				v[i] = mom*v[i] + g
+			}
+			g = v[i]
+		}
+		w[i] -= lr * g
+	}
+}
+
+// refNormalizeU8 mirrors normalize_u8: (x/255 - mean[c]) / std[c], CHW.
+func refNormalizeU8(x []uint8, y []float32, B, HW int, mean, std [3]float32) {
+	for i := range B * 3 * HW {
+		c := (i / HW) % 3
+		y[i] = (float32(x[i])/255 - mean[c]) / std[c]
+	}
+}
+
+func exp32(x float32) float32 { return float32(math.Exp(float64(x))) }

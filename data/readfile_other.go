@@ -1,0 +1,34 @@
+//go:build !unix
+
+package data
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+// readFile reads the regular file at path into buf (grown if too small).
+func readFile(path string, buf []byte, _ *[]byte) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return buf[:0], err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return buf[:0], err
+	}
+	if !fi.Mode().IsRegular() {
+		return buf[:0], fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
+	}
+	n := int(fi.Size())
+	if cap(buf) < n {
+		buf = make([]byte, n)
+	}
+	buf = buf[:n]
+	if _, err := io.ReadFull(f, buf); err != nil {
+		return buf[:0], err
+	}
+	return buf, nil
+}

@@ -1,0 +1,52 @@
+//go:build stokecuda
+
+package trainer
+
+import (
+	"fmt"
+	"io"
+
+	"stoke/config"
+	"stoke/cudaops"
+	"stoke/model"
+)
+
+// The CUDA device (build tag stokecuda; see docs/cuda.md for why not cuda).
+func init() {
+	newCUDADevice = openCUDADevice
+	checkCUDA = func() error {
+		if err := cudaops.Check(); err != nil {
+			return fmt.Errorf("device cuda: %w", err)
+		}
+		return nil
+	}
+}
+
+// asyncCUDA adapts the backend's StartStep to the loop's AsyncBackend.
+type asyncCUDA struct{ *cudaops.Backend }
+
+func (b asyncCUDA) StartStep(x []float32, labels []int32, n int, lr float32) (func() (model.StepResult, error), error) {
+	p, err := b.Backend.StartStep(x, labels, n, lr)
+	if err != nil {
+		return nil, err
+	}
+	return p.Wait, nil
+}
+
+func openCUDADevice(spec model.Spec, opt model.Options, cfg config.Config, out io.Writer) (*Device, error) {
+	dev, err := cudaops.Open(0)
+	if err != nil {
+		return nil, fmt.Errorf("device cuda: %w", err)
+	}
+	b, err := cudaops.NewBackend(dev, spec, opt, cfg.Train.NonBlocking)
+	if err != nil {
+		dev.Close()
+		return nil, fmt.Errorf("device cuda: %w", err)
+	}
+	d := &Device{Name: dev.String(), Backend: asyncCUDA{b}, Close: dev.Close}
+	if cfg.Data.PinMemory {
+		d.Alloc = dev.Pinned()
+	}
+	fmt.Fprintf(out, "device: %s, pin_memory=%v, non_blocking=%v\n", d.Name, cfg.Data.PinMemory, cfg.Train.NonBlocking)
+	return d, nil
+}
