@@ -13,24 +13,33 @@
 // that weights the n valid rows 1/n and the padding 0, so the padding adds
 // nothing to the loss or the gradients.
 //
+// gorgonia gives the graph, its shape checks, the symbolic gradients and
+// the tape machine; every node that computes is an Op of ours (ops.go),
+// forward and gradient alike, whose work is a kernel of package cpuops
+// (the op table is in its package comment) and whose output buffer is
+// allocated once and reused, so a step allocates only gorgonia's own
+// bookkeeping. The matrix multiplies are package gemm's (Kernel names the
+// one in use). gorgonia's built-in layers are not used: its Conv2d and
+// MaxPool2D are correct but slow (transposes and fresh buffers every run);
+// its GlobalAveragePool2D has no gradient and AveragePool2D and two-axis
+// Mean are wrong (FACTS.md).
+//
 // Files:
 //
 //	spec.go         Spec, ConvSpec and their validation
 //	model.go        the graph, the steps, Close
-//	loss.go         softmax cross-entropy, our own gorgonia Op (forward and gradient)
+//	ops.go          the graph's ops (conv block, global average pool, linear) over cpuops; Kernel
+//	loss.go         softmax cross-entropy, forward and gradient
 //	params.go       initialisation (PyTorch's defaults), Params/OptimizerState/Load, the SGD update
 //	safetensors.go  checkpoint files
 //
-// gorgonia v0.9.18, as used here: Conv2d, MaxPool2D (2x2 stride 2, floor
-// like PyTorch), BroadcastAdd, Rectify, Reshape + one-axis Mean, and Mul
-// are checked against float64 references by finite differences in the
-// tests. GlobalAveragePool2D (no gradient), two-axis Mean and
-// AveragePool2D (wrong) are avoided. The optimizer is ours, in Go, on the
-// parameters' backing arrays (PyTorch's torch.optim.SGD semantics).
+// The optimizer is ours, in Go, on the parameters' backing arrays
+// (PyTorch's torch.optim.SGD semantics).
 //
 // Two gorgonia traps shape the code: graph nodes are hash-consed and input
 // nodes are told apart by name alone, so every input must have a unique
-// name (two unnamed inputs of one shape silently become one node); and a
-// tape machine carries a finalizer that keeps it and its graph alive, so
-// Close clears it (runtime.SetFinalizer(vm, nil)).
+// name (two unnamed inputs of one shape silently become one node), and our
+// ops carry a unique id in their hash for the same reason; and a tape
+// machine carries a finalizer that keeps it and its graph alive, so Close
+// clears it (runtime.SetFinalizer(vm, nil)).
 package model

@@ -130,3 +130,7 @@ func TestCloseReleasesGraph(t *testing.T) {
 }
 
 func mib(b uint64) float64 { return float64(b) / (1 << 20) }
+
+type runtimeMemStats = runtime.MemStats
+
+func readMemStats(ms *runtime.MemStats) { runtime.ReadMemStats(ms) }

@@ -9,6 +9,8 @@ import (
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"stoke/cpuops"
 )
 
 // Options are the training settings fixed when the graph is built.
@@ -99,15 +101,15 @@ func New(spec Spec, opt Options) (*Model, error) {
 	return m, nil
 }
 
-// build makes the graph:
+// build makes the graph, every node an op of ours (ops.go):
 //
-//	x (B,3,S,S) → [conv KxK pad K/2 + bias → ReLU → maxpool 2x2/2]… →
-//	reshape (B,C,H·W) → mean over axis 2 → (B,C) → ·W + b → logits (B,K)
-//	loss = softmaxCrossEntropy(logits, target)
+//	x (B,3,S,S) → [ConvBiasReLU(Pool) KxK pad K/2, max-pool 2x2 fused]… →
+//	GlobalAvgPool (B,C) → Linear ·W + b → logits (B,K)
+//	loss = SoftmaxCrossEntropy(logits, target)
 //
-// The global average pool is a reshape and a one-axis Mean because
-// gorgonia's GlobalAveragePool2D has no gradient and its Mean over two axes
-// is wrong (FACTS.md).
+// gorgonia's GlobalAveragePool2D has no gradient and its AveragePool2D and
+// two-axis Mean are wrong (FACTS.md); its Conv2d and MaxPool2D are correct
+// but slow (transposes, fresh buffers each run).
 func (m *Model) build() error {
 	B, S, K := m.opt.Batch, m.spec.InputSize, m.spec.Classes
 	m.g = G.NewGraph()
@@ -138,41 +140,30 @@ func (m *Model) build() error {
 		seen[p.node] = true
 	}
 
+	var ops opSet
 	h := x
 	var err error
+	in, _ := m.spec.featureSizes()
+	cin := 3
 	for i, c := range m.spec.Conv {
 		w, b := m.params[2*i].node, m.params[2*i+1].node
-		pad := c.Kernel / 2
-		if h, err = G.Conv2d(h, w, tensor.Shape{c.Kernel, c.Kernel}, []int{pad, pad}, []int{1, 1}, []int{1, 1}); err != nil {
+		conv, err := cpuops.NewConv(B, cin, in[i], in[i], c.Channels, c.Kernel, c.Pool)
+		if err != nil {
 			return fmt.Errorf("conv%d: %w", i, err)
 		}
-		if h, err = G.BroadcastAdd(h, b, nil, []byte{0, 2, 3}); err != nil {
-			return fmt.Errorf("conv%d bias: %w", i, err)
+		if h, err = ops.convBlock(conv, h, w, b, i > 0); err != nil {
+			return fmt.Errorf("conv%d: %w", i, err)
 		}
-		if h, err = G.Rectify(h); err != nil {
-			return fmt.Errorf("conv%d relu: %w", i, err)
-		}
-		if c.Pool {
-			if h, err = G.MaxPool2D(h, tensor.Shape{2, 2}, []int{0, 0}, []int{2, 2}); err != nil {
-				return fmt.Errorf("conv%d pool: %w", i, err)
-			}
-		}
+		cin = c.Channels
 	}
-	sh := h.Shape()
-	if h, err = G.Reshape(h, tensor.Shape{sh[0], sh[1], sh[2] * sh[3]}); err != nil {
-		return fmt.Errorf("global average pool: %w", err)
-	}
-	if h, err = G.Mean(h, 2); err != nil {
+	if h, err = ops.avgPool(h); err != nil {
 		return fmt.Errorf("global average pool: %w", err)
 	}
 	fcW, fcB := m.params[len(m.params)-2].node, m.params[len(m.params)-1].node
-	if h, err = G.Mul(h, fcW); err != nil {
+	if m.logits, err = ops.linear(h, fcW, fcB); err != nil {
 		return fmt.Errorf("fc: %w", err)
 	}
-	if m.logits, err = G.BroadcastAdd(h, fcB, nil, []byte{0}); err != nil {
-		return fmt.Errorf("fc bias: %w", err)
-	}
-	if m.loss, err = softmaxCrossEntropy(m.logits, target); err != nil {
+	if m.loss, err = ops.softmaxCrossEntropy(m.logits, target); err != nil {
 		return fmt.Errorf("loss: %w", err)
 	}
 
@@ -352,13 +343,9 @@ func run(vm G.VM) (err error) {
 }
 
 func nodeData(n *G.Node) ([]float32, error) {
-	v, ok := n.Value().(tensor.Tensor)
-	if !ok {
-		return nil, fmt.Errorf("node %s holds %T, not a tensor", n.Name(), n.Value())
-	}
-	d, ok := v.Data().([]float32)
-	if !ok || len(d) != v.Shape().TotalSize() {
-		return nil, fmt.Errorf("node %s: not a contiguous float32 tensor", n.Name())
+	d, err := f32(n.Value())
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", n.Name(), err)
 	}
 	return d, nil
 }

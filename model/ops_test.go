@@ -14,6 +14,12 @@ import (
 // inputs of the same shape become one node (x and w, or x and r, silently
 // aliased).
 //
+// These tests check gorgonia's own layers, which the graph no longer uses
+// (ops.go replaces them): they stay as the evidence behind FACTS.md and
+// model/doc.go's account of which built-ins are right. The graph's own ops
+// are checked in ../cpuops (each kernel) and model_test.go (the whole
+// graph's gradients against finite differences).
+//
 // gorgonia's ops are checked one at a time, in float64, on tiny inputs:
 // loss = Σ r ⊙ op(inputs) for a fixed random r, whose gradient gorgonia
 // derives symbolically, against central differences of the float64

@@ -3,6 +3,7 @@ package trainer
 import (
 	"fmt"
 	"io"
+	"runtime"
 	"time"
 
 	"stoke/augment"
@@ -142,6 +143,7 @@ func openDevice(spec model.Spec, opt model.Options, cfg config.Config, out io.Wr
 		if err != nil {
 			return nil, err
 		}
+		fmt.Fprintf(out, "device: cpu, %d threads, %s\n", runtime.GOMAXPROCS(0), model.Kernel())
 		return &Device{Name: "cpu", Backend: m}, nil
 	case "cuda":
 		if newCUDADevice == nil {

@@ -5,6 +5,7 @@
 //	train bench [--config FILE] [options]     the "3 lines, ~5x" experiment side by side
 //	train eval --checkpoint RUN               a checkpoint's accuracy on a validation split
 //	train bench-data --config FILE            the loader alone: img/s per worker count, µs per stage
+//	train bench-step --config FILE            the model alone: ms per training step, peak RSS
 //
 // Run `train --help` for every setting.
 package main
@@ -43,12 +44,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return evalCmd(args[1:], stdout, stderr)
 		case "bench-data":
 			return benchData(args[1:], stdout, stderr)
+		case "bench-step":
+			return benchStep(args[1:], stdout, stderr)
 		case "train":
 			args = args[1:]
 		case "help":
 			args = []string{"--help"}
 		default:
-			fmt.Fprintf(stderr, "train: unknown command %q; commands: train (default), gen-data, bench, bench-data, eval; see `train --help`\n", args[0])
+			fmt.Fprintf(stderr, "train: unknown command %q; commands: train (default), gen-data, bench, bench-data, bench-step, eval; see `train --help`\n", args[0])
 			return 2
 		}
 	}
@@ -194,6 +197,7 @@ func usage(fs *flag.FlagSet, w io.Writer) {
   train bench [--config configs/blog.yaml]   the "3 lines, ~5x" experiment side by side (train bench --help)
   train eval --checkpoint RUN [--data DIR]   a checkpoint's loss and accuracy on a validation split
   train bench-data --config FILE             the loader alone: img/s per worker count, µs per stage
+  train bench-step --config FILE             the model alone: ms per training step, peak RSS
 
 Without --config, train runs the built-in quickstart (configs/quickstart.yaml):
 a small CNN on a generated 10-class dataset, made on first use in ~/.cache/stoke.

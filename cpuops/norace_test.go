@@ -1,0 +1,5 @@
+//go:build !race
+
+package cpuops
+
+const raceEnabled = false

@@ -1,0 +1,26 @@
+// Package gemm is single-precision general matrix multiply (BLAS SGEMM) for
+// row-major matrices: C = alpha·op(A)·op(B) + beta·C.
+//
+// It follows the BLIS/GotoBLAS design (Van Zee & van de Geijn, "BLIS: A
+// Framework for Rapidly Instantiating BLAS Functionality", 2015): op(B) is
+// packed into kc×nr column panels and op(A) into mr×kc row panels, so that
+// transposes cost nothing beyond the packing, and a register-blocked
+// micro-kernel multiplies one mr×kc panel by one kc×nr panel into an mr×nr
+// tile of C. The micro-kernel is Go assembly with AVX2 and FMA on amd64
+// (6×16 tile: 12 ymm accumulators), chosen at run time from CPUID; other
+// CPUs and architectures use a pure-Go kernel of the same shape, so a
+// machine with only Go builds and runs.
+//
+// Sgemm runs on the calling goroutine: callers split work across cores
+// (the model's ops split the batch), which keeps each core on its own
+// packed panels with no synchronisation. Scratch buffers come from a
+// sync.Pool, so steady-state calls allocate nothing.
+//
+// Files:
+//
+//	gemm.go          Sgemm, the blocking loops, packing, Name
+//	kernel_amd64.s   the AVX2/FMA micro-kernel and CPUID
+//	kernel_amd64.go  run-time kernel choice on amd64
+//	kernel_other.go  the choice elsewhere (pure Go)
+//	kernel_go.go     the pure-Go micro-kernel
+package gemm

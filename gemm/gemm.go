@@ -1,0 +1,292 @@
+package gemm
+
+import (
+	"fmt"
+	"sync"
+)
+
+// Tile and block sizes. mr×nr is the micro-kernel's tile of C; kc is the
+// depth of one packed panel (a kc×nr panel of B, 16 KiB, stays in L1 while
+// the kernel walks an mc×kc block of A, 96 KiB, held in L2); nc bounds the
+// packed block of B (kc×nc, 4 MiB at most, in L3).
+const (
+	mr = 6
+	nr = 16
+	kc = 256
+	mc = 96 // a multiple of mr
+	nc = 4096
+)
+
+// kernel computes the mr×nr tile c = beta·c + alpha·Σ_p a[p·mr+i]·b[p·nr+j]
+// over p < k, for packed panels a (k×mr) and b (k×nr); c has row stride ldc.
+// beta == 0 must not read c.
+type kernelFunc func(k int, a, b, c *float32, ldc int, alpha, beta float32)
+
+// Name says which micro-kernel Sgemm uses on this machine, e.g.
+// "gemm: Go assembly AVX2+FMA 6x16 micro-kernel".
+func Name() string { return "gemm: " + kernelName }
+
+type scratch struct {
+	a, b []float32
+	tile [mr * nr]float32
+	mat  matrixB
+}
+
+// Panels is a source of op(B) that writes its blocks straight into the
+// packed layout, so that a B made on the fly (a convolution's im2col
+// matrix) is never stored whole.
+type Panels interface {
+	// PackB writes the kb×nb block of op(B) whose top-left element is
+	// (pc, jc) into dst as NR-column panels: panel t holds columns
+	// jc+t·NR … jc+t·NR+NR−1 at dst[t·NR·kb:], kb rows of NR values each,
+	// zero past column nb. kb <= KC and nb <= NC.
+	PackB(dst []float32, pc, jc, kb, nb int)
+}
+
+// NR is the panel width of Panels, KC and NC bound its blocks.
+const (
+	NR = nr
+	KC = kc
+	NC = nc
+)
+
+// matrixB is a stored op(B), packed by packB.
+type matrixB struct {
+	b     []float32
+	ldb   int
+	trans bool
+}
+
+func (m *matrixB) PackB(dst []float32, pc, jc, kb, nb int) {
+	packB(dst, m.b, m.ldb, m.trans, pc, jc, kb, nb)
+}
+
+var scratchPool = sync.Pool{New: func() any {
+	return &scratch{a: make([]float32, mc*kc), b: make([]float32, kc*nc)}
+}}
+
+// Sgemm computes C = alpha·op(A)·op(B) + beta·C for row-major matrices:
+// op(A) is m×k (A itself is k×m when transA), op(B) is k×n (B is n×k when
+// transB), C is m×n; lda, ldb, ldc are the row strides of A, B and C as
+// stored. With beta == 0, C is not read (it may hold anything).
+func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	if m < 0 || n < 0 || k < 0 {
+		panic(fmt.Sprintf("gemm.Sgemm: negative size m=%d n=%d k=%d", m, n, k))
+	}
+	if m == 0 || n == 0 {
+		return
+	}
+	checkLen("C", c, m, n, ldc)
+	if k == 0 || alpha == 0 {
+		scale(m, n, beta, c, ldc)
+		return
+	}
+	if transA {
+		checkLen("A", a, k, m, lda)
+	} else {
+		checkLen("A", a, m, k, lda)
+	}
+	if transB {
+		checkLen("B", b, n, k, ldb)
+	} else {
+		checkLen("B", b, k, n, ldb)
+	}
+	s := scratchPool.Get().(*scratch)
+	s.mat = matrixB{b, ldb, transB}
+	multiply(s, transA, m, n, k, alpha, a, lda, &s.mat, beta, c, ldc)
+	s.mat = matrixB{}
+	scratchPool.Put(s)
+}
+
+// SgemmPanels is Sgemm with op(B) (k×n) given by a Panels source.
+func SgemmPanels(transA bool, m, n, k int, alpha float32, a []float32, lda int, b Panels, beta float32, c []float32, ldc int) {
+	if m < 0 || n < 0 || k < 0 {
+		panic(fmt.Sprintf("gemm.SgemmPanels: negative size m=%d n=%d k=%d", m, n, k))
+	}
+	if m == 0 || n == 0 {
+		return
+	}
+	checkLen("C", c, m, n, ldc)
+	if k == 0 || alpha == 0 {
+		scale(m, n, beta, c, ldc)
+		return
+	}
+	if transA {
+		checkLen("A", a, k, m, lda)
+	} else {
+		checkLen("A", a, m, k, lda)
+	}
+	s := scratchPool.Get().(*scratch)
+	multiply(s, transA, m, n, k, alpha, a, lda, b, beta, c, ldc)
+	scratchPool.Put(s)
+}
+
+// multiply is the blocked product (the loops around the micro-kernel in
+// the BLIS paper's Figure 2): jc over nc columns, pc over k blocks (B
+// packed once each), ic over mc rows (A packed), then the tiles.
+func multiply(s *scratch, transA bool, m, n, k int, alpha float32, a []float32, lda int, b Panels, beta float32, c []float32, ldc int) {
+	for jc := 0; jc < n; jc += nc {
+		nb := min(nc, n-jc)
+		// Equal k blocks (288 = 2×144, not 256 + 32): a thin last block
+		// would spend more on loading and storing C than on multiplying.
+		kblocks := (k + kc - 1) / kc
+		kstep := (k + kblocks - 1) / kblocks
+		for pc := 0; pc < k; pc += kstep {
+			kb := min(kstep, k-pc)
+			b.PackB(s.b, pc, jc, kb, nb)
+			bet := beta
+			if pc > 0 {
+				bet = 1
+			}
+			for ic := 0; ic < m; ic += mc {
+				mb := min(mc, m-ic)
+				packA(s.a, a, lda, transA, ic, pc, mb, kb)
+				macro(s, mb, nb, kb, alpha, bet, c[ic*ldc+jc:], ldc)
+			}
+		}
+	}
+}
+
+// macro multiplies the packed mb×kb block of A by the packed kb×nb block of
+// B into C, one mr×nr tile at a time; partial edge tiles go through a
+// scratch tile.
+func macro(s *scratch, mb, nb, kb int, alpha, beta float32, c []float32, ldc int) {
+	for jr := 0; jr < nb; jr += nr {
+		nn := min(nr, nb-jr)
+		bp := &s.b[jr*kb]
+		for ir := 0; ir < mb; ir += mr {
+			mm := min(mr, mb-ir)
+			ap := &s.a[ir*kb]
+			if mm == mr && nn == nr {
+				kernel(kb, ap, bp, &c[ir*ldc+jr], ldc, alpha, beta)
+				continue
+			}
+			t := s.tile[:]
+			kernel(kb, ap, bp, &t[0], nr, alpha, 0)
+			for i := 0; i < mm; i++ {
+				row := c[(ir+i)*ldc+jr : (ir+i)*ldc+jr+nn]
+				tr := t[i*nr : i*nr+nn]
+				if beta == 0 {
+					copy(row, tr)
+					continue
+				}
+				for j := range row {
+					row[j] = beta*row[j] + tr[j]
+				}
+			}
+		}
+	}
+}
+
+// packA copies the mb×kb block of op(A) at (ic, pc) into mr-row panels:
+// panel r holds rows ir..ir+mr-1 as kb consecutive groups of mr values,
+// zero-padded past the last row.
+func packA(dst, a []float32, lda int, trans bool, ic, pc, mb, kb int) {
+	for ir := 0; ir < mb; ir += mr {
+		mm := min(mr, mb-ir)
+		p := dst[ir*kb : ir*kb+kb*mr]
+		if trans { // op(A)[i][p] = A[p][i]: rows of A are contiguous in i
+			for q := 0; q < kb; q++ {
+				src := a[(pc+q)*lda+ic+ir:]
+				d := p[q*mr : q*mr+mr]
+				if mm == mr {
+					*(*[mr]float32)(d) = *(*[mr]float32)(src)
+				} else {
+					copy(d, src[:mm])
+					clear(d[mm:])
+				}
+			}
+			continue
+		}
+		if mm < mr {
+			for i := 0; i < mm; i++ {
+				src := a[(ic+ir+i)*lda+pc : (ic+ir+i)*lda+pc+kb]
+				for q, v := range src {
+					p[q*mr+i] = v
+				}
+			}
+			for i := mm; i < mr; i++ {
+				for q := 0; q < kb; q++ {
+					p[q*mr+i] = 0
+				}
+			}
+			continue
+		}
+		// Six rows side by side, the panel written in order.
+		base := (ic+ir)*lda + pc
+		r0, r1, r2 := a[base:base+kb], a[base+lda:base+lda+kb], a[base+2*lda:base+2*lda+kb]
+		r3, r4, r5 := a[base+3*lda:base+3*lda+kb], a[base+4*lda:base+4*lda+kb], a[base+5*lda:base+5*lda+kb]
+		for q := range r0 {
+			d := (*[mr]float32)(p[q*mr : q*mr+mr])
+			d[0], d[1], d[2], d[3], d[4], d[5] = r0[q], r1[q], r2[q], r3[q], r4[q], r5[q]
+		}
+	}
+}
+
+// packB copies the kb×nb block of op(B) at (pc, jc) into nr-column panels:
+// panel j holds columns jr..jr+nr-1 as kb consecutive rows of nr values,
+// zero-padded past the last column.
+func packB(dst, b []float32, ldb int, trans bool, pc, jc, kb, nb int) {
+	for jr := 0; jr < nb; jr += nr {
+		nn := min(nr, nb-jr)
+		p := dst[jr*kb : jr*kb+kb*nr]
+		if !trans { // rows of B are contiguous in j
+			for q := 0; q < kb; q++ {
+				src := b[(pc+q)*ldb+jc+jr:]
+				d := p[q*nr : q*nr+nr]
+				if nn == nr {
+					*(*[nr]float32)(d) = *(*[nr]float32)(src)
+				} else {
+					copy(d, src[:nn])
+					clear(d[nn:])
+				}
+			}
+			continue
+		}
+		// op(B)[q][j] = B[j][q]: read nr rows of B side by side, write
+		// the panel in order.
+		base := (jc+jr)*ldb + pc
+		if nn < nr {
+			clear(p)
+			for j := 0; j < nn; j++ {
+				src := b[base+j*ldb : base+j*ldb+kb]
+				for q, v := range src {
+					p[q*nr+j] = v
+				}
+			}
+			continue
+		}
+		var rows [nr][]float32
+		for j := range rows {
+			rows[j] = b[base+j*ldb : base+j*ldb+kb]
+		}
+		for q := 0; q < kb; q++ {
+			d := (*[nr]float32)(p[q*nr : q*nr+nr])
+			for j := range d {
+				d[j] = rows[j][q]
+			}
+		}
+	}
+}
+
+func scale(m, n int, beta float32, c []float32, ldc int) {
+	for i := 0; i < m; i++ {
+		row := c[i*ldc : i*ldc+n]
+		if beta == 0 {
+			clear(row)
+			continue
+		}
+		for j := range row {
+			row[j] *= beta
+		}
+	}
+}
+
+func checkLen(what string, s []float32, rows, cols, ld int) {
+	if ld < cols {
+		panic(fmt.Sprintf("gemm.Sgemm: %s has row stride %d < %d columns", what, ld, cols))
+	}
+	if need := (rows-1)*ld + cols; len(s) < need {
+		panic(fmt.Sprintf("gemm.Sgemm: %s has %d elements, a %dx%d matrix with stride %d needs %d", what, len(s), rows, cols, ld, need))
+	}
+}

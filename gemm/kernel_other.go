@@ -1,0 +1,11 @@
+//go:build !amd64
+
+package gemm
+
+var (
+	kernel     kernelFunc = kernelGo
+	kernelName            = "pure Go 6x16 micro-kernel"
+)
+
+// HasAVX2 reports whether this CPU runs the AVX2+FMA kernels: never here.
+func HasAVX2() bool { return false }

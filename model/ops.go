@@ -1,0 +1,284 @@
+package model
+
+import (
+	"fmt"
+	"hash"
+	"hash/fnv"
+
+	"github.com/chewxy/hm"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"stoke/cpuops"
+	"stoke/gemm"
+)
+
+// Kernel names the matrix multiply the model's ops run on this machine, for
+// the run to print once (e.g. "gemm: Go assembly AVX2+FMA 6x16 micro-kernel").
+func Kernel() string { return gemm.Name() }
+
+// The graph's layers are gorgonia Ops of ours whose work is done by the
+// kernels of package cpuops (its package comment has the op table, the
+// contract a device backend implements too). Each op owns its output
+// value, allocated when the graph is built and returned by every run:
+// the tape machine's Reset clears its registers, so it never offers a
+// buffer back (FACTS.md, "Custom ops in a gorgonia graph"). Gradients are
+// ops of ours too, so the backward pass allocates nothing either.
+//
+// kernelOp is the one Op type; what it computes is its do function.
+type kernelOp struct {
+	name    string
+	id      int   // unique in the model: gorgonia hash-conses nodes by op hash and children
+	inDims  []int // dims of each input, for the type
+	shape   tensor.Shape
+	out     G.Value // *tensor.Dense, or *G.F32 for a scalar
+	outData []float32
+	do      func(in []G.Value) error
+	diff    func(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error) // nil: not differentiable
+	wrt     []bool
+}
+
+// opSet makes the model's ops, numbering them.
+type opSet struct{ n int }
+
+func (s *opSet) op(name string, inDims []int, shape tensor.Shape) *kernelOp {
+	s.n++
+	op := &kernelOp{name: name, id: s.n, inDims: inDims, shape: shape, wrt: make([]bool, len(inDims))}
+	if len(shape) == 0 {
+		op.out = G.NewF32(0)
+		return op
+	}
+	op.outData = make([]float32, shape.TotalSize())
+	op.out = tensor.New(tensor.WithShape(shape...), tensor.WithBacking(op.outData))
+	return op
+}
+
+func (op *kernelOp) Arity() int { return len(op.inDims) }
+
+func (op *kernelOp) Type() hm.Type {
+	a := hm.TypeVariable('a')
+	ts := make([]hm.Type, 0, len(op.inDims)+1)
+	for _, d := range op.inDims {
+		if d == 0 {
+			ts = append(ts, a)
+		} else {
+			ts = append(ts, G.TensorType{Dims: d, Of: a})
+		}
+	}
+	if len(op.shape) == 0 {
+		ts = append(ts, a)
+	} else {
+		ts = append(ts, G.TensorType{Dims: len(op.shape), Of: a})
+	}
+	return hm.NewFnType(ts...)
+}
+
+func (op *kernelOp) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
+	if len(in) != len(op.inDims) {
+		return nil, fmt.Errorf("%s: want %d inputs, got %d", op.name, len(op.inDims), len(in))
+	}
+	if len(op.shape) == 0 {
+		return tensor.ScalarShape(), nil
+	}
+	return op.shape.Clone(), nil
+}
+
+func (op *kernelOp) Do(vals ...G.Value) (G.Value, error) {
+	if len(vals) != len(op.inDims) {
+		return nil, fmt.Errorf("%s: want %d inputs, got %d", op.name, len(op.inDims), len(vals))
+	}
+	if err := op.do(vals); err != nil {
+		return nil, fmt.Errorf("%s: %w", op.name, err)
+	}
+	return op.out, nil
+}
+
+func (op *kernelOp) ReturnsPtr() bool     { return false }
+func (op *kernelOp) CallsExtern() bool    { return false } // true would make the compiler allocate a buffer per run
+func (op *kernelOp) OverwritesInput() int { return -1 }
+func (op *kernelOp) WriteHash(h hash.Hash) {
+	fmt.Fprintf(h, "stoke/model.%s#%d", op.name, op.id)
+}
+func (op *kernelOp) Hashcode() uint32 {
+	h := fnv.New32a()
+	op.WriteHash(h)
+	return h.Sum32()
+}
+func (op *kernelOp) String() string { return op.name }
+
+func (op *kernelOp) DiffWRT(n int) []bool { return op.wrt }
+
+func (op *kernelOp) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error) {
+	if op.diff == nil {
+		return nil, fmt.Errorf("%s has no gradient", op.name)
+	}
+	return op.diff(inputs, output, grad)
+}
+
+// f32 returns a value's float32 data without copying.
+func f32(v G.Value) ([]float32, error) {
+	if d, ok := v.(*tensor.Dense); ok && d.Dtype() == tensor.Float32 && d.IsNativelyAccessible() {
+		return d.Float32s(), nil
+	}
+	return nil, fmt.Errorf("want a float32 dense tensor, got %T", v)
+}
+
+// f32s unpacks every input.
+func f32s(vals []G.Value, dst [][]float32) error {
+	for i, v := range vals {
+		d, err := f32(v)
+		if err != nil {
+			return fmt.Errorf("input %d: %w", i, err)
+		}
+		dst[i] = d
+	}
+	return nil
+}
+
+func apply(op *kernelOp, in ...*G.Node) (*G.Node, error) { return G.ApplyOp(op, in...) }
+
+// convBlock is y = ReLU(conv(x, w) + b), max-pooled when k.Pool. Its gradients: dx (when needDX:
+// the first block's input is data and needs none), dw, and db, which the
+// filter-gradient op computes alongside dw; the db op only hands it out,
+// taking dw as input so that it runs after.
+func (s *opSet) convBlock(k *cpuops.Conv, x, w, b *G.Node, needDX bool) (*G.Node, error) {
+	yShape, name := tensor.Shape{k.B, k.Cout, k.H, k.W}, "ConvBiasReLU"
+	if k.Pool {
+		yShape, name = tensor.Shape{k.B, k.Cout, k.H / 2, k.W / 2}, "ConvBiasReLUPool"
+	}
+	fwd := s.op(name, []int{4, 4, 1}, yShape)
+	fwd.wrt = []bool{needDX, true, true}
+	var in [3][]float32
+	fwd.do = func(v []G.Value) error {
+		if err := f32s(v, in[:]); err != nil {
+			return err
+		}
+		k.Forward(in[0], in[1], in[2], fwd.outData)
+		return nil
+	}
+	fwd.diff = func(inputs G.Nodes, y, dy *G.Node) (G.Nodes, error) {
+		var dx *G.Node
+		if needDX {
+			op := s.op("ConvBackwardData", []int{4, 4, 4}, tensor.Shape{k.B, k.Cin, k.H, k.W})
+			var in [3][]float32
+			op.do = func(v []G.Value) error {
+				if err := f32s(v, in[:]); err != nil {
+					return err
+				}
+				k.BackwardData(in[0], in[1], in[2], op.outData)
+				return nil
+			}
+			var err error
+			if dx, err = apply(op, inputs[1], y, dy); err != nil {
+				return nil, err
+			}
+		}
+		dwOp := s.op("ConvBackwardFilter", []int{4, 4, 4}, tensor.Shape{k.Cout, k.Cin, k.K, k.K})
+		dbOp := s.op("ConvBiasGrad", []int{4}, tensor.Shape{k.Cout})
+		var fin [3][]float32
+		dwOp.do = func(v []G.Value) error {
+			if err := f32s(v, fin[:]); err != nil {
+				return err
+			}
+			k.BackwardFilter(fin[0], fin[1], fin[2], dwOp.outData, dbOp.outData)
+			return nil
+		}
+		dbOp.do = func([]G.Value) error { return nil }
+		dw, err := apply(dwOp, inputs[0], y, dy)
+		if err != nil {
+			return nil, err
+		}
+		db, err := apply(dbOp, dw)
+		if err != nil {
+			return nil, err
+		}
+		return G.Nodes{dx, dw, db}, nil
+	}
+	return apply(fwd, x, w, b)
+}
+
+// avgPool is the global average pool (B,C,H,W) → (B,C).
+func (s *opSet) avgPool(x *G.Node) (*G.Node, error) {
+	sh := x.Shape()
+	fwd := s.op("GlobalAvgPool", []int{4}, tensor.Shape{sh[0], sh[1]})
+	fwd.wrt = []bool{true}
+	fwd.do = func(v []G.Value) error {
+		xd, err := f32(v[0])
+		if err != nil {
+			return err
+		}
+		cpuops.AvgPoolForward(xd, fwd.outData)
+		return nil
+	}
+	fwd.diff = func(_ G.Nodes, _, dy *G.Node) (G.Nodes, error) {
+		op := s.op("GlobalAvgPoolBackward", []int{2}, sh.Clone())
+		op.do = func(v []G.Value) error {
+			d, err := f32(v[0])
+			if err != nil {
+				return err
+			}
+			cpuops.AvgPoolBackward(d, op.outData)
+			return nil
+		}
+		dx, err := apply(op, dy)
+		return G.Nodes{dx}, err
+	}
+	return apply(fwd, x)
+}
+
+// linear is z = h·w + b for h (B,C), w (C,N), b (N).
+func (s *opSet) linear(h, w, b *G.Node) (*G.Node, error) {
+	B, C, N := h.Shape()[0], h.Shape()[1], w.Shape()[1]
+	fwd := s.op("Linear", []int{2, 2, 1}, tensor.Shape{B, N})
+	fwd.wrt = []bool{true, true, true}
+	var in [3][]float32
+	fwd.do = func(v []G.Value) error {
+		if err := f32s(v, in[:]); err != nil {
+			return err
+		}
+		cpuops.LinearForward(B, C, N, in[0], in[1], in[2], fwd.outData)
+		return nil
+	}
+	fwd.diff = func(inputs G.Nodes, _, dz *G.Node) (G.Nodes, error) {
+		dhOp := s.op("LinearBackwardData", []int{2, 2}, tensor.Shape{B, C})
+		dwOp := s.op("LinearBackwardWeight", []int{2, 2}, tensor.Shape{C, N})
+		dbOp := s.op("LinearBackwardBias", []int{2}, tensor.Shape{N})
+		var a, c [2][]float32
+		dhOp.do = func(v []G.Value) error {
+			if err := f32s(v, a[:]); err != nil {
+				return err
+			}
+			cpuops.LinearBackwardData(B, C, N, a[0], a[1], dhOp.outData)
+			return nil
+		}
+		dwOp.do = func(v []G.Value) error {
+			if err := f32s(v, c[:]); err != nil {
+				return err
+			}
+			cpuops.LinearBackwardWeight(B, C, N, c[0], c[1], dwOp.outData)
+			return nil
+		}
+		dbOp.do = func(v []G.Value) error {
+			d, err := f32(v[0])
+			if err != nil {
+				return err
+			}
+			cpuops.LinearBackwardBias(B, N, d, dbOp.outData)
+			return nil
+		}
+		dh, err := apply(dhOp, inputs[1], dz)
+		if err != nil {
+			return nil, err
+		}
+		dw, err := apply(dwOp, inputs[0], dz)
+		if err != nil {
+			return nil, err
+		}
+		db, err := apply(dbOp, dz)
+		if err != nil {
+			return nil, err
+		}
+		return G.Nodes{dh, dw, db}, nil
+	}
+	return apply(fwd, h, w, b)
+}

@@ -1,0 +1,73 @@
+#!/usr/bin/python3
+"""PyTorch's side of `train bench-step`: the same CNN, batch and SGD step on
+random data, timed alone, printing the same JSON line.
+
+usage: bench_step_pytorch.py --threads N [--steps 10] [--warmup 2]
+       [--size 64] [--batch 64] [--classes 10] [--conv 32p,64p,128]
+
+--conv lists the conv blocks' channels, "p" marking a 2x2 max-pool after.
+"""
+import argparse
+import json
+import resource
+import time
+
+import torch
+import torch.nn as nn
+
+
+def build(conv, classes):
+    layers, cin = [], 3
+    for c in conv.split(","):
+        pool = c.endswith("p")
+        cout = int(c.rstrip("p"))
+        layers += [nn.Conv2d(cin, cout, 3, padding=1), nn.ReLU(inplace=True)]
+        if pool:
+            layers.append(nn.MaxPool2d(2))
+        cin = cout
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(cin, classes)]
+    return nn.Sequential(*layers)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--threads", type=int, required=True)
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--size", type=int, default=64)
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--classes", type=int, default=10)
+    ap.add_argument("--conv", default="32p,64p,128")
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(1)
+    net = build(a.conv, a.classes)
+    opt = torch.optim.SGD(net.parameters(), lr=1e-3, momentum=0.9, weight_decay=5e-4)
+    loss_fn = nn.CrossEntropyLoss()
+    x = torch.randn(a.batch, 3, a.size, a.size)
+    y = torch.randint(0, a.classes, (a.batch,))
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(net(x), y)
+        loss.backward()
+        opt.step()
+
+    for _ in range(a.warmup):
+        step()
+    t0, c0 = time.perf_counter(), time.process_time()
+    best = float("inf")
+    for _ in range(a.steps):
+        s0 = time.perf_counter()
+        step()
+        best = min(best, time.perf_counter() - s0)
+    per = (time.perf_counter() - t0) / a.steps
+    cpu = (time.process_time() - c0) / a.steps
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(json.dumps({"threads": a.threads, "ms_per_step": per * 1e3, "img_per_s": a.batch / per,
+                      "peak_rss_bytes": rss, "best_ms": best * 1e3,
+                      "cpu_ms_per_step": cpu * 1e3, "torch": torch.__version__}))
+
+
+if __name__ == "__main__":
+    main()
