@@ -7,10 +7,10 @@
 set -eu
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
-work=${BENCH_DATA_DIR:-/tmp/stoke-bench-data}
+work=${BENCH_DATA_DIR:-/tmp/stoke-bench-data}  # 2000 training images: more than one measurement reads, so no epoch boundary falls inside it
 mkdir -p "$work"
 go build -o "$work/train" ./cmd/train
-[ -d "$work/ds256" ] || "$work/train" gen-data --out "$work/ds256" --size 256 --quality 90 --classes 10 --train 100 --val 10
+[ -d "$work/ds256/train/00_red_circle" ] && [ "$(ls "$work/ds256/train/00_red_circle" | wc -l)" -ge 200 ] || "$work/train" gen-data --out "$work/ds256" --size 256 --quality 90 --classes 10 --train 200 --val 10
 "$work/train" bench-data --config scripts/bench-data.yaml --data "$work/ds256" --image-size 64
 "$work/train" bench-data --config scripts/bench-data.yaml --data "$work/ds256" --image-size 224
 /usr/bin/python3 scripts/bench_data_pytorch.py --train "$work/train" --config scripts/bench-data.yaml \
