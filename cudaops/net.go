@@ -301,7 +301,7 @@ func scoreTrain(logits, rowLoss []float32, labels []int32, n, K int) (model.Step
 	}
 	r := model.StepResult{Loss: sum / float64(n)}
 	if math.IsNaN(r.Loss) || math.IsInf(r.Loss, 0) {
-		return model.StepResult{}, fmt.Errorf("loss is %v", r.Loss)
+		return model.StepResult{}, fmt.Errorf("%w: %v", model.ErrNonFiniteLoss, r.Loss)
 	}
 	for i := range n {
 		if rank(logits[i*K:(i+1)*K], int(labels[i])) == 0 {

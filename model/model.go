@@ -13,6 +13,11 @@ import (
 	"stoke/cpuops"
 )
 
+// ErrNonFiniteLoss is returned (wrapped) by a training step whose loss is NaN
+// or infinite: the learning rate is too high for the data, or the data holds
+// non-finite values.
+var ErrNonFiniteLoss = errors.New("the loss is not finite")
+
 // Options are the training settings fixed when the graph is built.
 type Options struct {
 	Batch       int     // B: the graph's fixed batch size
@@ -236,7 +241,7 @@ func (m *Model) backward(x []float32, labels []int32, n int) (loss float32, logi
 		return 0, nil, nil, fmt.Errorf("reading the loss: %w", err)
 	}
 	if math.IsNaN(float64(loss)) || math.IsInf(float64(loss), 0) {
-		return 0, nil, nil, fmt.Errorf("loss is %v; parameters not updated", loss)
+		return 0, nil, nil, fmt.Errorf("%w: %v; parameters not updated", ErrNonFiniteLoss, loss)
 	}
 	if logits, err = nodeData(m.logits); err != nil {
 		return 0, nil, nil, err

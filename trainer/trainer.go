@@ -278,11 +278,14 @@ func trainEpoch(ctx context.Context, feed *feeder, loader *data.Loader, epoch in
 		t := time.Now()
 		res, err := p.wait()
 		t2 := time.Now()
+		if err == nil && (math.IsNaN(res.Loss) || math.IsInf(res.Loss, 0)) {
+			err = fmt.Errorf("%w: %v", model.ErrNonFiniteLoss, res.Loss)
+		}
+		if errors.Is(err, model.ErrNonFiniteLoss) {
+			return fmt.Errorf("epoch %d step %d: %v (learning rate %.4g); training stopped, the last good checkpoint is kept: lower optim.lr or check the data", epoch+1, p.step, err, p.lr)
+		}
 		if err != nil {
 			return fmt.Errorf("epoch %d step %d: %w", epoch+1, p.step, err)
-		}
-		if math.IsNaN(res.Loss) || math.IsInf(res.Loss, 0) {
-			return fmt.Errorf("epoch %d step %d: the loss is %v (learning rate %.4g); training stopped, the last good checkpoint is kept: lower optim.lr or check the data", epoch+1, p.step, res.Loss, p.lr)
 		}
 		copyTime, computeTime := time.Duration(0), p.host+t2.Sub(t)
 		if timer, ok := feed.net.(StepTimer); ok {

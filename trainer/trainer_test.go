@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -324,24 +325,35 @@ func metricsLines(t *testing.T, run string) []EpochMetrics {
 	return out
 }
 
-// nanAt reports a NaN loss from its step'th TrainStep on.
+// nanAt reports a NaN loss from its step'th TrainStep on: as a result, or
+// as the error a backend returns (the model refuses to apply such a step).
 type nanAt struct {
 	Backend
 	step, calls int
+	asError     bool
 }
 
 func (n *nanAt) TrainStep(x []float32, labels []int32, k int, lr float32) (model.StepResult, error) {
 	n.calls++
 	r, err := n.Backend.TrainStep(x, labels, k, lr)
 	if n.calls >= n.step {
+		if n.asError {
+			return model.StepResult{}, fmt.Errorf("wrapped: %w: NaN", model.ErrNonFiniteLoss)
+		}
 		r.Loss = math.NaN()
 	}
 	return r, err
 }
 
 func TestNaNLossStopsAndKeepsTheLastGoodCheckpoint(t *testing.T) {
+	for _, asError := range []bool{false, true} {
+		testNaNLoss(t, asError)
+	}
+}
+
+func testNaNLoss(t *testing.T, asError bool) {
 	c := tinyConfig(t)
-	opt := Options{Out: new(bytes.Buffer), wrapBackend: func(b Backend) Backend { return &nanAt{Backend: b, step: 6} }}
+	opt := Options{Out: new(bytes.Buffer), wrapBackend: func(b Backend) Backend { return &nanAt{Backend: b, step: 6, asError: asError} }}
 	_, err := Run(context.Background(), c, opt)
 	if err == nil || !strings.Contains(err.Error(), "NaN") || !strings.Contains(err.Error(), "optim.lr") {
 		t.Fatalf("error %v, want one reporting the NaN loss and what to do", err)
