@@ -118,8 +118,8 @@ func (f *feeder) start(b *data.Batch, lr float32) (wait func() (model.StepResult
 		wait, err = f.async.StartStep(b.X, b.Labels, b.N, lr)
 		return wait, true, err
 	}
-	res, err := f.train(b, lr)
-	return func() (model.StepResult, error) { return res, err }, false, nil
+	res, stepErr := f.train(b, lr) // not err: the return below sets the named result the closure would see
+	return func() (model.StepResult, error) { return res, stepErr }, false, nil
 }
 
 func (f *feeder) eval(b *data.Batch) (model.EvalResult, error) {

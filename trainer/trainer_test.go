@@ -356,7 +356,7 @@ func testNaNLoss(t *testing.T, asError bool) {
 	opt := Options{Out: new(bytes.Buffer), wrapBackend: func(b Backend) Backend { return &nanAt{Backend: b, step: 6, asError: asError} }}
 	_, err := Run(context.Background(), c, opt)
 	if err == nil || !strings.Contains(err.Error(), "NaN") || !strings.Contains(err.Error(), "optim.lr") {
-		t.Fatalf("error %v, want one reporting the NaN loss and what to do", err)
+		t.Fatalf("asError=%v: error %v, want one reporting the NaN loss and what to do", asError, err)
 	}
 	dir, ok := latestCheckpoint(c.Train.Out)
 	if !ok || filepath.Base(dir) != "epoch-0001" {
