@@ -1,6 +1,10 @@
 package cudaops
 
-import "fmt"
+import (
+	"fmt"
+
+	"stoke/model"
+)
 
 // cpuEngine runs ref.go's kernel mirrors on slices: the CPU reference of
 // the GPU engine, for the tests that every machine runs.
@@ -101,6 +105,6 @@ func (cpuEngine) softmaxXent(z, labels, loss, dz buffer, B, K, n int) error {
 }
 
 func (cpuEngine) sgd(w, grad, v buffer, n int, lr, mom, wd float32, first bool) error {
-	refSGD(f(w), f(grad), f(v), lr, mom, wd, first)
+	model.SGDUpdate(f(w), f(grad), f(v), lr, mom, wd, first)
 	return nil
 }

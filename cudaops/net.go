@@ -304,7 +304,7 @@ func scoreTrain(logits, rowLoss []float32, labels []int32, n, K int) (model.Step
 		return model.StepResult{}, fmt.Errorf("%w: %v", model.ErrNonFiniteLoss, r.Loss)
 	}
 	for i := range n {
-		if rank(logits[i*K:(i+1)*K], int(labels[i])) == 0 {
+		if model.Rank(logits[i*K:(i+1)*K], int(labels[i])) == 0 {
 			r.Correct++
 		}
 	}
@@ -325,24 +325,12 @@ func scoreEval(logits []float32, labels []int32, n, K int) model.EvalResult {
 			s += math.Exp(float64(v) - m)
 		}
 		r.LossSum += m + math.Log(s) - float64(row[y])
-		switch k := rank(row, y); {
+		switch k := model.Rank(row, y); {
 		case k == 0:
 			r.Top1++
 			r.Top5++
 		case k < 5:
 			r.Top5++
-		}
-	}
-	return r
-}
-
-// rank is how many classes score above the label, ties counting for the
-// lower index: 0 is a top-1 hit (model.Model's rule).
-func rank(row []float32, y int) int {
-	r := 0
-	for j, v := range row {
-		if v > row[y] || (v == row[y] && j < y) {
-			r++
 		}
 	}
 	return r

@@ -182,21 +182,6 @@ func refSoftmaxXent(z []float32, labels []int32, loss, dz []float32, B, K, n int
 	}
 }
 
-func refSGD(w, grad, v []float32, lr, mom, wd float32, first bool) {
-	for i := range w {
-		g := grad[i] + wd*w[i]
-		if mom != 0 {
-			if first {
-				v[i] = g
-			} else {
-				v[i] = mom*v[i] + g
-			}
-			g = v[i]
-		}
-		w[i] -= lr * g
-	}
-}
-
 // refNormalizeU8 mirrors normalize_u8: (x/255 - mean[c]) / std[c], CHW.
 func refNormalizeU8(x []uint8, y []float32, B, HW int, mean, std [3]float32) {
 	for i := range B * 3 * HW {

@@ -211,13 +211,13 @@ func (m *Model) TrainStep(x []float32, labels []int32, n int, lr float32) (StepR
 		return StepResult{}, fmt.Errorf("model.TrainStep: %w", err)
 	}
 	for i, p := range m.params {
-		sgdUpdate(p.data, grads[i], p.mom, lr, m.opt.Momentum, m.opt.WeightDecay, m.steps == 0)
+		SGDUpdate(p.data, grads[i], p.mom, lr, m.opt.Momentum, m.opt.WeightDecay, m.steps == 0)
 	}
 	m.steps++
 	r := StepResult{Loss: float64(loss)}
 	K := m.spec.Classes
 	for i := 0; i < n; i++ {
-		if rank(logits[i*K:(i+1)*K], int(labels[i])) == 0 {
+		if Rank(logits[i*K:(i+1)*K], int(labels[i])) == 0 {
 			r.Correct++
 		}
 	}
@@ -266,7 +266,7 @@ func (m *Model) EvalStep(x []float32, labels []int32, n int) (EvalResult, error)
 	for i := 0; i < n; i++ {
 		row, y := logits[i*K:(i+1)*K], int(labels[i])
 		r.LossSum += logSumExp(row) - float64(row[y])
-		switch k := rank(row, y); {
+		switch k := Rank(row, y); {
 		case k == 0:
 			r.Top1++
 			r.Top5++
@@ -355,9 +355,10 @@ func nodeData(n *G.Node) ([]float32, error) {
 	return d, nil
 }
 
-// rank is how many classes score above the label, ties counting for the
-// lower index as argmax does: 0 means a top-1 hit.
-func rank(row []float32, y int) int {
+// Rank is how many classes score above label y in a row of logits, ties
+// counting for the lower index as argmax does: 0 means a top-1 hit, < 5 a
+// top-5 hit. Every backend counts hits by it.
+func Rank(row []float32, y int) int {
 	r := 0
 	for j, v := range row {
 		if v > row[y] || (v == row[y] && j < y) {

@@ -135,12 +135,12 @@ func TestSGDFormula(t *testing.T) {
 	w := []float32{1, -2}
 	v := make([]float32, 2)
 	grad := []float32{0.5, 0.25}
-	sgdUpdate(w, grad, v, 0.1, 0.9, 0.01, true)
+	SGDUpdate(w, grad, v, 0.1, 0.9, 0.01, true)
 	// g = 0.5 + 0.01·1 = 0.51 = v; w = 1 − 0.051. g = 0.25 − 0.02 = 0.23.
 	want := [][]float32{{0.949, -2.023}, {0.51, 0.23}}
 	checkClose(t, "step 1 w", w, want[0], 1e-6)
 	checkClose(t, "step 1 v", v, want[1], 1e-6)
-	sgdUpdate(w, grad, v, 0.1, 0.9, 0.01, false)
+	SGDUpdate(w, grad, v, 0.1, 0.9, 0.01, false)
 	// g = 0.5 + 0.00949 = 0.50949; v = 0.459 + 0.50949 = 0.96849; w = 0.949 − 0.096849.
 	// g = 0.25 − 0.02023 = 0.22977; v = 0.207 + 0.22977 = 0.43677; w = −2.023 − 0.043677.
 	checkClose(t, "step 2 w", w, []float32{0.852151, -2.066677}, 1e-6)
@@ -148,7 +148,7 @@ func TestSGDFormula(t *testing.T) {
 
 	// Without momentum: plain w −= lr·(grad + wd·w).
 	w = []float32{1}
-	sgdUpdate(w, []float32{0.5}, []float32{0}, 0.1, 0, 0.01, false)
+	SGDUpdate(w, []float32{0.5}, []float32{0}, 0.1, 0, 0.01, false)
 	checkClose(t, "no momentum", w, []float32{0.949}, 1e-6)
 }
 

@@ -216,7 +216,7 @@ func extra(idx map[string]NamedTensor, params []*param, suffix string) string {
 	return names[0]
 }
 
-// sgdUpdate is one step of PyTorch's SGD (torch.optim.SGD, dampening 0,
+// SGDUpdate is one step of PyTorch's SGD (torch.optim.SGD, dampening 0,
 // no Nesterov) on one parameter:
 //
 //	g = grad + wd·w
@@ -224,7 +224,7 @@ func extra(idx map[string]NamedTensor, params []*param, suffix string) string {
 //	w = w − lr·v
 //
 // With momentum 0 the buffer is left alone and w −= lr·g.
-func sgdUpdate(w, grad, v []float32, lr, momentum, wd float32, first bool) {
+func SGDUpdate(w, grad, v []float32, lr, momentum, wd float32, first bool) {
 	for i := range w {
 		g := grad[i] + wd*w[i]
 		if momentum != 0 {

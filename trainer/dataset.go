@@ -47,3 +47,13 @@ func DatasetRoot(d config.Data, out io.Writer) (string, error) {
 	}
 	return dir, nil
 }
+
+// openDataset resolves d's dataset folder (generating it if need be) and
+// scans it.
+func openDataset(d config.Data, out io.Writer) (root string, train, val *data.Index, err error) {
+	if root, err = DatasetRoot(d, out); err != nil {
+		return "", nil, nil, err
+	}
+	train, val, err = data.Scan(root)
+	return root, train, val, err
+}

@@ -6,7 +6,6 @@ import (
 	"io"
 	"slices"
 
-	"stoke/data"
 	"stoke/model"
 )
 
@@ -31,11 +30,7 @@ func Evaluate(ctx context.Context, from, dataRoot string, out io.Writer) (*EvalR
 	if dataRoot != "" {
 		cfg.Data.Root = dataRoot
 	}
-	root, err := DatasetRoot(cfg.Data, out)
-	if err != nil {
-		return nil, err
-	}
-	trainSet, valSet, err := data.Scan(root)
+	root, trainSet, valSet, err := openDataset(cfg.Data, out)
 	if err != nil {
 		return nil, err
 	}

@@ -75,11 +75,7 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(cfg.Train.Threads))
 	}
 	// The dataset.
-	root, err := DatasetRoot(cfg.Data, out)
-	if err != nil {
-		return nil, err
-	}
-	trainSet, valSet, err := data.Scan(root)
+	root, trainSet, valSet, err := openDataset(cfg.Data, out)
 	if err != nil {
 		return nil, err
 	}
