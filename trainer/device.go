@@ -42,6 +42,11 @@ type AsyncBackend interface {
 	StartStep(x []float32, labels []int32, n int, lr float32) (wait func() (model.StepResult, error), err error)
 }
 
+// AsyncU8Backend is AsyncBackend for uint8 batches.
+type AsyncU8Backend interface {
+	StartStepU8(x []uint8, labels []int32, n int, lr float32) (wait func() (model.StepResult, error), err error)
+}
+
 // StepTimer is implemented by backends that measure their own steps (with
 // CUDA events on a GPU): the copy to the device and the compute of the last
 // TrainStep. Without it, the whole TrainStep counts as compute.
@@ -70,8 +75,9 @@ var newCUDADevice func(spec model.Spec, opt model.Options, cfg config.Config, ou
 // for a backend that takes float32 only.
 type feeder struct {
 	net       Backend
-	u8        U8Backend    // nil when the backend takes float32 only
-	async     AsyncBackend // nil when the backend steps synchronously
+	u8        U8Backend      // nil when the backend takes float32 only
+	async     AsyncBackend   // nil when the backend steps synchronously
+	asyncU8   AsyncU8Backend // nil when it does not step uint8 batches asynchronously
 	buf       []float32
 	size      int
 	mean, std [3]float32
@@ -81,6 +87,7 @@ func newFeeder(net Backend, cfg config.Config) *feeder {
 	f := &feeder{net: net, size: cfg.Data.ImageSize, mean: vec3(cfg.Augment.Mean), std: vec3(cfg.Augment.Std)}
 	f.u8, _ = net.(U8Backend)
 	f.async, _ = net.(AsyncBackend)
+	f.asyncU8, _ = net.(AsyncU8Backend)
 	return f
 }
 
@@ -111,11 +118,15 @@ func (f *feeder) train(b *data.Batch, lr float32) (model.StepResult, error) {
 	return f.net.TrainStep(f.float32s(b), b.Labels, b.N, lr)
 }
 
-// start begins a training step on b: asynchronously where the backend can
-// (float32 batches), else by running it to completion.
+// start begins a training step on b: asynchronously where the backend can,
+// else by running it to completion.
 func (f *feeder) start(b *data.Batch, lr float32) (wait func() (model.StepResult, error), async bool, err error) {
-	if f.async != nil && b.U8 == nil {
+	switch {
+	case b.U8 == nil && f.async != nil:
 		wait, err = f.async.StartStep(b.X, b.Labels, b.N, lr)
+		return wait, true, err
+	case b.U8 != nil && f.asyncU8 != nil:
+		wait, err = f.asyncU8.StartStepU8(b.U8, b.Labels, b.N, lr)
 		return wait, true, err
 	}
 	res, stepErr := f.train(b, lr) // not err: the return below sets the named result the closure would see
