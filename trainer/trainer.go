@@ -178,7 +178,10 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 		stepsBefore := step
 		err := trainEpoch(ctx, feed, trainLoader, epoch, &step, &tr, sched, bar, opt)
 		if err != nil {
-			if ctx.Err() == nil || step == stepsBefore {
+			// Only an interruption between steps leaves a state worth a
+			// checkpoint; a failed step (a NaN loss, say) does not.
+			interrupted := ctx.Err() != nil && errors.Is(err, ctx.Err())
+			if !interrupted || step == stepsBefore {
 				return sum, err
 			}
 			// Interrupted between steps: keep what this epoch has done so far.
@@ -191,7 +194,7 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 		t1 := time.Now()
 		ev, err := evaluate(ctx, feed, valLoader, epoch)
 		if err != nil {
-			if ctx.Err() != nil { // the epoch's training is done: keep it
+			if ctx.Err() != nil && errors.Is(err, ctx.Err()) { // the epoch's training is done: keep it
 				if dir, serr := save(epoch, tr.progressState); serr == nil {
 					return sum, &InterruptedError{Checkpoint: dir, Run: run, Err: err}
 				}
