@@ -5,6 +5,7 @@ package cudaops
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"time"
 	"unsafe"
 
@@ -23,6 +24,11 @@ import (
 // event completed), so the caller may reuse that buffer and fetch the next
 // batch while the GPU computes; Wait gives the step's result. The device
 // input is double-buffered: copying batch N+1 overlaps computing batch N.
+//
+// The U8 methods take uint8 batches (round(255·v), CHW, a quarter of the
+// bytes): the bytes go to a double-buffered device uint8 input the same way,
+// and the compute stream first normalizes them into the float input with
+// NewBackend's Normalize (the kernel normalize_u8), then runs the same step.
 type Backend struct {
 	dev         *Device
 	e           *gpuEngine
@@ -40,6 +46,7 @@ type Backend struct {
 // slot is one in-flight step: its device input and pinned host results.
 type slot struct {
 	x, labels                devBuf
+	xU8                      devBuf    // the uint8 input (U8 steps), normalized into x
 	hostLabels               []int32   // pinned
 	hostLogits, hostLoss     []float32 // pinned
 	copyStart, copyEnd       cu.Event
@@ -60,8 +67,13 @@ type Pending struct {
 }
 
 // NewBackend builds the network on d with fresh weights from opt.Seed (the
-// CPU model's initialisation, so both start from the same point).
-func NewBackend(d *Device, spec model.Spec, opt model.Options, nonBlocking bool) (*Backend, error) {
+// CPU model's initialisation, so both start from the same point). norm is
+// what the U8 methods normalize uint8 batches with (the trainer passes
+// augment.mean and augment.std).
+func NewBackend(d *Device, spec model.Spec, opt model.Options, nonBlocking bool, norm Normalize) (*Backend, error) {
+	if err := norm.validate(); err != nil {
+		return nil, fmt.Errorf("cudaops: %w", err)
+	}
 	init, err := model.New(spec, opt) // the reference initialisation and validation
 	if err != nil {
 		return nil, err
@@ -80,7 +92,7 @@ func NewBackend(d *Device, spec model.Spec, opt model.Options, nonBlocking bool)
 		if b.e, err = newGPUEngine(b.compute); err != nil {
 			return err
 		}
-		if b.nt, err = newNet(b.e, spec, opt); err != nil {
+		if b.nt, err = newNet(b.e, spec, opt, norm); err != nil {
 			return err
 		}
 		B, K := opt.Batch, spec.Classes
@@ -88,10 +100,11 @@ func NewBackend(d *Device, spec model.Spec, opt model.Options, nonBlocking bool)
 			s := &slot{}
 			xb, err1 := b.e.alloc(b.nt.xLen)
 			lb, err2 := b.e.alloc(B)
-			if err := first(err1, err2); err != nil {
+			ub, err3 := b.e.allocU8(b.nt.xLen)
+			if err := first(err1, err2, err3); err != nil {
 				return err
 			}
-			s.x, s.labels = xb.(devBuf), lb.(devBuf)
+			s.x, s.labels, s.xU8 = xb.(devBuf), lb.(devBuf), ub.(devBuf)
 			for _, ev := range []*cu.Event{&s.copyStart, &s.copyEnd, &s.computeStart, &s.computeEnd} {
 				if *ev, err = cu.MakeEvent(cu.DefaultEvent); err != nil {
 					return err
@@ -127,29 +140,62 @@ func NewBackend(d *Device, spec model.Spec, opt model.Options, nonBlocking bool)
 // copied off the host (x and labels may then be reused). Call Wait on the
 // result before a third step is started.
 func (b *Backend) StartStep(x []float32, labels []int32, n int, lr float32) (*Pending, error) {
-	if b.closed {
-		return nil, fmt.Errorf("cudaops: backend is closed")
-	}
-	if !(lr >= 0) || math.IsInf(float64(lr), 0) {
-		return nil, fmt.Errorf("cudaops: learning rate must be finite and >= 0, got %v", lr)
+	if err := b.startCheck(lr); err != nil {
+		return nil, err
 	}
 	if err := b.nt.check(x, labels, n); err != nil {
 		return nil, fmt.Errorf("cudaops: %w", err)
 	}
+	pd, err := b.start(unsafe.Pointer(unsafe.SliceData(x)), int64(4*len(x)), false, labels, n, lr)
+	runtime.KeepAlive(x)
+	return pd, err
+}
+
+// StartStepU8 is StartStep for a uint8 batch (round(255·v), CHW,
+// Batch*3*S*S bytes): it returns once x's bytes have left the host, and the
+// device normalizes them before the step.
+func (b *Backend) StartStepU8(x []uint8, labels []int32, n int, lr float32) (*Pending, error) {
+	if err := b.startCheck(lr); err != nil {
+		return nil, err
+	}
+	if err := b.nt.checkU8(x, labels, n); err != nil {
+		return nil, fmt.Errorf("cudaops: %w", err)
+	}
+	pd, err := b.start(unsafe.Pointer(unsafe.SliceData(x)), int64(len(x)), true, labels, n, lr)
+	runtime.KeepAlive(x)
+	return pd, err
+}
+
+func (b *Backend) startCheck(lr float32) error {
+	if b.closed {
+		return fmt.Errorf("cudaops: backend is closed")
+	}
+	if !(lr >= 0) || math.IsInf(float64(lr), 0) {
+		return fmt.Errorf("cudaops: learning rate must be finite and >= 0, got %v", lr)
+	}
+	return nil
+}
+
+// start copies a checked batch of bytes from src into the next slot's device
+// input (x, or xU8 when u8), queues the step behind the copy and waits for
+// the copy only.
+func (b *Backend) start(src unsafe.Pointer, bytes int64, u8 bool, labels []int32, n int, lr float32) (*Pending, error) {
 	s := b.slots[b.next]
 	if s.pending != nil && !s.pending.done {
 		s.pending.Wait() // its device input is about to be overwritten; its result is kept
 	}
 	pd := &Pending{b: b, s: s, labels: append([]int32(nil), labels[:n]...), n: n}
+	dst := s.x.p
+	if u8 {
+		dst = s.xU8.p
+	}
 	err := b.dev.do(func() error {
 		clear(s.hostLabels)
 		copy(s.hostLabels, labels[:n])
-		bytes := int64(4 * len(x))
-		src := unsafe.Pointer(unsafe.SliceData(x))
 		if b.nonBlocking {
 			if err := first(
 				s.copyStart.Record(b.copy),
-				cu.MemcpyHtoDAsync(s.x.p, src, bytes, b.copy),
+				cu.MemcpyHtoDAsync(dst, src, bytes, b.copy),
 				cu.MemcpyHtoDAsync(s.labels.p, unsafe.Pointer(&s.hostLabels[0]), int64(4*len(s.hostLabels)), b.copy),
 				s.copyEnd.Record(b.copy),
 			); err != nil {
@@ -159,7 +205,7 @@ func (b *Backend) StartStep(x []float32, labels []int32, n int, lr float32) (*Pe
 			// Blocking: the host waits for the copy (the legacy stream).
 			if err := first(
 				s.copyStart.Record(cu.Stream{}),
-				cu.MemcpyHtoD(s.x.p, src, bytes),
+				cu.MemcpyHtoD(dst, src, bytes),
 				cu.MemcpyHtoD(s.labels.p, unsafe.Pointer(&s.hostLabels[0]), int64(4*len(s.hostLabels))),
 				s.copyEnd.Record(cu.Stream{}),
 			); err != nil {
@@ -167,12 +213,11 @@ func (b *Backend) StartStep(x []float32, labels []int32, n int, lr float32) (*Pe
 			}
 		}
 		nt := b.nt
-		nt.x, nt.labels = s.x, s.labels
-		B, per := nt.opt.Batch, nt.xLen/nt.opt.Batch
+		nt.x, nt.xU8, nt.labels = s.x, s.xU8, s.labels
 		if err := first(
 			b.compute.Wait(s.copyEnd, 0),
 			s.computeStart.Record(b.compute),
-			b.e.zero(s.x, n*per, (B-n)*per),
+			nt.prepare(n, u8), // normalize a uint8 batch, zero the padding rows
 			nt.forward(),
 			nt.backward(n, lr),
 			cu.MemcpyDtoHAsync(unsafe.Pointer(&s.hostLogits[0]), nt.logits.(devBuf).p, int64(4*len(s.hostLogits)), b.compute),
@@ -228,6 +273,15 @@ func (b *Backend) TrainStep(x []float32, labels []int32, n int, lr float32) (mod
 	return pd.Wait()
 }
 
+// TrainStepU8 is StartStepU8 then Wait.
+func (b *Backend) TrainStepU8(x []uint8, labels []int32, n int, lr float32) (model.StepResult, error) {
+	pd, err := b.StartStepU8(x, labels, n, lr)
+	if err != nil {
+		return model.StepResult{}, err
+	}
+	return pd.Wait()
+}
+
 // LastStepTimes is the copy and compute time of the last step waited for,
 // from CUDA events (trainer.StepTimer).
 func (b *Backend) LastStepTimes() (copy, compute time.Duration) { return b.lastCopy, b.lastCompute }
@@ -243,17 +297,20 @@ func (b *Backend) drain() {
 
 // EvalStep runs the forward pass and scores the first n rows.
 func (b *Backend) EvalStep(x []float32, labels []int32, n int) (model.EvalResult, error) {
-	b.drain()
+	return b.eval(func(nt *net) ([]float32, error) { return nt.logitsOf(x, labels, n) }, labels, n)
+}
+
+// EvalStepU8 is EvalStep for a uint8 batch, normalized on the device.
+func (b *Backend) EvalStepU8(x []uint8, labels []int32, n int) (model.EvalResult, error) {
+	return b.eval(func(nt *net) ([]float32, error) { return nt.logitsOfU8(x, labels, n) }, labels, n)
+}
+
+func (b *Backend) eval(logitsOf func(*net) ([]float32, error), labels []int32, n int) (model.EvalResult, error) {
 	var r model.EvalResult
-	err := b.dev.do(func() error {
-		b.nt.x, b.nt.labels = b.slots[0].x, b.slots[0].labels
-		logits, err := b.nt.logitsOf(x, labels, n)
-		if err != nil {
-			return err
-		}
+	logits, err := b.logits(logitsOf)
+	if err == nil {
 		r = scoreEval(logits, labels, n, b.nt.spec.Classes)
-		return nil
-	})
+	}
 	if err != nil {
 		return model.EvalResult{}, fmt.Errorf("cudaops: eval: %w", err)
 	}
@@ -262,12 +319,27 @@ func (b *Backend) EvalStep(x []float32, labels []int32, n int) (model.EvalResult
 
 // Logits returns the first n rows of logits for x (the parity tests).
 func (b *Backend) Logits(x []float32, n int) ([]float32, error) {
+	return b.logits(func(nt *net) ([]float32, error) { return nt.logitsOf(x, nil, n) })
+}
+
+// LogitsU8 is Logits for a uint8 batch.
+func (b *Backend) LogitsU8(x []uint8, n int) ([]float32, error) {
+	return b.logits(func(nt *net) ([]float32, error) { return nt.logitsOfU8(x, nil, n) })
+}
+
+// logits runs a synchronous forward pass on the first slot's inputs, once
+// every step in flight is done.
+func (b *Backend) logits(logitsOf func(*net) ([]float32, error)) ([]float32, error) {
+	if b.closed {
+		return nil, fmt.Errorf("cudaops: backend is closed")
+	}
 	b.drain()
 	var out []float32
 	err := b.dev.do(func() error {
-		b.nt.x, b.nt.labels = b.slots[0].x, b.slots[0].labels
+		s := b.slots[0]
+		b.nt.x, b.nt.xU8, b.nt.labels = s.x, s.xU8, s.labels
 		var err error
-		out, err = b.nt.logitsOf(x, nil, n)
+		out, err = logitsOf(b.nt)
 		return err
 	})
 	return out, err

@@ -12,6 +12,7 @@ type cpuEngine struct{}
 
 func (cpuEngine) alloc(n int) (buffer, error)      { return make([]float32, n), nil }
 func (cpuEngine) allocInt32(n int) (buffer, error) { return make([]int32, n), nil }
+func (cpuEngine) allocU8(n int) (buffer, error)    { return make([]uint8, n), nil }
 
 func (cpuEngine) upload(dst buffer, src []float32) error {
 	d := dst.([]float32)
@@ -24,6 +25,15 @@ func (cpuEngine) upload(dst buffer, src []float32) error {
 
 func (cpuEngine) uploadInt32(dst buffer, src []int32) error {
 	copy(dst.([]int32), src)
+	return nil
+}
+
+func (cpuEngine) uploadU8(dst buffer, src []uint8) error {
+	d := dst.([]uint8)
+	if len(src) != len(d) {
+		return fmt.Errorf("cudaops: upload of %d bytes into %d", len(src), len(d))
+	}
+	copy(d, src)
 	return nil
 }
 
@@ -106,5 +116,10 @@ func (cpuEngine) softmaxXent(z, labels, loss, dz buffer, B, K, n int) error {
 
 func (cpuEngine) sgd(w, grad, v buffer, n int, lr, mom, wd float32, first bool) error {
 	model.SGDUpdate(f(w), f(grad), f(v), lr, mom, wd, first)
+	return nil
+}
+
+func (cpuEngine) normalizeU8(x, y buffer, B, HW int, mean, std [3]float32) error {
+	refNormalizeU8(x.([]uint8), f(y), B, HW, mean, std)
 	return nil
 }

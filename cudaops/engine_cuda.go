@@ -76,6 +76,9 @@ func (e *gpuEngine) alloc(n int) (buffer, error) {
 
 func (e *gpuEngine) allocInt32(n int) (buffer, error) { return e.alloc(n) }
 
+// allocU8 is n bytes, rounded up to whole 4-byte elements.
+func (e *gpuEngine) allocU8(n int) (buffer, error) { return e.alloc((n + 3) / 4) }
+
 func (e *gpuEngine) upload(dst buffer, src []float32) error {
 	d := dst.(devBuf)
 	if len(src) != d.n {
@@ -87,6 +90,15 @@ func (e *gpuEngine) upload(dst buffer, src []float32) error {
 func (e *gpuEngine) uploadInt32(dst buffer, src []int32) error {
 	d := dst.(devBuf)
 	return cu.MemcpyHtoDAsync(d.p, unsafe.Pointer(unsafe.SliceData(src)), int64(4*min(len(src), d.n)), e.s)
+}
+
+// uploadU8 copies bytes into a buffer from allocU8 of len(src) bytes.
+func (e *gpuEngine) uploadU8(dst buffer, src []uint8) error {
+	d := dst.(devBuf)
+	if (len(src)+3)/4 != d.n {
+		return fmt.Errorf("cudaops: upload of %d bytes into %d", len(src), 4*d.n)
+	}
+	return cu.MemcpyHtoDAsync(d.p, unsafe.Pointer(unsafe.SliceData(src)), int64(len(src)), e.s)
 }
 
 // download waits for the stream: the result is complete when it returns.
@@ -203,9 +215,9 @@ func (e *gpuEngine) sgd(w, grad, v buffer, n int, lr, mom, wd float32, first boo
 	return e.launch1D("sgd", n, p(w), p(grad), p(v), i(n), fl(lr), fl(mom), fl(wd), bl(first))
 }
 
-// normalizeU8 turns a uint8 CHW batch on the device into the network's
-// float input: (x/255 - mean[c]) / std[c].
-func (e *gpuEngine) normalizeU8(x, y cu.DevicePtr, B, HW int, mean, std [3]float32) error {
-	return e.launch1D("normalize_u8", B*3*HW, uint64(x), uint64(y), i(B), i(HW),
+// normalizeU8 turns the first B rows of a uint8 CHW batch on the device
+// (x, from allocU8) into the network's float input y: (x/255 - mean[c]) / std[c].
+func (e *gpuEngine) normalizeU8(x, y buffer, B, HW int, mean, std [3]float32) error {
+	return e.launch1D("normalize_u8", B*3*HW, p(x), p(y), i(B), i(HW),
 		fl(mean[0]), fl(mean[1]), fl(mean[2]), fl(std[0]), fl(std[1]), fl(std[2]))
 }

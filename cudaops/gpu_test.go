@@ -12,6 +12,7 @@ import (
 
 	"gorgonia.org/cu"
 
+	"stoke/augment"
 	"stoke/model"
 )
 
@@ -145,15 +146,19 @@ func TestGPUKernelParity(t *testing.T) {
 		for i := range u8 {
 			u8[i] = uint8(rng.IntN(256))
 		}
-		du8, _ := g.alloc((len(u8) + 3) / 4)
-		if err := cu.MemcpyHtoD(du8.(devBuf).p, unsafe.Pointer(&u8[0]), int64(len(u8))); err != nil {
+		du8, _ := g.allocU8(len(u8))
+		if err := g.uploadU8(du8, u8); err != nil {
 			return err
 		}
 		nf := mk(len(u8))
 		mean, std := [3]float32{0.485, 0.456, 0.406}, [3]float32{0.229, 0.224, 0.225}
 		refNormalizeU8(u8, nf.cpu.([]float32), 2, HW, mean, std)
-		g.normalizeU8(du8.(devBuf).p, nf.gpu.(devBuf).p, 2, HW, mean, std)
+		g.normalizeU8(du8, nf.gpu, 2, HW, mean, std)
 		check("normalize_u8", nf, 1e-6)
+		nf2 := mk(len(u8)) // the first row only: the second keeps its values
+		refNormalizeU8(u8, nf2.cpu.([]float32), 1, HW, mean, std)
+		g.normalizeU8(du8, nf2.gpu, 1, HW, mean, std)
+		check("normalize_u8 B=1", nf2, 1e-6)
 		return nil
 	})
 	if err != nil {
@@ -176,7 +181,7 @@ func TestGPUNetMatchesModel(t *testing.T) {
 	}
 	defer m.Close()
 	for _, nonBlocking := range []bool{false, true} {
-		b, err := NewBackend(d, gpuSpec, opt, nonBlocking)
+		b, err := NewBackend(d, gpuSpec, opt, nonBlocking, imageNet)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -287,7 +292,7 @@ func TestGPUOverlap(t *testing.T) {
 	d := openOrSkip(t)
 	spec := model.Spec{InputSize: 128, Classes: 10, Conv: []model.ConvSpec{{Channels: 32, Kernel: 3, Pool: true}, {Channels: 64, Kernel: 3, Pool: true}, {Channels: 128, Kernel: 3}}}
 	opt := model.Options{Batch: 128, Seed: 1, Momentum: 0.9}
-	b, err := NewBackend(d, spec, opt, true)
+	b, err := NewBackend(d, spec, opt, true, imageNet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,7 +345,7 @@ func TestGPUTrainingLossFalls(t *testing.T) {
 	d := openOrSkip(t)
 	spec := model.Spec{InputSize: 16, Classes: 4, Conv: []model.ConvSpec{{Channels: 8, Kernel: 3, Pool: true}, {Channels: 16, Kernel: 3}}}
 	opt := model.Options{Batch: 32, Seed: 2, Momentum: 0.9}
-	b, err := NewBackend(d, spec, opt, true)
+	b, err := NewBackend(d, spec, opt, true, imageNet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -380,5 +385,192 @@ func TestGPUTrainingLossFalls(t *testing.T) {
 	t.Logf("loss %.4f (first 10 steps) -> %.4f (last 10), 200 steps in %v", firstLoss, lastLoss, time.Since(start))
 	if !(lastLoss < 0.5*firstLoss) {
 		t.Fatalf("loss did not fall: %.4f -> %.4f", firstLoss, lastLoss)
+	}
+}
+
+// u8Batch is a random uint8 batch (rows from n on zero, as the loader pads,
+// or garbage when garbage is set), its float32 form by augment.NormalizeU8
+// (the trainer's host path) and random labels.
+func u8Batch(rng *rand.Rand, spec model.Spec, B, n int, garbage bool) ([]uint8, []float32, []int32) {
+	S := spec.InputSize
+	u8 := make([]uint8, B*3*S*S)
+	for i := range u8 {
+		u8[i] = uint8(rng.IntN(256))
+	}
+	if !garbage {
+		clear(u8[n*3*S*S:])
+	}
+	x := make([]float32, len(u8))
+	augment.NormalizeU8(x, u8, S, imageNet.Mean, imageNet.Std)
+	labels := make([]int32, B)
+	for i := range labels {
+		labels[i] = int32(rng.IntN(spec.Classes))
+	}
+	return u8, x, labels
+}
+
+// TestGPUU8MatchesFloat: uint8 batches normalized on the device (copy of
+// the bytes, normalize_u8, the step) against float32 batches normalized on
+// the host by augment.NormalizeU8, on two backends with the same weights,
+// blocking and non_blocking: logits, loss, hits, every weight and momentum
+// buffer after each of three steps (one padded with zeros, one padded with
+// garbage), and eval.
+func TestGPUU8MatchesFloat(t *testing.T) {
+	d := openOrSkip(t)
+	opt := model.Options{Batch: 16, Seed: 5, Momentum: 0.9, WeightDecay: 5e-4}
+	m, err := model.New(gpuSpec, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	for _, nonBlocking := range []bool{false, true} {
+		b32, err1 := NewBackend(d, gpuSpec, opt, nonBlocking, imageNet)
+		b8, err2 := NewBackend(d, gpuSpec, opt, nonBlocking, imageNet)
+		if err := first(err1, err2); err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range []*Backend{b32, b8} {
+			if err := b.Load(m.Params(), m.OptimizerState()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rng := rand.New(rand.NewPCG(13, 1))
+		for step, n := range []int{16, 11, 7} {
+			u8, x, labels := u8Batch(rng, gpuSpec, opt.Batch, n, step == 2)
+			want, err1 := b32.Logits(x, n)
+			got, err2 := b8.LogitsU8(u8, n)
+			if err := first(err1, err2); err != nil {
+				t.Fatal(err)
+			}
+			close32(t, "logits", got, want, 1e-4)
+			wr, err1 := b32.TrainStep(x, labels, n, 0.05)
+			gr, err2 := b8.TrainStepU8(u8, labels, n, 0.05)
+			if err := first(err1, err2); err != nil {
+				t.Fatal(err)
+			}
+			if math.Abs(gr.Loss-wr.Loss) > 1e-4 || gr.Correct != wr.Correct {
+				t.Fatalf("non_blocking=%v step %d: uint8 %+v, float32 %+v", nonBlocking, step, gr, wr)
+			}
+			wp, gp := b32.Params(), b8.Params()
+			for i := range wp {
+				close32(t, wp[i].Name, gp[i].Data, wp[i].Data, 1e-4)
+			}
+			wv, gv := b32.OptimizerState(), b8.OptimizerState()
+			for i := range wv {
+				close32(t, wv[i].Name, gv[i].Data, wv[i].Data, 1e-3)
+			}
+			c8, k8 := b8.LastStepTimes()
+			c32, k32 := b32.LastStepTimes()
+			t.Logf("non_blocking=%v step %d n=%d: loss uint8 %.6f float32 %.6f; copy %v vs %v, compute %v vs %v",
+				nonBlocking, step, n, gr.Loss, wr.Loss, c8, c32, k8, k32)
+		}
+		u8, x, labels := u8Batch(rng, gpuSpec, opt.Batch, 9, false)
+		we, err1 := b32.EvalStep(x, labels, 9)
+		ge, err2 := b8.EvalStepU8(u8, labels, 9)
+		if err := first(err1, err2); err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(ge.LossSum-we.LossSum) > 1e-3 || ge.Top1 != we.Top1 || ge.Top5 != we.Top5 {
+			t.Fatalf("non_blocking=%v eval: uint8 %+v, float32 %+v", nonBlocking, ge, we)
+		}
+		if _, err := b8.TrainStepU8(u8[1:], labels, 9, 0.05); err == nil {
+			t.Fatal("TrainStepU8 accepted a short batch")
+		}
+		b32.Close()
+		b8.Close()
+	}
+}
+
+// TestGPUU8AsyncCopy: StartStepU8 returns only once the batch's bytes have
+// left the host buffer. The loop reuses one host buffer (pinned, then
+// pageable) as the trainer does: it starts step N, overwrites the buffer and
+// the labels with the next batch at once, then waits for step N-1. The
+// results must be those of synchronous float32 steps on the same batches.
+func TestGPUU8AsyncCopy(t *testing.T) {
+	d := openOrSkip(t)
+	spec := model.Spec{InputSize: 64, Classes: 10, Conv: []model.ConvSpec{{Channels: 16, Kernel: 3, Pool: true}, {Channels: 32, Kernel: 3}}}
+	opt := model.Options{Batch: 64, Seed: 6, Momentum: 0.9}
+	S := spec.InputSize
+	for _, kind := range []string{"pinned", "pageable"} {
+		b8, err1 := NewBackend(d, spec, opt, true, imageNet)
+		b32, err2 := NewBackend(d, spec, opt, false, imageNet)
+		if err := first(err1, err2); err != nil {
+			t.Fatal(err)
+		}
+		var host []uint8
+		if kind == "pinned" {
+			mem, err := d.Pinned().Alloc(opt.Batch * 3 * S * S)
+			if err != nil {
+				t.Fatal(err)
+			}
+			host = mem
+		} else {
+			host = make([]uint8, opt.Batch*3*S*S)
+		}
+		hostLabels := make([]int32, opt.Batch)
+		rng := rand.New(rand.NewPCG(21, 2))
+		const steps = 6
+		ns := []int{64, 64, 40, 64, 13, 64}
+		batches := make([][]uint8, steps)
+		labels := make([][]int32, steps)
+		want := make([]model.StepResult, steps)
+		for k := range steps {
+			var x []float32
+			batches[k], x, labels[k] = u8Batch(rng, spec, opt.Batch, ns[k], false)
+			r, err := b32.TrainStep(x, labels[k], ns[k], 0.02)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want[k] = r
+		}
+		copy(host, batches[0])
+		copy(hostLabels, labels[0])
+		var prev func() (model.StepResult, error)
+		got := make([]model.StepResult, 0, steps)
+		for k := range steps {
+			pd, err := b8.StartStepU8(host, hostLabels, ns[k], 0.02)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if k+1 < steps { // the buffer is free: load the next batch into it
+				copy(host, batches[k+1])
+				copy(hostLabels, labels[k+1])
+			} else {
+				for i := range host {
+					host[i] = 0xff
+				}
+			}
+			if prev != nil {
+				r, err := prev()
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, r)
+			}
+			prev = pd.Wait
+		}
+		r, err := prev()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, r)
+		for k := range steps {
+			if math.Abs(got[k].Loss-want[k].Loss) > 1e-4 || got[k].Correct != want[k].Correct {
+				t.Fatalf("%s step %d: async uint8 %+v, float32 %+v", kind, k, got[k], want[k])
+			}
+		}
+		wp, gp := b32.Params(), b8.Params()
+		for i := range wp {
+			close32(t, kind+" "+wp[i].Name, gp[i].Data, wp[i].Data, 1e-4)
+		}
+		c, k := b8.LastStepTimes()
+		t.Logf("%s: %d async uint8 steps match; last copy %v (%d bytes), compute %v", kind, steps, c, len(host), k)
+		b8.Close()
+		b32.Close()
+		if kind == "pinned" {
+			if err := d.Pinned().Free(host); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 }

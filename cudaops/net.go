@@ -19,8 +19,10 @@ type buffer any
 type engine interface {
 	alloc(n int) (buffer, error)      // n float32s, zeroed
 	allocInt32(n int) (buffer, error) // n int32s, zeroed
+	allocU8(n int) (buffer, error)    // n bytes, zeroed
 	upload(dst buffer, src []float32) error
 	uploadInt32(dst buffer, src []int32) error
+	uploadU8(dst buffer, src []uint8) error
 	download(dst []float32, src buffer) error
 	zero(b buffer, off, n int) error // float32s [off, off+n)
 
@@ -38,6 +40,22 @@ type engine interface {
 	addRows(y, bias buffer, R, N int) error
 	softmaxXent(z, labels, loss, dz buffer, B, K, n int) error
 	sgd(w, grad, v buffer, n int, lr, mom, wd float32, first bool) error
+	normalizeU8(x, y buffer, B, HW int, mean, std [3]float32) error
+}
+
+// Normalize is the per-channel normalization of uint8 batches (values
+// round(255·v), CHW), done on the engine: (x/255 - Mean[c]) / Std[c], as
+// augment.NormalizeU8 does on the host. Float32 batches come normalized.
+type Normalize struct{ Mean, Std [3]float32 }
+
+func (nz Normalize) validate() error {
+	for c := range 3 {
+		m, s := float64(nz.Mean[c]), float64(nz.Std[c])
+		if math.IsNaN(m) || math.IsInf(m, 0) || !(s > 0) || math.IsInf(s, 0) {
+			return fmt.Errorf("normalize: mean %v, std %v: want finite means and finite stds > 0", nz.Mean, nz.Std)
+		}
+	}
+	return nil
 }
 
 // tensor is a parameter: weights, gradient and momentum, in PyTorch's layout
@@ -68,12 +86,14 @@ type net struct {
 	e      engine
 	spec   model.Spec
 	opt    model.Options
+	norm   Normalize
 	layers []*convLayer
 	params []*tensor
 	fcW    *tensor
 	fcB    *tensor
 
 	x, labels                buffer
+	xU8                      buffer // a uint8 batch, normalized into x
 	feat, dfeat              buffer // (B, C) after the global average pool
 	dLast                    buffer // gradient wrt the last block's output
 	logits, dlogits, rowLoss buffer
@@ -81,14 +101,17 @@ type net struct {
 	xLen                     int
 }
 
-func newNet(e engine, spec model.Spec, opt model.Options) (*net, error) {
+func newNet(e engine, spec model.Spec, opt model.Options, norm Normalize) (*net, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
 	if opt.Batch < 1 {
 		return nil, fmt.Errorf("model.options.batch: must be >= 1, got %d", opt.Batch)
 	}
-	nt := &net{e: e, spec: spec, opt: opt}
+	if err := norm.validate(); err != nil {
+		return nil, err
+	}
+	nt := &net{e: e, spec: spec, opt: opt, norm: norm}
 	B, S, K := opt.Batch, spec.InputSize, spec.Classes
 	var err error
 	buf := func(n int) buffer {
@@ -112,6 +135,9 @@ func newNet(e engine, spec model.Spec, opt model.Options) (*net, error) {
 	nt.x = buf(nt.xLen)
 	if err == nil {
 		nt.labels, err = e.allocInt32(B)
+	}
+	if err == nil {
+		nt.xU8, err = e.allocU8(nt.xLen)
 	}
 	C, H := 3, S
 	for i, c := range spec.Conv {
@@ -152,19 +178,37 @@ func (nt *net) stage(x []float32, labels []int32, n int) error {
 	if err := nt.check(x, labels, n); err != nil {
 		return err
 	}
-	if err := nt.e.upload(nt.x, x); err != nil {
+	return first(nt.e.upload(nt.x, x), nt.prepare(n, false), nt.uploadLabels(labels, n))
+}
+
+// stageU8 is stage for a uint8 batch: its bytes go to xU8, and the first n
+// rows are normalized on the engine into x (the padding is zeroed, as in
+// stage, so both give the network the same input).
+func (nt *net) stageU8(x []uint8, labels []int32, n int) error {
+	if err := nt.checkU8(x, labels, n); err != nil {
 		return err
 	}
-	return nt.afterCopy(labels, n)
+	return first(nt.e.uploadU8(nt.xU8, x), nt.prepare(n, true), nt.uploadLabels(labels, n))
 }
 
 func (nt *net) check(x []float32, labels []int32, n int) error {
+	if len(x) != nt.xLen {
+		return fmt.Errorf("x has %d floats, want %d (B=%d x 3 x %d x %d)", len(x), nt.xLen, nt.opt.Batch, nt.spec.InputSize, nt.spec.InputSize)
+	}
+	return nt.checkRows(labels, n)
+}
+
+func (nt *net) checkU8(x []uint8, labels []int32, n int) error {
+	if len(x) != nt.xLen {
+		return fmt.Errorf("x has %d bytes, want %d (B=%d x 3 x %d x %d)", len(x), nt.xLen, nt.opt.Batch, nt.spec.InputSize, nt.spec.InputSize)
+	}
+	return nt.checkRows(labels, n)
+}
+
+func (nt *net) checkRows(labels []int32, n int) error {
 	B, K := nt.opt.Batch, nt.spec.Classes
 	if n < 1 || n > B {
 		return fmt.Errorf("n = %d valid samples, want 1..%d (the batch size)", n, B)
-	}
-	if len(x) != nt.xLen {
-		return fmt.Errorf("x has %d floats, want %d (B=%d x 3 x %d x %d)", len(x), nt.xLen, B, nt.spec.InputSize, nt.spec.InputSize)
 	}
 	if labels == nil {
 		return errors.New("labels are missing")
@@ -180,16 +224,24 @@ func (nt *net) check(x []float32, labels []int32, n int) error {
 	return nil
 }
 
-// afterCopy finishes staging once x is on the engine: padding and labels.
-func (nt *net) afterCopy(labels []int32, n int) error {
-	B := nt.opt.Batch
-	if n < B {
-		per := nt.xLen / B
-		if err := nt.e.zero(nt.x, n*per, (B-n)*per); err != nil {
+// prepare finishes the input once the batch's bytes are on the engine (in x,
+// or in xU8 when u8): a uint8 batch's first n rows are normalized into x,
+// and x's rows from n on are zeroed. The GPU backend runs it on its compute
+// stream after the copy; stage and stageU8 run it after their upload.
+func (nt *net) prepare(n int, u8 bool) error {
+	B, S := nt.opt.Batch, nt.spec.InputSize
+	if u8 {
+		if err := nt.e.normalizeU8(nt.xU8, nt.x, n, S*S, nt.norm.Mean, nt.norm.Std); err != nil {
 			return err
 		}
 	}
-	lab := make([]int32, B)
+	per := nt.xLen / B
+	return nt.e.zero(nt.x, n*per, (B-n)*per)
+}
+
+// uploadLabels puts the first n labels, zero-padded to the batch, on the engine.
+func (nt *net) uploadLabels(labels []int32, n int) error {
+	lab := make([]int32, nt.opt.Batch)
 	copy(lab, labels[:n])
 	return nt.e.uploadInt32(nt.labels, lab)
 }
@@ -456,10 +508,19 @@ func (nt *net) numParams() int {
 // trainStep is one synchronous step: stage, forward, backward and SGD, then
 // the scores. The GPU backend runs the same calls, pipelined (backend.go).
 func (nt *net) trainStep(x []float32, labels []int32, n int, lr float32) (model.StepResult, error) {
+	return nt.step(func() error { return nt.stage(x, labels, n) }, labels, n, lr)
+}
+
+// trainStepU8 is trainStep for a uint8 batch, normalized on the engine.
+func (nt *net) trainStepU8(x []uint8, labels []int32, n int, lr float32) (model.StepResult, error) {
+	return nt.step(func() error { return nt.stageU8(x, labels, n) }, labels, n, lr)
+}
+
+func (nt *net) step(stage func() error, labels []int32, n int, lr float32) (model.StepResult, error) {
 	if !(lr >= 0) || math.IsInf(float64(lr), 0) {
 		return model.StepResult{}, fmt.Errorf("learning rate must be finite and >= 0, got %v", lr)
 	}
-	if err := first(nt.stage(x, labels, n), nt.forward(), nt.backward(n, lr)); err != nil {
+	if err := first(stage(), nt.forward(), nt.backward(n, lr)); err != nil {
 		return model.StepResult{}, err
 	}
 	B, K := nt.opt.Batch, nt.spec.Classes
@@ -475,7 +536,19 @@ func (nt *net) logitsOf(x []float32, labels []int32, n int) ([]float32, error) {
 	if labels == nil {
 		labels = make([]int32, n)
 	}
-	if err := first(nt.stage(x, labels, n), nt.forward()); err != nil {
+	return nt.forwardLogits(func() error { return nt.stage(x, labels, n) }, n)
+}
+
+// logitsOfU8 is logitsOf for a uint8 batch.
+func (nt *net) logitsOfU8(x []uint8, labels []int32, n int) ([]float32, error) {
+	if labels == nil {
+		labels = make([]int32, n)
+	}
+	return nt.forwardLogits(func() error { return nt.stageU8(x, labels, n) }, n)
+}
+
+func (nt *net) forwardLogits(stage func() error, n int) ([]float32, error) {
+	if err := first(stage(), nt.forward()); err != nil {
 		return nil, err
 	}
 	K := nt.spec.Classes

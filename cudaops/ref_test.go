@@ -1,10 +1,13 @@
 package cudaops
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
+	"stoke/augment"
 	"stoke/model"
 )
 
@@ -18,6 +21,8 @@ var refSpec = model.Spec{InputSize: 10, Classes: 4, Conv: []model.ConvSpec{
 	{Channels: 6, Kernel: 5, Pool: true},  // 5 -> 2 (floor: the last row and column are dropped)
 	{Channels: 5, Kernel: 1, Pool: false}, // 1x1
 }}
+
+var imageNet = Normalize{Mean: [3]float32{0.485, 0.456, 0.406}, Std: [3]float32{0.229, 0.224, 0.225}}
 
 func randBatch(rng *rand.Rand, n int) []float32 {
 	x := make([]float32, n)
@@ -46,7 +51,7 @@ func TestNetMatchesModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	nt, err := newNet(cpuEngine{}, refSpec, opt)
+	nt, err := newNet(cpuEngine{}, refSpec, opt, imageNet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,6 +186,159 @@ func TestNormalizeU8(t *testing.T) {
 		c := i / 2
 		if want := (float32(v)/255 - mean[c]) / std[c]; y[i] != want {
 			t.Errorf("y[%d] = %v, want %v", i, y[i], want)
+		}
+	}
+}
+
+// The normalize mirror (normalize_u8's index arithmetic: channel =
+// (i/(S*S))%3 over B rows of CHW) against augment.NormalizeU8, which the
+// trainer uses on the host: every byte value in every channel, several
+// batch rows and image sizes, and a per-channel mean and std that differ
+// enough to catch a wrong channel.
+func TestNormalizeU8MatchesAugment(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 8))
+	norm := Normalize{Mean: [3]float32{0.1, 0.5, 0.9}, Std: [3]float32{0.2, 0.7, 1.3}}
+	for _, g := range []struct{ B, S int }{{1, 1}, {3, 2}, {2, 5}, {4, 16}} {
+		x := make([]uint8, g.B*3*g.S*g.S)
+		for i := range x {
+			x[i] = uint8(rng.IntN(256))
+		}
+		if g.S == 16 { // every value in every channel of row 0
+			for i := range 3 * 256 {
+				x[i] = uint8(i % 256)
+			}
+		}
+		got, want := make([]float32, len(x)), make([]float32, len(x))
+		refNormalizeU8(x, got, g.B, g.S*g.S, norm.Mean, norm.Std)
+		augment.NormalizeU8(want, x, g.S, norm.Mean, norm.Std)
+		close32(t, fmt.Sprintf("B=%d S=%d", g.B, g.S), got, want, 1e-6)
+	}
+	// B below the buffer's rows (the padded batch): rows from B on untouched.
+	x, y := []uint8{255, 255, 255, 255, 255, 255}, []float32{7, 7, 7, 7, 7, 7}
+	refNormalizeU8(x, y, 1, 1, norm.Mean, norm.Std)
+	for i, v := range y {
+		if (i < 3) == (v == 7) {
+			t.Fatalf("B=1 of 2 rows: y = %v", y)
+		}
+	}
+}
+
+// A uint8 step through the CPU engine (upload the bytes, normalize_u8's
+// mirror, then the float network) gives what the float32 step gives on the
+// same batch normalized by augment.NormalizeU8 (the trainer's host path):
+// logits, loss, hits, every weight and momentum buffer after each step, and
+// eval; with full and padded batches (padding rows of garbage bytes must not
+// matter, like NaN padding in the float path).
+func TestNetU8MatchesFloat(t *testing.T) {
+	opt := model.Options{Batch: 5, Seed: 9, Momentum: 0.9, WeightDecay: 1e-3}
+	norm := Normalize{Mean: [3]float32{0.485, 0.456, 0.406}, Std: [3]float32{0.229, 0.224, 0.225}}
+	n32, err1 := newNet(cpuEngine{}, refSpec, opt, norm)
+	n8, err2 := newNet(cpuEngine{}, refSpec, opt, norm)
+	m, err3 := model.New(refSpec, opt)
+	if err := first(err1, err2, err3); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	for _, nt := range []*net{n32, n8} {
+		if err := nt.load(m.Params(), m.OptimizerState()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rng := rand.New(rand.NewPCG(5, 8))
+	S, K := refSpec.InputSize, refSpec.Classes
+	per := 3 * S * S
+	for step, n := range []int{5, 2, 4, 5} {
+		u8 := make([]uint8, opt.Batch*per)
+		for i := range u8 {
+			u8[i] = uint8(rng.IntN(256))
+		}
+		if step == 2 {
+			clear(u8[n*per:]) // as the loader pads
+		}
+		x := make([]float32, len(u8))
+		augment.NormalizeU8(x, u8, S, norm.Mean, norm.Std)
+		labels := make([]int32, opt.Batch)
+		for i := range labels {
+			labels[i] = int32(rng.IntN(K))
+		}
+		what := fmt.Sprintf("step %d (n=%d)", step, n)
+
+		want, err1 := n32.logitsOf(x, labels, n)
+		got, err2 := n8.logitsOfU8(u8, labels, n)
+		if err := first(err1, err2); err != nil {
+			t.Fatal(err)
+		}
+		close32(t, what+" logits", got, want, 1e-5)
+
+		wr, err1 := n32.trainStep(x, labels, n, 0.1)
+		gr, err2 := n8.trainStepU8(u8, labels, n, 0.1)
+		if err := first(err1, err2); err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(gr.Loss-wr.Loss) > 1e-5 || gr.Correct != wr.Correct {
+			t.Fatalf("%s: uint8 %+v, float32 %+v", what, gr, wr)
+		}
+		for _, momentum := range []bool{false, true} {
+			wp, err1 := n32.readParams(momentum)
+			gp, err2 := n8.readParams(momentum)
+			if err := first(err1, err2); err != nil {
+				t.Fatal(err)
+			}
+			for i := range wp {
+				close32(t, what+" "+wp[i].Name, gp[i].Data, wp[i].Data, 1e-5)
+			}
+		}
+		// The normalized input itself, padding rows zeroed.
+		wantX := append([]float32(nil), x...)
+		clear(wantX[n*per:])
+		close32(t, what+" input", n8.x.([]float32), wantX, 1e-6)
+	}
+	u8 := make([]uint8, opt.Batch*per)
+	for i := range u8 {
+		u8[i] = uint8(rng.IntN(256))
+	}
+	x := make([]float32, len(u8))
+	augment.NormalizeU8(x, u8, S, norm.Mean, norm.Std)
+	labels := []int32{0, 1, 2, 3, 0}
+	l32, err1 := n32.logitsOf(x, labels, 3)
+	l8, err2 := n8.logitsOfU8(u8, labels, 3)
+	if err := first(err1, err2); err != nil {
+		t.Fatal(err)
+	}
+	w, g := scoreEval(l32, labels, 3, K), scoreEval(l8, labels, 3, K)
+	if math.Abs(g.LossSum-w.LossSum) > 1e-4 || g.Top1 != w.Top1 || g.Top5 != w.Top5 {
+		t.Fatalf("eval: uint8 %+v, float32 %+v", g, w)
+	}
+}
+
+func TestNetU8Checks(t *testing.T) {
+	opt := model.Options{Batch: 2, Seed: 1}
+	nt, err := newNet(cpuEngine{}, refSpec, opt, imageNet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	S := refSpec.InputSize
+	ok := make([]uint8, 2*3*S*S)
+	for _, c := range []struct {
+		x      []uint8
+		labels []int32
+		n      int
+		want   string
+	}{
+		{ok[1:], []int32{0, 0}, 2, "bytes, want"},
+		{ok, []int32{0, 9}, 2, "labels[1] = 9"},
+		{ok, []int32{0}, 2, "1 labels for n = 2"},
+		{ok, nil, 1, "labels are missing"},
+		{ok, []int32{0, 0}, 3, "n = 3"},
+		{ok, []int32{0, 0}, 0, "n = 0"},
+	} {
+		if _, err := nt.trainStepU8(c.x, c.labels, c.n, 0.1); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("trainStepU8(len %d, %v, n=%d) = %v, want an error with %q", len(c.x), c.labels, c.n, err, c.want)
+		}
+	}
+	for _, norm := range []Normalize{{}, {Std: [3]float32{1, 1, float32(math.Inf(1))}}, {Mean: [3]float32{float32(math.NaN()), 0, 0}, Std: [3]float32{1, 1, 1}}} {
+		if _, err := newNet(cpuEngine{}, refSpec, opt, norm); err == nil {
+			t.Errorf("newNet accepted %+v", norm)
 		}
 	}
 }

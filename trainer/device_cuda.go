@@ -22,11 +22,29 @@ func init() {
 	}
 }
 
-// asyncCUDA adapts the backend's StartStep to the loop's AsyncBackend.
+// asyncCUDA adapts the backend's StartStep and StartStepU8 to the loop's
+// AsyncBackend and AsyncU8Backend; TrainStepU8 and EvalStepU8 come with
+// the embedded backend, so it is a U8Backend too and batch_dtype auto means
+// uint8 on the GPU (normalized there with augment.mean and augment.std).
 type asyncCUDA struct{ *cudaops.Backend }
+
+var (
+	_ AsyncBackend   = asyncCUDA{}
+	_ U8Backend      = asyncCUDA{}
+	_ AsyncU8Backend = asyncCUDA{}
+	_ StepTimer      = asyncCUDA{}
+)
 
 func (b asyncCUDA) StartStep(x []float32, labels []int32, n int, lr float32) (func() (model.StepResult, error), error) {
 	p, err := b.Backend.StartStep(x, labels, n, lr)
+	if err != nil {
+		return nil, err
+	}
+	return p.Wait, nil
+}
+
+func (b asyncCUDA) StartStepU8(x []uint8, labels []int32, n int, lr float32) (func() (model.StepResult, error), error) {
+	p, err := b.Backend.StartStepU8(x, labels, n, lr)
 	if err != nil {
 		return nil, err
 	}
@@ -38,7 +56,8 @@ func openCUDADevice(spec model.Spec, opt model.Options, cfg config.Config, out i
 	if err != nil {
 		return nil, fmt.Errorf("device cuda: %w", err)
 	}
-	b, err := cudaops.NewBackend(dev, spec, opt, cfg.Train.NonBlocking)
+	norm := cudaops.Normalize{Mean: vec3(cfg.Augment.Mean), Std: vec3(cfg.Augment.Std)}
+	b, err := cudaops.NewBackend(dev, spec, opt, cfg.Train.NonBlocking, norm)
 	if err != nil {
 		dev.Close()
 		return nil, fmt.Errorf("device cuda: %w", err)
