@@ -79,7 +79,7 @@ type Optim struct {
 // Train is the loop: how long, where, and where results go.
 type Train struct {
 	Epochs      int    `yaml:"epochs" help:"training epochs" flag:"epochs"`
-	Device      string `yaml:"device" help:"cpu or cuda (cuda needs a build with -tags cuda)" flag:"device"`
+	Device      string `yaml:"device" help:"cpu or cuda (cuda needs a build with -tags stokecuda, see docs/cuda.md)" flag:"device"`
 	NonBlocking bool   `yaml:"non_blocking" help:"asynchronous host-to-device copies on a copy stream (acts on the cuda device only)" flag:"non-blocking"`
 	Seed        uint64 `yaml:"seed" help:"seed of weights, shuffling and augmentation" flag:"seed"`
 	Out         string `yaml:"out" help:"run folder: resolved config, metrics.jsonl, checkpoints" flag:"out"`

@@ -109,7 +109,7 @@ else
 	echo "CUDA 11.8 header and stub in $cache"
 	echo "  export CGO_CFLAGS='$cflags'"
 	echo "  export CGO_LDFLAGS='$ldflags'"
-	echo "  go build -tags cuda ./...   # the binary needs only libc at run time; see docs/cuda.md"
+	echo "  go build -tags stokecuda ./...   # the binary needs only libc at run time; see docs/cuda.md"
 	command -v nvcc >/dev/null && echo "  nvcc: $(command -v nvcc) ($(nvcc --version | tail -1))"
 fi
 exit 0
