@@ -24,10 +24,7 @@ func (rep *Report) chart(dir string) error {
 		cp[i] = r.CopyShare * r.SecPerEpoch
 		compute[i] = r.ComputeShare * r.SecPerEpoch
 		other[i] = max(0, r.SecPerEpoch-wait[i]-cp[i]-compute[i])
-		names[i] = r.Name
-		if r.Impl != "stoke" {
-			names[i] = r.Impl + "\n" + r.Name
-		}
+		names[i] = r.Impl + "\n" + r.Name
 	}
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("Seconds per epoch (%s, median of %d rounds)", deviceName(rep.Device), rep.Rounds)
