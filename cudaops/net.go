@@ -388,8 +388,6 @@ func scoreEval(logits []float32, labels []int32, n, K int) model.EvalResult {
 	return r
 }
 
-const stepName, momentumSuffix = "optimizer.step", ".momentum_buffer"
-
 // readParams downloads the weights (or the momentum buffers) by name.
 func (nt *net) readParams(momentum bool) ([]model.NamedTensor, error) {
 	out := make([]model.NamedTensor, 0, len(nt.params)+1)
@@ -397,7 +395,7 @@ func (nt *net) readParams(momentum bool) ([]model.NamedTensor, error) {
 		t := model.NamedTensor{Name: p.name, Shape: slices.Clone(p.shape), Data: make([]float32, p.n)}
 		src := p.w
 		if momentum {
-			t.Name, src = p.name+momentumSuffix, p.v
+			t.Name, src = p.name+model.MomentumSuffix, p.v
 		}
 		if err := nt.e.download(t.Data, src); err != nil {
 			return nil, err
@@ -405,7 +403,7 @@ func (nt *net) readParams(momentum bool) ([]model.NamedTensor, error) {
 		out = append(out, t)
 	}
 	if momentum {
-		out = append(out, model.NamedTensor{Name: stepName, Shape: []int{1}, Data: []float32{float32(nt.steps)}})
+		out = append(out, model.NamedTensor{Name: model.StepName, Shape: []int{1}, Data: []float32{float32(nt.steps)}})
 	}
 	return out, nil
 }
@@ -414,59 +412,20 @@ func (nt *net) readParams(momentum bool) ([]model.NamedTensor, error) {
 // optState empty (fresh optimizer) or complete, nothing unknown, and nothing
 // changed unless all of it checks out.
 func (nt *net) load(params, optState []model.NamedTensor) error {
-	ps, err := byName(params, "params")
-	if err != nil {
-		return err
+	want := make([]model.ParamShape, len(nt.params))
+	for i, p := range nt.params {
+		want[i] = model.ParamShape{Name: p.name, Shape: p.shape}
 	}
-	os, err := byName(optState, "optimizer state")
+	st, err := model.CheckState(want, params, optState)
 	if err != nil {
-		return err
-	}
-	need := func(idx map[string]model.NamedTensor, name string, shape []int) error {
-		t, ok := idx[name]
-		switch {
-		case !ok:
-			return fmt.Errorf("cudaops: load: missing tensor %q", name)
-		case !slices.Equal(t.Shape, shape):
-			return fmt.Errorf("cudaops: load: tensor %q has shape %v, want %v", name, t.Shape, shape)
-		case len(t.Data) != shapeSize(shape):
-			return fmt.Errorf("cudaops: load: tensor %q has %d values for shape %v", name, len(t.Data), shape)
-		}
-		return nil
+		return fmt.Errorf("cudaops: load: %w", err)
 	}
 	for _, p := range nt.params {
-		if err := need(ps, p.name, p.shape); err != nil {
+		if err := nt.e.upload(p.w, st.Params[p.name]); err != nil {
 			return err
 		}
-		if len(optState) > 0 {
-			if err := need(os, p.name+momentumSuffix, p.shape); err != nil {
-				return err
-			}
-		}
-	}
-	var steps int64
-	if len(optState) > 0 {
-		if err := need(os, stepName, []int{1}); err != nil {
-			return err
-		}
-		s := float64(os[stepName].Data[0])
-		if s < 0 || s != math.Trunc(s) {
-			return fmt.Errorf("cudaops: load: %s = %v, want a whole number >= 0", stepName, s)
-		}
-		steps = int64(s)
-		if len(os) != len(nt.params)+1 {
-			return errors.New("cudaops: load: unexpected tensors in the optimizer state")
-		}
-	}
-	if len(ps) != len(nt.params) {
-		return errors.New("cudaops: load: unexpected tensors in params")
-	}
-	for _, p := range nt.params {
-		if err := nt.e.upload(p.w, ps[p.name].Data); err != nil {
-			return err
-		}
-		if len(optState) > 0 {
-			err = nt.e.upload(p.v, os[p.name+momentumSuffix].Data)
+		if st.Momentum != nil {
+			err = nt.e.upload(p.v, st.Momentum[p.name])
 		} else {
 			err = nt.e.zero(p.v, 0, p.n)
 		}
@@ -474,27 +433,8 @@ func (nt *net) load(params, optState []model.NamedTensor) error {
 			return err
 		}
 	}
-	nt.steps = steps
+	nt.steps = st.Steps
 	return nil
-}
-
-func byName(ts []model.NamedTensor, what string) (map[string]model.NamedTensor, error) {
-	idx := make(map[string]model.NamedTensor, len(ts))
-	for _, t := range ts {
-		if _, dup := idx[t.Name]; dup {
-			return nil, fmt.Errorf("cudaops: load: tensor %q appears twice in %s", t.Name, what)
-		}
-		idx[t.Name] = t
-	}
-	return idx, nil
-}
-
-func shapeSize(s []int) int {
-	n := 1
-	for _, d := range s {
-		n *= d
-	}
-	return n
 }
 
 func (nt *net) numParams() int {

@@ -281,7 +281,7 @@ func TestResumeIsExact(t *testing.T) {
 	}
 	var params, state []NamedTensor
 	for _, t := range all {
-		if strings.HasSuffix(t.Name, momentumSuffix) || t.Name == stepName {
+		if strings.HasSuffix(t.Name, MomentumSuffix) || t.Name == StepName {
 			state = append(state, t)
 		} else {
 			params = append(params, t)
@@ -331,7 +331,7 @@ func TestLoadErrors(t *testing.T) {
 	}{
 		{"missing param", drop(params, "conv1.bias"), state, `missing tensor "conv1.bias"`},
 		{"missing buffer", params, drop(state, "fc.weight.momentum_buffer"), `missing tensor "fc.weight.momentum_buffer"`},
-		{"missing step", params, drop(state, stepName), `missing tensor "optimizer.step"`},
+		{"missing step", params, drop(state, StepName), `missing tensor "optimizer.step"`},
 		{"wrong shape", reshape(params, "fc.weight", []int{6, 3}), state, `"fc.weight" has shape [6 3], want [3 6]`},
 		{"extra", append(slices.Clone(params), NamedTensor{Name: "bn.weight", Shape: []int{1}, Data: []float32{1}}), state, `unexpected tensor "bn.weight"`},
 	} {

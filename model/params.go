@@ -15,14 +15,16 @@ type NamedTensor struct {
 	Data  []float32
 }
 
-// stepName is the optimizer-state tensor holding the number of SGD steps
+// StepName is the optimizer-state tensor holding the number of SGD steps
 // taken: PyTorch's SGD treats its first step apart (the momentum buffer
 // starts as the gradient), so an exact resume needs to know whether it has
 // happened. Stored as float32 for the F32-only checkpoint files: exact up to
 // 2^24 steps, and only "zero or not" changes the arithmetic.
-const stepName = "optimizer.step"
+const StepName = "optimizer.step"
 
-const momentumSuffix = ".momentum_buffer"
+// MomentumSuffix names a parameter's SGD momentum buffer in the optimizer
+// state: "conv0.weight" + MomentumSuffix.
+const MomentumSuffix = ".momentum_buffer"
 
 // initParams lays out the parameters in PyTorch's state_dict order and
 // initialises them as PyTorch's Conv2d and Linear do by default:
@@ -108,9 +110,9 @@ func (m *Model) Params() []NamedTensor {
 func (m *Model) OptimizerState() []NamedTensor {
 	out := make([]NamedTensor, 0, len(m.params)+1)
 	for _, p := range m.params {
-		out = append(out, NamedTensor{Name: p.name + momentumSuffix, Shape: slices.Clone(p.shape), Data: p.get(p.mom)})
+		out = append(out, NamedTensor{Name: p.name + MomentumSuffix, Shape: slices.Clone(p.shape), Data: p.get(p.mom)})
 	}
-	return append(out, NamedTensor{Name: stepName, Shape: []int{1}, Data: []float32{float32(m.steps)}})
+	return append(out, NamedTensor{Name: StepName, Shape: []int{1}, Data: []float32{float32(m.steps)}})
 }
 
 // Load restores parameters and optimizer state as returned by Params and
@@ -120,90 +122,99 @@ func (m *Model) OptimizerState() []NamedTensor {
 // complete. Unknown tensors are rejected, as PyTorch's strict
 // load_state_dict does. Nothing changes unless everything checks out.
 func (m *Model) Load(params, optState []NamedTensor) error {
-	ps, err := index(params, "params")
-	if err != nil {
-		return err
+	want := make([]ParamShape, len(m.params))
+	for i, p := range m.params {
+		want[i] = ParamShape{Name: p.name, Shape: p.shape}
 	}
-	os, err := index(optState, "optimizer state")
+	st, err := CheckState(want, params, optState)
 	if err != nil {
-		return err
+		return fmt.Errorf("model.Load: %w", err)
 	}
 	for _, p := range m.params {
-		if err := check(ps, p.name, p.shape); err != nil {
-			return err
-		}
-		if len(optState) > 0 {
-			if err := check(os, p.name+momentumSuffix, p.shape); err != nil {
-				return err
-			}
-		}
-	}
-	var steps int64
-	if len(optState) > 0 {
-		if err := check(os, stepName, []int{1}); err != nil {
-			return err
-		}
-		s := float64(os[stepName].Data[0])
-		if s < 0 || s != math.Trunc(s) {
-			return fmt.Errorf("model.Load: %s = %v, want a whole number >= 0", stepName, s)
-		}
-		steps = int64(s)
-	}
-	if len(ps) != len(m.params) {
-		return fmt.Errorf("model.Load: unexpected tensor %q in params", extra(ps, m.params, ""))
-	}
-	if len(optState) > 0 && len(os) != len(m.params)+1 {
-		return fmt.Errorf("model.Load: unexpected tensor %q in optimizer state", extra(os, m.params, momentumSuffix))
-	}
-
-	for _, p := range m.params {
-		p.set(ps[p.name].Data)
-		if len(optState) > 0 {
-			p.setInto(p.mom, os[p.name+momentumSuffix].Data)
+		p.set(st.Params[p.name])
+		if st.Momentum != nil {
+			p.setInto(p.mom, st.Momentum[p.name])
 		} else {
 			clear(p.mom)
 		}
 	}
-	m.steps = steps
+	m.steps = st.Steps
 	return nil
 }
 
-func index(ts []NamedTensor, what string) (map[string]NamedTensor, error) {
-	idx := make(map[string]NamedTensor, len(ts))
-	for _, t := range ts {
-		if _, dup := idx[t.Name]; dup {
-			return nil, fmt.Errorf("model.Load: tensor %q appears twice in %s", t.Name, what)
+// ParamShape names one trainable tensor and its shape.
+type ParamShape struct {
+	Name  string
+	Shape []int
+}
+
+// State is a checked state dict, by parameter name.
+type State struct {
+	Params   map[string][]float32
+	Momentum map[string][]float32 // nil when no optimizer state was given
+	Steps    int64
+}
+
+// CheckState checks params and optState (as Params and OptimizerState return
+// them, or as read from a checkpoint) against the parameters a network
+// has: every parameter present with its exact shape; optState empty (a
+// fresh optimizer) or complete, with a whole step count; nothing unknown,
+// as PyTorch's strict load_state_dict. Every backend's Load starts here, so
+// all accept and refuse the same files. Errors name the tensor.
+func CheckState(want []ParamShape, params, optState []NamedTensor) (State, error) {
+	ps, err := index(params, "params")
+	if err != nil {
+		return State{}, err
+	}
+	os, err := index(optState, "optimizer state")
+	if err != nil {
+		return State{}, err
+	}
+	st := State{Params: map[string][]float32{}}
+	if len(optState) > 0 {
+		st.Momentum = map[string][]float32{}
+	}
+	known := map[string]bool{}
+	for _, p := range want {
+		if err := check(ps, p.Name, p.Shape); err != nil {
+			return State{}, err
 		}
-		idx[t.Name] = t
+		st.Params[p.Name] = ps[p.Name].Data
+		known[p.Name] = true
+		if st.Momentum != nil {
+			if err := check(os, p.Name+MomentumSuffix, p.Shape); err != nil {
+				return State{}, err
+			}
+			st.Momentum[p.Name] = os[p.Name+MomentumSuffix].Data
+			known[p.Name+MomentumSuffix] = true
+		}
 	}
-	return idx, nil
+	if st.Momentum != nil {
+		if err := check(os, StepName, []int{1}); err != nil {
+			return State{}, err
+		}
+		s := float64(os[StepName].Data[0])
+		if s < 0 || s != math.Trunc(s) {
+			return State{}, fmt.Errorf("%s = %v, want a whole number >= 0", StepName, s)
+		}
+		st.Steps = int64(s)
+		known[StepName] = true
+	}
+	for _, idx := range []map[string]NamedTensor{ps, os} {
+		if name := unknown(idx, known); name != "" {
+			what := "params"
+			if _, ok := os[name]; ok {
+				what = "optimizer state"
+			}
+			return State{}, fmt.Errorf("unexpected tensor %q in %s", name, what)
+		}
+	}
+	return st, nil
 }
 
-func check(idx map[string]NamedTensor, name string, shape []int) error {
-	t, ok := idx[name]
-	if !ok {
-		return fmt.Errorf("model.Load: missing tensor %q", name)
-	}
-	if !slices.Equal(t.Shape, shape) {
-		return fmt.Errorf("model.Load: tensor %q has shape %v, want %v", name, t.Shape, shape)
-	}
-	n := 1
-	for _, d := range shape {
-		n *= d
-	}
-	if len(t.Data) != n {
-		return fmt.Errorf("model.Load: tensor %q has %d values for shape %v, want %d", name, len(t.Data), shape, n)
-	}
-	return nil
-}
-
-// extra names a tensor of idx that no parameter accounts for.
-func extra(idx map[string]NamedTensor, params []*param, suffix string) string {
-	known := map[string]bool{stepName: suffix != ""}
-	for _, p := range params {
-		known[p.name+suffix] = true
-	}
-	names := make([]string, 0, len(idx))
+// unknown names, in sorted order, the first tensor of idx not in known.
+func unknown(idx map[string]NamedTensor, known map[string]bool) string {
+	var names []string
 	for name := range idx {
 		if !known[name] {
 			names = append(names, name)
@@ -214,6 +225,35 @@ func extra(idx map[string]NamedTensor, params []*param, suffix string) string {
 		return ""
 	}
 	return names[0]
+}
+
+func index(ts []NamedTensor, what string) (map[string]NamedTensor, error) {
+	idx := make(map[string]NamedTensor, len(ts))
+	for _, t := range ts {
+		if _, dup := idx[t.Name]; dup {
+			return nil, fmt.Errorf("tensor %q appears twice in %s", t.Name, what)
+		}
+		idx[t.Name] = t
+	}
+	return idx, nil
+}
+
+func check(idx map[string]NamedTensor, name string, shape []int) error {
+	t, ok := idx[name]
+	if !ok {
+		return fmt.Errorf("missing tensor %q", name)
+	}
+	if !slices.Equal(t.Shape, shape) {
+		return fmt.Errorf("tensor %q has shape %v, want %v", name, t.Shape, shape)
+	}
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	if len(t.Data) != n {
+		return fmt.Errorf("tensor %q has %d values for shape %v, want %d", name, len(t.Data), shape, n)
+	}
+	return nil
 }
 
 // SGDUpdate is one step of PyTorch's SGD (torch.optim.SGD, dampening 0,
