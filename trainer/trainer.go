@@ -181,7 +181,13 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 			// Only an interruption between steps leaves a state worth a
 			// checkpoint; a failed step (a NaN loss, say) does not.
 			interrupted := ctx.Err() != nil && errors.Is(err, ctx.Err())
-			if !interrupted || step == stepsBefore {
+			if !interrupted {
+				return sum, err
+			}
+			if step == stepsBefore { // nothing new since the last checkpoint
+				if dir, ok := latestCheckpoint(run); ok {
+					return sum, &InterruptedError{Checkpoint: dir, Run: run, Err: err}
+				}
 				return sum, err
 			}
 			// Interrupted between steps: keep what this epoch has done so far.
@@ -226,7 +232,8 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 }
 
 // InterruptedError reports a run stopped by its context between two steps,
-// after writing a checkpoint that --resume continues from exactly.
+// with a checkpoint of where it stopped (written then, or the last one when
+// nothing had happened since) that --resume continues from exactly.
 type InterruptedError struct {
 	Checkpoint string // the checkpoint folder written
 	Run        string // the run folder to resume
@@ -234,7 +241,7 @@ type InterruptedError struct {
 }
 
 func (e *InterruptedError) Error() string {
-	return fmt.Sprintf("interrupted; checkpoint written to %s: continue with --resume %s", e.Checkpoint, e.Run)
+	return fmt.Sprintf("interrupted; the run is saved in checkpoint %s: continue with --resume %s", e.Checkpoint, e.Run)
 }
 
 func (e *InterruptedError) Unwrap() error { return e.Err }

@@ -453,3 +453,31 @@ func TestAsyncBackendGivesTheSameRun(t *testing.T) {
 		}
 	}
 }
+
+// TestInterruptBetweenEpochsNamesTheLastCheckpoint: an interrupt that lands
+// after an epoch's checkpoint and before the next step still reports the
+// checkpoint to resume from, and resuming finishes the run exactly.
+func TestInterruptBetweenEpochsNamesTheLastCheckpoint(t *testing.T) {
+	full := tinyConfig(t)
+	if _, err := Run(context.Background(), full, Options{Out: new(bytes.Buffer)}); err != nil {
+		t.Fatal(err)
+	}
+	c := tinyConfig(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, err := Run(ctx, c, Options{Out: new(bytes.Buffer), AfterEpoch: func(EpochMetrics) bool { cancel(); return true }})
+	var intr *InterruptedError
+	if !errors.As(err, &intr) || filepath.Base(intr.Checkpoint) != "epoch-0001" {
+		t.Fatalf("error %v, want an InterruptedError naming epoch-0001", err)
+	}
+	c.Train.Resume = c.Train.Out
+	if _, err := Run(context.Background(), c, Options{Out: new(bytes.Buffer)}); err != nil {
+		t.Fatal(err)
+	}
+	want, got := lastWeights(t, full.Train.Out), lastWeights(t, c.Train.Out)
+	for i := range want {
+		if !slices.Equal(got[i].Data, want[i].Data) {
+			t.Fatalf("%s differs after resuming from the epoch boundary", want[i].Name)
+		}
+	}
+}

@@ -154,7 +154,7 @@ func TestInterruptWritesACheckpointAndResumes(t *testing.T) {
 	if code := exitCode(err); code != 130 {
 		t.Fatalf("exit %d after SIGINT, want 130; stderr:\n%s", code, stderr.String())
 	}
-	if !strings.Contains(stderr.String(), "--resume "+runDir) || !strings.Contains(stderr.String(), "checkpoint written") {
+	if !strings.Contains(stderr.String(), "--resume "+runDir) || !strings.Contains(stderr.String(), "saved in checkpoint") {
 		t.Errorf("stderr does not say where the checkpoint is and how to resume:\n%s", stderr.String())
 	}
 	if _, err := os.Stat(filepath.Join(runDir, "latest.json")); err != nil {
