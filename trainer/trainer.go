@@ -1,11 +1,19 @@
 // Package trainer is stoke's training loop: it wires a dataset, the loader,
 // the transforms and the model together, and owns what a run leaves behind —
-// progress on the terminal, metrics.jsonl, the resolved config and the
-// checkpoints that --resume continues from.
+// progress on the terminal, metrics.jsonl, the resolved config, the
+// checkpoints that --resume continues from exactly (also from the middle of
+// an epoch, after an interrupt), and a trace-event timeline.
 //
 // Run reads top to bottom as one epoch loop; trainEpoch and evaluate are the
 // two halves of an epoch. Time is split into waiting for data (blocked in
-// the loader) and computing (the model's step), so a starved model shows.
+// the loader), copying to the device and computing, so a starved model shows.
+//
+// device.go is the seam to where the compute happens: a Backend (the CPU
+// model, or the CUDA backend of a stokecuda build, device_cuda.go) with
+// optional powers the loop uses when present — stepping asynchronously
+// (AsyncBackend: step N computes while batch N+1 is fetched and copied),
+// taking uint8 batches (U8Backend), timing its own copies and compute
+// (StepTimer) — and the allocator its batch buffers come from.
 package trainer
 
 import (
