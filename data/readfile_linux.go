@@ -15,7 +15,7 @@ func openRead(path string, scratch *[]byte) (int, error) {
 	*scratch = b
 	for {
 		fd, _, errno := syscall.Syscall6(syscall.SYS_OPENAT, uintptr(atFDCWD), uintptr(unsafe.Pointer(&b[0])),
-			uintptr(syscall.O_RDONLY|syscall.O_CLOEXEC), 0, 0, 0)
+			uintptr(syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NONBLOCK), 0, 0, 0) // O_NONBLOCK: a FIFO must not block the open; fstat then refuses it
 		switch errno {
 		case 0:
 			return int(fd), nil
