@@ -301,15 +301,39 @@ func reuseNRGBA(dst *image.NRGBA, w, h int) *image.NRGBA {
 // read reads the file at path into d.file, growing it only when a file is
 // larger than any before it.
 func (d *Decoder) read(path string) ([]byte, error) {
-	b, err := readFile(path, d.file, &d.path)
+	b, err := readFile(path, d.file, &d.path, maxFileBytes(d.MaxPixels))
 	if cap(b) > cap(d.file) {
 		d.file = b[:0]
+	}
+	var big *fileSizeError
+	if errors.As(err, &big) {
+		return nil, &ImageError{path, fmt.Errorf("%w: %v", ErrTooLarge, err)}
 	}
 	if err != nil {
 		return nil, &ImageError{path, fmt.Errorf("%w: %w", ErrUnreadable, err)}
 	}
 	return b, nil
 }
+
+// maxFileBytes bounds the bytes read for one image, so that a huge file
+// named .jpg is refused before it is read into memory: no JPEG or PNG of
+// maxPixels pixels needs more than 4 bytes a pixel (RGBA, stored
+// uncompressed) and a megabyte of headers.
+func maxFileBytes(maxPixels int) int64 {
+	if maxPixels <= 0 {
+		maxPixels = DefaultMaxPixels
+	}
+	return 4*int64(maxPixels) + 1<<20
+}
+
+// fileSizeError is a file too large to be an image within the pixel limit.
+type fileSizeError struct{ size, limit int64 }
+
+func (e *fileSizeError) Error() string {
+	return fmt.Sprintf("the file has %d bytes, more than any image within max_pixels can take (%d)", e.size, e.limit)
+}
+
+func fileTooLarge(size, limit int64) error { return &fileSizeError{size, limit} }
 
 func decodeErr(format string, err error) error {
 	switch err.(type) {

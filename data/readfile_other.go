@@ -9,7 +9,7 @@ import (
 )
 
 // readFile reads the regular file at path into buf (grown if too small).
-func readFile(path string, buf []byte, _ *[]byte) ([]byte, error) {
+func readFile(path string, buf []byte, _ *[]byte, maxBytes int64) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return buf[:0], err
@@ -21,6 +21,9 @@ func readFile(path string, buf []byte, _ *[]byte) ([]byte, error) {
 	}
 	if !fi.Mode().IsRegular() {
 		return buf[:0], fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
+	}
+	if fi.Size() > maxBytes {
+		return buf[:0], fileTooLarge(fi.Size(), maxBytes)
 	}
 	n := int(fi.Size())
 	if cap(buf) < n {

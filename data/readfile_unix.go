@@ -14,7 +14,7 @@ import (
 // would allocate an *os.File and try to register the descriptor with the
 // network poller (an extra epoll_ctl that fails for regular files) on
 // every image; the path's C copy lives in *pathBuf.
-func readFile(path string, buf []byte, pathBuf *[]byte) ([]byte, error) {
+func readFile(path string, buf []byte, pathBuf *[]byte, maxBytes int64) ([]byte, error) {
 	fd, err := openRead(path, pathBuf)
 	if err != nil {
 		return buf[:0], &fs.PathError{Op: "open", Path: path, Err: err}
@@ -26,6 +26,9 @@ func readFile(path string, buf []byte, pathBuf *[]byte) ([]byte, error) {
 	}
 	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
 		return buf[:0], fmt.Errorf("not a regular file (%s)", fs.FileMode(st.Mode&syscall.S_IFMT).Type())
+	}
+	if st.Size > maxBytes {
+		return buf[:0], fileTooLarge(st.Size, maxBytes)
 	}
 	n := int(st.Size)
 	if cap(buf) < n {
