@@ -81,6 +81,13 @@ func TestMain(m *testing.M) {
 			os.RemoveAll(dir)
 		}
 	}
+	// No goroutine may outlive the tests (the loader's workers above all).
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goroutines left after the tests: %v\n", err)
+			code = 1
+		}
+	}
 	os.Exit(code)
 }
 
