@@ -70,21 +70,8 @@ var scratchPool = sync.Pool{New: func() any {
 // transB), C is m×n; lda, ldb, ldc are the row strides of A, B and C as
 // stored. With beta == 0, C is not read (it may hold anything).
 func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	if m < 0 || n < 0 || k < 0 {
-		panic(fmt.Sprintf("gemm.Sgemm: negative size m=%d n=%d k=%d", m, n, k))
-	}
-	if m == 0 || n == 0 {
+	if !begin("Sgemm", transA, m, n, k, alpha, a, lda, beta, c, ldc) {
 		return
-	}
-	checkLen("C", c, m, n, ldc)
-	if k == 0 || alpha == 0 {
-		scale(m, n, beta, c, ldc)
-		return
-	}
-	if transA {
-		checkLen("A", a, k, m, lda)
-	} else {
-		checkLen("A", a, m, k, lda)
 	}
 	if transB {
 		checkLen("B", b, n, k, ldb)
@@ -100,25 +87,35 @@ func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 
 // SgemmPanels is Sgemm with op(B) (k×n) given by a Panels source.
 func SgemmPanels(transA bool, m, n, k int, alpha float32, a []float32, lda int, b Panels, beta float32, c []float32, ldc int) {
+	if !begin("SgemmPanels", transA, m, n, k, alpha, a, lda, beta, c, ldc) {
+		return
+	}
+	s := scratchPool.Get().(*scratch)
+	multiply(s, transA, m, n, k, alpha, a, lda, b, beta, c, ldc)
+	scratchPool.Put(s)
+}
+
+// begin checks the sizes and the A and C slices shared by Sgemm and
+// SgemmPanels, and does the whole job when no product is needed (an empty
+// C, or only C·beta). It reports whether the product remains to be done.
+func begin(fn string, transA bool, m, n, k int, alpha float32, a []float32, lda int, beta float32, c []float32, ldc int) bool {
 	if m < 0 || n < 0 || k < 0 {
-		panic(fmt.Sprintf("gemm.SgemmPanels: negative size m=%d n=%d k=%d", m, n, k))
+		panic(fmt.Sprintf("gemm.%s: negative size m=%d n=%d k=%d", fn, m, n, k))
 	}
 	if m == 0 || n == 0 {
-		return
+		return false
 	}
 	checkLen("C", c, m, n, ldc)
 	if k == 0 || alpha == 0 {
 		scale(m, n, beta, c, ldc)
-		return
+		return false
 	}
 	if transA {
 		checkLen("A", a, k, m, lda)
 	} else {
 		checkLen("A", a, m, k, lda)
 	}
-	s := scratchPool.Get().(*scratch)
-	multiply(s, transA, m, n, k, alpha, a, lda, b, beta, c, ldc)
-	scratchPool.Put(s)
+	return true
 }
 
 // multiply is the blocked product (the loops around the micro-kernel in
