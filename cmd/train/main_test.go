@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"stoke/config"
+	"stoke/data"
 	"stoke/trace"
 )
 
@@ -104,7 +105,14 @@ func TestMemoryStaysFlat(t *testing.T) {
 	if raceEnabled {
 		t.Skip("under -race the detector's own memory grows with every goroutine; .ci/run runs this test without it")
 	}
-	args, runDir := smallArgs(t, "--epochs", "5", "--image-size", "32", "--batch-size", "32",
+	// With image/jpeg (no libjpeg-turbo) every image is fresh garbage and the
+	// heap saws between the live size and twice that, so peak RSS follows the
+	// collector's timing (5-20% over the first epochs, then flat; seen on the
+	// quickstart), not a leak. The bound below is for the turbo path.
+	if name := data.DecoderName(data.DecoderTurbo); strings.HasPrefix(name, "unavailable") {
+		t.Skip("libjpeg-turbo is not installed (apt-get install libturbojpeg0): " + name)
+	}
+	args, runDir := smallArgs(t, "--data.decoder", "turbo", "--epochs", "5", "--image-size", "32", "--batch-size", "32",
 		"--model.conv", "[{channels: 16, kernel: 3, pool: true}, {channels: 32, kernel: 3, pool: true}]")
 	if out, err := command(args...).CombinedOutput(); err != nil {
 		t.Fatalf("%v\n%s", err, out)
