@@ -57,6 +57,16 @@ func drawJitter(strength [numOps]float64, rng *rand.Rand) jitter {
 // clamps as applying each op to the whole image in turn (adjust_brightness,
 // adjust_contrast, adjust_saturation); only the order of memory traffic
 // differs, so the values are the same, bit for bit.
+// loadChunk copies pixels lo..lo+m of each of the three planes of pix (CHW,
+// n pixels a plane) into buf and returns the three filled slices.
+func loadChunk(buf *[3][256]float32, pix []float32, n, lo, m int) (r, g, b []float32) {
+	r, g, b = buf[0][:m], buf[1][:m], buf[2][:m]
+	copy(r, pix[lo:lo+m])
+	copy(g, pix[n+lo:n+lo+m])
+	copy(b, pix[2*n+lo:2*n+lo+m])
+	return r, g, b
+}
+
 func (j *jitter) finish(pix []float32, n int, out output) {
 	const chunk = 256
 	var buf [3][chunk]float32
@@ -80,10 +90,7 @@ func (j *jitter) finish(pix []float32, n int, out output) {
 		var sum float64
 		for lo := 0; lo < n; lo += chunk {
 			m := min(chunk, n-lo)
-			r, g, b := buf[0][:m], buf[1][:m], buf[2][:m]
-			copy(r, pix[lo:lo+m])
-			copy(g, pix[n+lo:n+lo+m])
-			copy(b, pix[2*n+lo:2*n+lo+m])
+			r, g, b := loadChunk(&buf, pix, n, lo, m)
 			for _, op := range before {
 				j.run(op, r, g, b, 0)
 			}
@@ -95,10 +102,7 @@ func (j *jitter) finish(pix []float32, n int, out output) {
 	}
 	for lo := 0; lo < n; lo += chunk {
 		m := min(chunk, n-lo)
-		r, g, b := buf[0][:m], buf[1][:m], buf[2][:m]
-		copy(r, pix[lo:lo+m])
-		copy(g, pix[n+lo:n+lo+m])
-		copy(b, pix[2*n+lo:2*n+lo+m])
+		r, g, b := loadChunk(&buf, pix, n, lo, m)
 		for _, op := range active {
 			j.run(op, r, g, b, contrastM)
 		}
