@@ -1,6 +1,8 @@
 package data
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -186,4 +188,43 @@ func walkImages(dir string, out *[]string) error {
 		}
 	}
 	return nil
+}
+
+// FileList sums up the files of a dataset's two splits, so that a resumed
+// run can tell whether it sees the dataset its checkpoint was trained on.
+type FileList struct {
+	Train int `json:"train"` // images in train/
+	Val   int `json:"val"`   // images in val/
+	// SHA256 is the hex SHA-256 of every image's path relative to the
+	// dataset folder ("train/cat/1.jpg", forward slashes, the name's bytes
+	// as they are) and size in bytes, sorted by path: the same wherever the
+	// dataset is kept, different when a file is added, removed, renamed or
+	// changes size.
+	SHA256 string `json:"sha256"`
+}
+
+// ListFiles computes the FileList of train and val (as Scan returns them),
+// reading each image's size, not its bytes.
+func ListFiles(train, val *Index) (FileList, error) {
+	var entries []string
+	for _, ix := range []*Index{train, val} {
+		split := filepath.Base(ix.Root)
+		for _, s := range ix.Samples {
+			rel, err := filepath.Rel(ix.Root, s.Path)
+			if err != nil {
+				return FileList{}, fmt.Errorf("data: %s: %w", s.Path, err)
+			}
+			fi, err := os.Stat(s.Path)
+			if err != nil {
+				return FileList{}, fmt.Errorf("data: image %s: %w", s.Path, err)
+			}
+			entries = append(entries, fmt.Sprintf("%s/%s\x00%d\n", split, filepath.ToSlash(rel), fi.Size()))
+		}
+	}
+	slices.Sort(entries)
+	h := sha256.New()
+	for _, e := range entries {
+		h.Write([]byte(e))
+	}
+	return FileList{Train: len(train.Samples), Val: len(val.Samples), SHA256: hex.EncodeToString(h.Sum(nil))}, nil
 }

@@ -152,3 +152,59 @@ func TestScanSymlinks(t *testing.T) {
 		t.Fatal("Scan did not return within 10s: symlink loop followed")
 	}
 }
+
+// TestListFilesTellsDatasetsApart: the file list is the same wherever the
+// dataset lies and changes with any file added, resized or renamed.
+func TestListFilesTellsDatasetsApart(t *testing.T) {
+	make := func(extra func(root string)) FileList {
+		t.Helper()
+		root := t.TempDir()
+		mkTree(t, root, "train/a/1.jpg", "train/b/2.jpg", "val/a/3.jpg", "val/b/4.jpg")
+		if extra != nil {
+			extra(root)
+		}
+		tr, va, err := Scan(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fl, err := ListFiles(tr, va)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fl
+	}
+	base := make(nil)
+	if base.Train != 2 || base.Val != 2 || len(base.SHA256) != 64 {
+		t.Fatalf("file list %+v", base)
+	}
+	if again := make(nil); again != base {
+		t.Errorf("the same files elsewhere: %+v, then %+v", base, again)
+	}
+	write := func(rel, text string) func(string) {
+		return func(root string) { os.WriteFile(filepath.Join(root, rel), []byte(text), 0o644) }
+	}
+	for name, change := range map[string]func(string){
+		"added":   write("train/a/5.jpg", ""),
+		"resized": write("train/a/1.jpg", "x"),
+		"renamed": func(root string) { os.Rename(filepath.Join(root, "val/b/4.jpg"), filepath.Join(root, "val/b/9.jpg")) },
+	} {
+		if got := make(change); got.SHA256 == base.SHA256 {
+			t.Errorf("%s: digest unchanged (%+v)", name, got)
+		}
+	}
+}
+
+// TestScanKeepsClassNameBytes: a class folder whose name is not UTF-8 keeps
+// its bytes as they are.
+func TestScanKeepsClassNameBytes(t *testing.T) {
+	root := t.TempDir()
+	odd := "caf\xe9" // Latin-1, not UTF-8
+	mkTree(t, root, "train/"+odd+"/1.jpg", "train/b/2.jpg", "val/"+odd+"/3.jpg", "val/b/4.jpg")
+	tr, _, err := Scan(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(tr.Classes, []string{"b", odd}) {
+		t.Errorf("classes %q", tr.Classes)
+	}
+}
