@@ -52,7 +52,7 @@ func epochMetrics(epoch, epochs int, tr trainResult, ev evalResult, wall time.Du
 		ValLoss:       div(ev.LossSum, float64(ev.Images)),
 		ValTop1:       div(float64(ev.Top1), float64(ev.Images)),
 		ValTop5:       div(float64(ev.Top5), float64(ev.Images)),
-		ImgPerSec:     div(float64(tr.Images), tr.Wall.Seconds()),
+		ImgPerSec:     div(float64(tr.ImagesNow), tr.Wall.Seconds()), // this invocation's images: a resumed epoch's others took no time here
 		WaitShare:     div(tr.Wait.Seconds(), tr.Wall.Seconds()),
 		ComputeShare:  div(tr.Compute.Seconds(), tr.Wall.Seconds()),
 		TrainSeconds:  tr.Wall.Seconds(),

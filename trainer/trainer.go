@@ -26,7 +26,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
-	"slices"
+	"strings"
 	"time"
 
 	"stoke/augment"
@@ -56,6 +56,9 @@ type Options struct {
 type Summary struct {
 	RunDir string
 	Epochs []EpochMetrics // this invocation's epochs
+	// CheckpointEpochs is, for a resume with nothing left to train, the
+	// epochs its checkpoint has.
+	CheckpointEpochs int
 }
 
 // ErrNoCUDA is returned for device cuda in a build without CUDA support.
@@ -83,6 +86,40 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 	if cfg.Train.Threads > 0 {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(cfg.Train.Threads))
 	}
+	// Where the run goes, and where it starts from.
+	run := cfg.Train.Out
+	var start *checkpointState
+	sameRun := false
+	if cfg.Train.Resume != "" {
+		var err error
+		if start, err = loadCheckpointState(cfg.Train.Resume); err != nil {
+			return nil, err
+		}
+		if err := compatible(start, cfg); err != nil {
+			return nil, err
+		}
+		if start.Epoch >= cfg.Train.Epochs { // nothing to do: touch nothing
+			fmt.Fprintf(out, "nothing to train: the checkpoint %s has %s done and train.epochs is %d; nothing was changed (a larger --epochs continues the run)\n", start.Dir, epochsDone(start), cfg.Train.Epochs)
+			return &Summary{RunDir: runOf(cfg.Train.Resume), CheckpointEpochs: start.Epoch}, nil
+		}
+		sameRun = sameFolder(runOf(cfg.Train.Resume), run)
+		if start.Config.Train.Epochs != cfg.Train.Epochs {
+			fmt.Fprintf(out, "note: train.epochs changed from %d to %d; the learning-rate schedule is stretched to the new length\n", start.Config.Train.Epochs, cfg.Train.Epochs)
+		}
+		if start.Unverified {
+			fmt.Fprintf(out, "note: %s was written by an older stoke (format 1): its files, decoder and dataset cannot be checked\n", start.Dir)
+		}
+	}
+	folder, err := claimRunFolder(run, sameRun, out)
+	if err != nil {
+		var used *usedFolderError
+		if errors.As(err, &used) && start != nil {
+			return nil, fmt.Errorf("cannot resume %s into --out %s: that folder holds another run (%s), and the two would be mixed; continue that one with --resume %s, or choose an empty --out", cfg.Train.Resume, run, strings.Join(used.Found, ", "), run)
+		}
+		return nil, err
+	}
+	defer folder.release()
+
 	// The dataset.
 	root, trainSet, valSet, err := openDataset(cfg.Data, out)
 	if err != nil {
@@ -91,25 +128,15 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 	if len(trainSet.Classes) < 2 {
 		return nil, fmt.Errorf("dataset %s has one class (%s); a classifier needs at least two classes, each a folder of images under train/ and val/", root, trainSet.Classes[0])
 	}
-
-	// Where the run goes, and where it starts from.
-	run := cfg.Train.Out
-	var start *checkpointState
-	if cfg.Train.Resume != "" {
-		if start, err = loadCheckpointState(cfg.Train.Resume); err != nil {
-			return nil, err
-		}
-		if err := compatible(start.Config, cfg, out); err != nil {
-			return nil, err
-		}
-		if !slices.Equal(start.Classes, trainSet.Classes) {
-			return nil, fmt.Errorf("cannot resume from %s: it was trained on classes %v, the dataset at %s has %v", start.Dir, start.Classes, root, trainSet.Classes)
-		}
-	} else if dir, ok := latestCheckpoint(run); ok {
-		return nil, fmt.Errorf("run folder %s already holds a checkpoint (%s): continue it with --resume %s, or choose another --out", run, dir, run)
+	files, err := data.ListFiles(trainSet, valSet)
+	if err != nil {
+		return nil, err
 	}
-	if err := os.MkdirAll(run, 0o755); err != nil {
-		return nil, fmt.Errorf("run folder: %w", err)
+	decoder := resolvedDecoder(cfg.Data.Decoder)
+	if start != nil {
+		if err := sameInputs(start, root, trainSet.Classes, files, decoder, cfg.Data.Decoder); err != nil {
+			return nil, err
+		}
 	}
 	resolved, err := cfg.Marshal()
 	if err != nil {
@@ -158,6 +185,12 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 	fmt.Fprintf(out, "loader: %d workers, JPEG decoder %s, %s batches in %s memory\n", cfg.Data.Workers, trainLoader.DecoderName(), trainLoader.DType(), allocName(dev.Alloc))
 	defer trainLoader.Close()
 	defer valLoader.Close()
+	if start != nil && !start.Unverified && start.StepsPerEpoch != trainLoader.NumBatches() {
+		return nil, fmt.Errorf("cannot resume from %s: its epochs had %d steps, this run's have %d", start.Dir, start.StepsPerEpoch, trainLoader.NumBatches())
+	}
+	if start != nil && start.Step != start.Epoch*trainLoader.NumBatches()+start.Partial.Batches {
+		return nil, fmt.Errorf("resume: %s is inconsistent: step %d, but %d epochs of %d steps and %d batches make %d", filepath.Join(start.Dir, stateFile), start.Step, start.Epoch, trainLoader.NumBatches(), start.Partial.Batches, start.Epoch*trainLoader.NumBatches()+start.Partial.Batches)
+	}
 
 	metrics, err := openMetrics(run, firstEpoch)
 	if err != nil {
@@ -175,7 +208,8 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 	sum := &Summary{RunDir: run}
 	save := func(epochsDone int, p progressState) (string, error) {
 		return saveCheckpoint(run, checkpointState{
-			Epoch: epochsDone, Step: step, Partial: p, Config: cfg, Classes: trainSet.Classes,
+			Epoch: epochsDone, Step: step, StepsPerEpoch: trainLoader.NumBatches(), Partial: p, Config: cfg,
+			Classes: trainSet.Classes, Decoder: decoder, Dataset: files,
 			Params: net.Params(), Optim: net.OptimizerState(),
 		}, cfg.Train.KeepCkpts)
 	}
@@ -249,7 +283,7 @@ type InterruptedError struct {
 }
 
 func (e *InterruptedError) Error() string {
-	return fmt.Sprintf("interrupted; the run is saved in checkpoint %s: continue with --resume %s", e.Checkpoint, e.Run)
+	return fmt.Sprintf("interrupted; the run is saved in checkpoint %s: continue with --resume %s", e.Checkpoint, shellQuote(e.Run))
 }
 
 func (e *InterruptedError) Unwrap() error { return e.Err }
@@ -264,9 +298,12 @@ type progressState struct {
 	LossSum float64 `json:"loss_sum"` // JSON keeps float64 exactly
 }
 
-// trainResult is one epoch's training half.
+// trainResult is one epoch's training half. Its progressState covers the
+// whole epoch, also the part an interrupted run did; the times and
+// ImagesNow only this invocation's part of it.
 type trainResult struct {
 	progressState
+	ImagesNow     int           // images trained in this invocation
 	Wait          time.Duration // blocked in the loader
 	Copy, Compute time.Duration // as the backend measures them (StepTimer), else all compute
 	Wall          time.Duration
@@ -317,9 +354,10 @@ func trainEpoch(ctx context.Context, feed *feeder, loader *data.Loader, epoch in
 		traceStep(opt.Trace, p, t2, copyTime, computeTime, res.Loss)
 		r.Batches++
 		r.Images += p.batch.N
+		r.ImagesNow += p.batch.N
 		r.Correct += res.Correct
 		r.LossSum += res.Loss * float64(p.batch.N)
-		bar.Step(r.LossSum/float64(r.Images), float64(r.Correct)/float64(r.Images), float64(r.Images)/time.Since(start).Seconds(), p.lr)
+		bar.Step(r.LossSum/float64(r.Images), float64(r.Correct)/float64(r.Images), float64(r.ImagesNow)/time.Since(start).Seconds(), p.lr)
 		if opt.afterStep != nil {
 			opt.afterStep(p.step + 1)
 		}
@@ -345,6 +383,9 @@ func trainEpoch(ctx context.Context, feed *feeder, loader *data.Loader, epoch in
 		}
 		if i < r.Batches { // done before the interruption: same batch, already learnt
 			b.Release()
+			// The epoch's figures are of the part this invocation
+			// trains: its wall time starts after the skipped batches.
+			start = time.Now()
 			continue
 		}
 		t1 := time.Now()
@@ -493,3 +534,12 @@ func allocName(a data.Allocator) string {
 }
 
 func vec3(v []float64) [3]float32 { return [3]float32{float32(v[0]), float32(v[1]), float32(v[2])} }
+
+// shellQuote quotes s for a POSIX shell when it holds anything but plain
+// path characters, so that a printed command runs as printed.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+=:,@%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

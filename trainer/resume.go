@@ -1,0 +1,78 @@
+package trainer
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"stoke/data"
+)
+
+// What a resume checks beyond the config: that the numbers it goes on to
+// compute are those the uninterrupted run would have computed. The same
+// class names (byte for byte), the same files, the same JPEG decoder.
+
+// resolvedDecoder names the JPEG decoder data.decoder resolves to on this
+// machine: "libjpeg-turbo" or "image/jpeg", as recorded in state.json.
+func resolvedDecoder(kind string) string {
+	if strings.HasPrefix(data.DecoderName(kind), "libjpeg-turbo") {
+		return "libjpeg-turbo"
+	}
+	return "image/jpeg"
+}
+
+// sameInputs refuses a resume whose dataset or decoder is not the
+// checkpoint's: either would change every later number.
+func sameInputs(st *checkpointState, root string, classes []string, files data.FileList, decoder, decoderSetting string) error {
+	if !slices.Equal(st.Classes, classes) {
+		return fmt.Errorf("cannot resume from %s: it was trained on classes %s, the dataset at %s has %s", st.Dir, showClasses(st.Classes), root, showClasses(classes))
+	}
+	if st.Unverified {
+		return nil
+	}
+	if st.Dataset != files {
+		what := fmt.Sprintf("%d train / %d val images then, %d / %d now", st.Dataset.Train, st.Dataset.Val, files.Train, files.Val)
+		if st.Dataset.Train == files.Train && st.Dataset.Val == files.Val {
+			what = fmt.Sprintf("as many images (%d train / %d val), but other files or sizes: file-list SHA-256 %.12s… then, %.12s… now", files.Train, files.Val, st.Dataset.SHA256, files.SHA256)
+		}
+		return fmt.Errorf("cannot resume from %s: the dataset at %s is not the one it was trained on (%s); resuming would not continue the same run: restore the dataset, or start a new run", st.Dir, root, what)
+	}
+	if st.Decoder != decoder {
+		return fmt.Errorf("cannot resume from %s: its run decoded JPEGs with %s, this one would use %s (data.decoder %s: %s), which gives other pixels and so other numbers: run where the checkpoint's decoder is available (libjpeg-turbo: apt-get install libturbojpeg0), or start a new run", st.Dir, st.Decoder, decoder, decoderSetting, data.DecoderName(decoderSetting))
+	}
+	return nil
+}
+
+func showClasses(c []string) string {
+	shown := make([]string, len(c))
+	for i, name := range c {
+		shown[i] = fmt.Sprintf("%q", name)
+	}
+	return "[" + strings.Join(shown, " ") + "]"
+}
+
+// epochsDone says how far a checkpoint got: "3 epochs", "3 epochs and 17
+// batches".
+func epochsDone(st *checkpointState) string {
+	s := fmt.Sprintf("%d epochs", st.Epoch)
+	if st.Partial.Batches > 0 {
+		s += fmt.Sprintf(" and %d batches of epoch %d", st.Partial.Batches, st.Epoch+1)
+	}
+	return s
+}
+
+// sameFolder reports whether a and b name the same folder, also through a
+// different spelling or a link; two folders that do not exist are the same
+// when their cleaned absolute paths are.
+func sameFolder(a, b string) bool {
+	fa, ea := os.Stat(a)
+	fb, eb := os.Stat(b)
+	if ea == nil && eb == nil {
+		return os.SameFile(fa, fb)
+	}
+	aa, _ := filepath.Abs(a)
+	ab, _ := filepath.Abs(b)
+	return aa == ab
+}

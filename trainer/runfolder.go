@@ -1,0 +1,156 @@
+package trainer
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// A run folder belongs to one run, written by one trainer at a time:
+//
+//   - the trainer holds an exclusive lock (flock, runlock_unix.go) on
+//     RUN/.lock for as long as it runs, with its PID written in the file, so
+//     a second trainer on the same folder stops at once, naming the first;
+//   - a fresh run (or a resume into another --out) refuses a folder that
+//     holds any run's files, readable or not;
+//   - what a killed write left behind (checkpoints/.epoch-N.tmp-*,
+//     .latest.json.tmp-*, ...) is removed once the lock is held.
+
+const lockFile = ".lock"
+
+// runFiles are the names whose presence makes a folder a run's.
+var runFiles = []string{"config.yaml", "metrics.jsonl", latestFile, "checkpoints"}
+
+// runFolder is a run folder claimed by this process.
+type runFolder struct {
+	dir     string
+	lock    *os.File
+	created bool // the folder did not exist before the claim
+}
+
+// claimRunFolder creates dir if need be, locks it, and checks that it may
+// be written: sameRun says it holds the run being continued (a resume into
+// its own folder); otherwise it must hold no run's files. It removes the
+// leftovers of killed writes, saying so on out.
+func claimRunFolder(dir string, sameRun bool, out io.Writer) (*runFolder, error) {
+	_, statErr := os.Stat(dir)
+	rf := &runFolder{dir: dir, created: errors.Is(statErr, fs.ErrNotExist)}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("run folder: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, lockFile), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		rf.abandon()
+		return nil, fmt.Errorf("run folder %s: cannot open its lock file: %w", dir, err)
+	}
+	rf.lock = f
+	held, err := lockExclusive(f)
+	switch {
+	case errors.Is(err, errNoLocking):
+		fmt.Fprintf(out, "note: run folders cannot be locked on this system (%v): do not start two trainers on %s\n", err, dir)
+	case err != nil:
+		rf.abandon()
+		return nil, fmt.Errorf("run folder %s: cannot lock %s: %w", dir, lockFile, err)
+	case !held:
+		holder := "another process"
+		if b, _ := os.ReadFile(f.Name()); len(strings.TrimSpace(string(b))) > 0 {
+			holder = "PID " + strings.TrimSpace(string(b))
+		}
+		f.Close()
+		rf.lock = nil
+		return nil, fmt.Errorf("run folder %s is in use by another trainer (%s holds %s): wait for it to end, or choose another --out", dir, holder, f.Name())
+	}
+	if err := f.Truncate(0); err == nil {
+		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	if !sameRun {
+		if found := runFilesIn(dir); len(found) > 0 {
+			rf.release()
+			return nil, &usedFolderError{Dir: dir, Found: found}
+		}
+	}
+	if removed := removeLeftovers(dir); len(removed) > 0 {
+		fmt.Fprintf(out, "removed %d leftovers of an interrupted write: %s\n", len(removed), strings.Join(removed, ", "))
+	}
+	return rf, nil
+}
+
+// usedFolderError is a run folder that already holds a run's files.
+type usedFolderError struct {
+	Dir   string
+	Found []string
+}
+
+func (e *usedFolderError) Error() string {
+	return fmt.Sprintf("run folder %s already holds a run (%s): continue it with --resume %s, or choose another --out; nothing was changed", e.Dir, strings.Join(e.Found, ", "), e.Dir)
+}
+
+// runFilesIn lists the run files dir holds.
+func runFilesIn(dir string) []string {
+	var found []string
+	for _, name := range runFiles {
+		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
+			if name == "checkpoints" {
+				name += "/"
+			}
+			found = append(found, name)
+		}
+	}
+	return found
+}
+
+// removeLeftovers removes the temporary files and folders that
+// writeFileAtomic and saveCheckpoint leave when killed mid-write, and
+// returns their paths relative to dir.
+func removeLeftovers(dir string) []string {
+	var removed []string
+	for _, d := range []string{dir, filepath.Join(dir, "checkpoints")} {
+		entries, _ := os.ReadDir(d)
+		for _, e := range entries {
+			if isLeftover(e.Name()) && os.RemoveAll(filepath.Join(d, e.Name())) == nil {
+				rel, _ := filepath.Rel(dir, filepath.Join(d, e.Name()))
+				removed = append(removed, rel)
+			}
+		}
+	}
+	return removed
+}
+
+// isLeftover matches the temporary names ".NAME.tmp-RANDOM".
+func isLeftover(name string) bool {
+	i := strings.LastIndex(name, ".tmp-")
+	return strings.HasPrefix(name, ".") && i > 1 && i+len(".tmp-") < len(name)
+}
+
+// release unlocks the folder. A folder this claim created and that holds
+// nothing but the lock file is removed with it.
+func (rf *runFolder) release() {
+	if rf == nil || rf.lock == nil {
+		return
+	}
+	if rf.created {
+		if entries, err := os.ReadDir(rf.dir); err == nil && len(entries) == 1 && entries[0].Name() == lockFile {
+			os.Remove(rf.lock.Name())
+			os.Remove(rf.dir)
+		}
+	}
+	rf.lock.Close() // closing the descriptor releases the flock
+	rf.lock = nil
+}
+
+// abandon undoes a claim that failed before the lock was taken.
+func (rf *runFolder) abandon() {
+	if rf.lock != nil {
+		rf.lock.Close()
+		rf.lock = nil
+	}
+	if rf.created {
+		os.Remove(filepath.Join(rf.dir, lockFile))
+		os.Remove(rf.dir)
+	}
+}
