@@ -36,37 +36,18 @@ type runFolder struct {
 // claimRunFolder creates dir if need be, locks it, and checks that it may
 // be written: sameRun says it holds the run being continued (a resume into
 // its own folder); otherwise it must hold no run's files. It removes the
-// leftovers of killed writes, saying so on out.
+// leftovers of killed writes, saying so on out. A refused claim changes
+// nothing on disk.
 func claimRunFolder(dir string, sameRun bool, out io.Writer) (*runFolder, error) {
 	_, statErr := os.Stat(dir)
 	rf := &runFolder{dir: dir, created: errors.Is(statErr, fs.ErrNotExist)}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("run folder: %w", err)
-	}
-	f, err := os.OpenFile(filepath.Join(dir, lockFile), os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		rf.abandon()
-		return nil, fmt.Errorf("run folder %s: cannot open its lock file: %w", dir, err)
-	}
-	rf.lock = f
-	held, err := lockExclusive(f)
-	switch {
-	case errors.Is(err, errNoLocking):
-		fmt.Fprintf(out, "note: run folders cannot be locked on this system (%v): do not start two trainers on %s\n", err, dir)
-	case err != nil:
-		rf.abandon()
-		return nil, fmt.Errorf("run folder %s: cannot lock %s: %w", dir, lockFile, err)
-	case !held:
-		holder := "another process"
-		if b, _ := os.ReadFile(f.Name()); len(strings.TrimSpace(string(b))) > 0 {
-			holder = "PID " + strings.TrimSpace(string(b))
+	lockPath := filepath.Join(dir, lockFile)
+	// A folder in use says so first, whatever it holds.
+	if f, err := os.OpenFile(lockPath, os.O_RDWR, 0); err == nil {
+		rf.lock = f
+		if err := rf.takeLock(out); err != nil {
+			return nil, err
 		}
-		f.Close()
-		rf.lock = nil
-		return nil, fmt.Errorf("run folder %s is in use by another trainer (%s holds %s): wait for it to end, or choose another --out", dir, holder, f.Name())
-	}
-	if err := f.Truncate(0); err == nil {
-		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
 	if !sameRun {
 		if found := runFilesIn(dir); len(found) > 0 {
@@ -74,10 +55,55 @@ func claimRunFolder(dir string, sameRun bool, out io.Writer) (*runFolder, error)
 			return nil, &usedFolderError{Dir: dir, Found: found}
 		}
 	}
+	if rf.lock == nil {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("run folder: %w", err)
+		}
+		f, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			rf.abandon()
+			return nil, fmt.Errorf("run folder %s: cannot open its lock file: %w", dir, err)
+		}
+		rf.lock = f
+		if err := rf.takeLock(out); err != nil {
+			return nil, err
+		}
+		// Another trainer may have written the folder between the look
+		// above and the lock.
+		if found := runFilesIn(dir); !sameRun && len(found) > 0 {
+			rf.release()
+			return nil, &usedFolderError{Dir: dir, Found: found}
+		}
+	}
+	if err := rf.lock.Truncate(0); err == nil {
+		rf.lock.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
 	if removed := removeLeftovers(dir); len(removed) > 0 {
 		fmt.Fprintf(out, "removed %d leftovers of an interrupted write: %s\n", len(removed), strings.Join(removed, ", "))
 	}
 	return rf, nil
+}
+
+// takeLock locks rf.lock, or closes it and says who holds it.
+func (rf *runFolder) takeLock(out io.Writer) error {
+	f := rf.lock
+	held, err := lockExclusive(f)
+	switch {
+	case errors.Is(err, errNoLocking):
+		fmt.Fprintf(out, "note: run folders cannot be locked on this system (%v): do not start two trainers on %s\n", err, rf.dir)
+	case err != nil:
+		rf.abandon()
+		return fmt.Errorf("run folder %s: cannot lock %s: %w", rf.dir, f.Name(), err)
+	case !held:
+		holder := "another process"
+		if b, _ := os.ReadFile(f.Name()); len(strings.TrimSpace(string(b))) > 0 {
+			holder = "PID " + strings.TrimSpace(string(b))
+		}
+		f.Close()
+		rf.lock = nil
+		return fmt.Errorf("run folder %s is in use by another trainer (%s holds %s): wait for it to end, or choose another --out", rf.dir, holder, f.Name())
+	}
+	return nil
 }
 
 // usedFolderError is a run folder that already holds a run's files.

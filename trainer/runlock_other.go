@@ -13,3 +13,5 @@ import (
 var errNoLocking = errors.New("no flock on " + runtime.GOOS)
 
 func lockExclusive(*os.File) (bool, error) { return true, errNoLocking }
+
+const lockSupported = false

@@ -25,3 +25,5 @@ func lockExclusive(f *os.File) (held bool, err error) {
 	}
 	return err == nil, err
 }
+
+const lockSupported = true
