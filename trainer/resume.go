@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"stoke/config"
 	"stoke/data"
 )
 
@@ -75,4 +76,20 @@ func sameFolder(a, b string) bool {
 	aa, _ := filepath.Abs(a)
 	ab, _ := filepath.Abs(b)
 	return aa == ab
+}
+
+// ResumeBase is the config `--resume path` continues with, before the
+// command line: the run folder's own config.yaml (the run as last asked
+// for), or the checkpoint's config where config.yaml is missing or does
+// not parse; and the run folder the path belongs to.
+func ResumeBase(path string) (config.Config, string, error) {
+	run := runOf(path)
+	if cfg, err := config.Load(filepath.Join(run, "config.yaml")); err == nil {
+		return cfg, run, nil
+	}
+	st, err := loadCheckpointState(path)
+	if err != nil {
+		return config.Config{}, "", err
+	}
+	return st.Config, run, nil
 }

@@ -77,7 +77,13 @@ func trainCmd(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	cfg, err := loadConfig(*cfgPath)
-	if err == nil {
+	if resume := resumeFlag(*overrides, cfg); err == nil && resume != "" {
+		var file *config.Config
+		if *cfgPath != "" {
+			file = &cfg
+		}
+		cfg, err = resumeConfig(resume, file, *cfgPath, *overrides)
+	} else if err == nil {
 		err = cfg.Apply(*overrides)
 	}
 	if err == nil {
@@ -113,10 +119,48 @@ func trainCmd(args []string, stdout, stderr io.Writer) int {
 		last := sum.Epochs[n-1]
 		fmt.Fprintf(stdout, "done: val top-1 %.1f%%, top-5 %.1f%%; run folder %s (metrics.jsonl, config.yaml, checkpoints/)\n",
 			100*last.ValTop1, 100*last.ValTop5, sum.RunDir)
-	} else {
-		fmt.Fprintf(stdout, "done: nothing to train, the checkpoint already has %d epochs\n", cfg.Train.Epochs)
 	}
 	return 0
+}
+
+// resumeFlag is the run to continue: --resume's last value, else the
+// config file's train.resume.
+func resumeFlag(overrides []config.Override, file config.Config) string {
+	resume := file.Train.Resume
+	for _, o := range overrides {
+		if o.Path == "train.resume" {
+			resume = o.Value
+		}
+	}
+	return resume
+}
+
+// resumeConfig is the config of `--resume RUN`: the run's own, with the
+// command line over it, where the command line may change only what a
+// resume may (config.ResumeChangeable). A config file given too must agree
+// with the run on everything else; its changeable settings (train.out,
+// data.workers, ...) are the run's. Every disagreement is listed at once.
+func resumeConfig(resume string, file *config.Config, fileName string, overrides []config.Override) (config.Config, error) {
+	base, run, err := trainer.ResumeBase(resume)
+	if err != nil {
+		return config.Config{}, err
+	}
+	var bad []string
+	if file != nil {
+		bad = config.ResumeMismatches(base, *file, "in "+fileName)
+	}
+	cfg := base
+	cfg.Train.Out = run // unless --out says otherwise: the run goes on in its folder
+	if err := cfg.Apply(overrides); err != nil {
+		return config.Config{}, err
+	}
+	cfg.Train.Resume = resume
+	bad = append(bad, config.ResumeMismatches(base, cfg, "on the command line")...)
+	if len(bad) > 0 {
+		return config.Config{}, fmt.Errorf("cannot resume %s: %d settings differ from the run's (its config is %s):\n  %s\na resume may change only %s; drop the others to continue the run, or start a new run with another --out",
+			resume, len(bad), filepath.Join(run, "config.yaml"), strings.Join(bad, "\n  "), strings.Join(config.ResumeChangeableList(), ", "))
+	}
+	return cfg, nil
 }
 
 // writeTrace saves the run's timeline, also when the run failed or was
