@@ -41,7 +41,7 @@ func metricsOf(t *testing.T, run string) []string {
 	var out []string
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 		var m struct {
-			Epoch                                    int
+			Epoch                                     int
 			TrainLoss, TrainAcc, ValLoss, ValTop1, LR float64
 		}
 		if err := json.Unmarshal([]byte(line), &m); err != nil {
