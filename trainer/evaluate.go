@@ -35,7 +35,7 @@ func Evaluate(ctx context.Context, from, dataRoot string, out io.Writer) (*EvalR
 		return nil, err
 	}
 	if !slices.Equal(valSet.Classes, st.Classes) {
-		return nil, fmt.Errorf("the checkpoint %s was trained on classes %v; the dataset at %s has %v", st.Dir, st.Classes, root, valSet.Classes)
+		return nil, fmt.Errorf("the checkpoint %s was trained on classes %s; the dataset at %s has %s", st.Dir, showClasses(st.Classes), root, showClasses(valSet.Classes))
 	}
 	spec := model.Spec{InputSize: cfg.Data.ImageSize, Classes: len(st.Classes), Conv: cfg.Model.Conv}
 	dev, err := openDevice(spec, model.Options{Batch: cfg.Data.BatchSize, Seed: cfg.Train.Seed,

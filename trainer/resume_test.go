@@ -213,7 +213,7 @@ func TestResumedEpochFiguresAreThisInvocations(t *testing.T) {
 	c.Train.Epochs = 1
 	ctx, cancel := context.WithCancel(context.Background())
 	_, err := Run(ctx, c, Options{Out: new(bytes.Buffer), afterStep: func(step int) {
-		if step == 2 {
+		if step == 5 {
 			cancel()
 		}
 	}})
@@ -225,10 +225,10 @@ func TestResumedEpochFiguresAreThisInvocations(t *testing.T) {
 	c.Train.Resume = c.Train.Out
 	sum := runOK(t, c)
 	m := sum.Epochs[0]
-	if images := m.ImgPerSec * m.TrainSeconds; math.Abs(images-22) > 1e-6 {
-		t.Errorf("img/s %.1f over %.4fs = %.2f images; this invocation trained 22", m.ImgPerSec, m.TrainSeconds, images)
+	if images := m.ImgPerSec * m.TrainSeconds; math.Abs(images-10) > 1e-6 {
+		t.Errorf("img/s %.1f over %.4fs = %.2f images; this invocation trained 10", m.ImgPerSec, m.TrainSeconds, images)
 	}
-	if share := m.WaitShare + m.CopyShare + m.ComputeShare; share < 0.8 || share > 1.0001 {
+	if share := m.WaitShare + m.CopyShare + m.ComputeShare; share < 0.9 || share > 1.0001 {
 		t.Errorf("wait %.2f + copy %.2f + compute %.2f = %.2f of the epoch's training time", m.WaitShare, m.CopyShare, m.ComputeShare, share)
 	}
 	t.Logf("resumed epoch: %.0f img/s, wait %.3f copy %.3f compute %.3f of %.4fs", m.ImgPerSec, m.WaitShare, m.CopyShare, m.ComputeShare, m.TrainSeconds)
@@ -399,6 +399,9 @@ func TestResumeIntoAnotherRunsFolderIsRefused(t *testing.T) {
 	runOK(t, c)
 	if dir, _ := latestCheckpoint(c.Train.Out); filepath.Base(dir) != "epoch-0002" {
 		t.Errorf("the fork's latest checkpoint is %q", dir)
+	}
+	if m := metricsLines(t, c.Train.Out); len(m) != 2 || m[0].Epoch != 1 || m[1].Epoch != 2 {
+		t.Errorf("the fork's metrics.jsonl holds %d epochs, want the run's 2", len(m))
 	}
 }
 

@@ -192,6 +192,13 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 		return nil, fmt.Errorf("resume: %s is inconsistent: step %d, but %d epochs of %d steps and %d batches make %d", filepath.Join(start.Dir, stateFile), start.Step, start.Epoch, trainLoader.NumBatches(), start.Partial.Batches, start.Epoch*trainLoader.NumBatches()+start.Partial.Batches)
 	}
 
+	if start != nil && !sameRun { // a resume into a new folder takes the run's earlier epochs along
+		if b, err := os.ReadFile(filepath.Join(runOf(cfg.Train.Resume), "metrics.jsonl")); err == nil {
+			if err := writeFileAtomic(filepath.Join(run, "metrics.jsonl"), b); err != nil {
+				return nil, err
+			}
+		}
+	}
 	metrics, err := openMetrics(run, firstEpoch)
 	if err != nil {
 		return nil, err
