@@ -103,12 +103,6 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 			return &Summary{RunDir: runOf(cfg.Train.Resume), CheckpointEpochs: start.Epoch}, nil
 		}
 		sameRun = sameFolder(runOf(cfg.Train.Resume), run)
-		if start.Config.Train.Epochs != cfg.Train.Epochs {
-			fmt.Fprintf(out, "note: train.epochs changed from %d to %d; the learning-rate schedule is stretched to the new length\n", start.Config.Train.Epochs, cfg.Train.Epochs)
-		}
-		if start.Unverified {
-			fmt.Fprintf(out, "note: %s was written by an older stoke (format 1): its files, decoder and dataset cannot be checked\n", start.Dir)
-		}
 	}
 	folder, err := claimRunFolder(run, sameRun, out)
 	if err != nil {
@@ -119,6 +113,9 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 		return nil, err
 	}
 	defer folder.release()
+	if start != nil && start.Unverified {
+		fmt.Fprintf(out, "note: %s was written by an older stoke (format 1): its files, decoder and dataset cannot be checked\n", start.Dir)
+	}
 
 	// The dataset.
 	root, trainSet, valSet, err := openDataset(cfg.Data, out)
@@ -137,6 +134,9 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 		if err := sameInputs(start, root, trainSet.Classes, files, decoder, cfg.Data.Decoder); err != nil {
 			return nil, err
 		}
+	}
+	if start != nil && start.Config.Train.Epochs != cfg.Train.Epochs {
+		fmt.Fprintf(out, "note: train.epochs changed from %d to %d; the learning-rate schedule is stretched to the new length\n", start.Config.Train.Epochs, cfg.Train.Epochs)
 	}
 	resolved, err := cfg.Marshal()
 	if err != nil {
