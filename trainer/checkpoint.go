@@ -294,7 +294,7 @@ func loadCheckpointState(path string) (*checkpointState, error) {
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			if _, cerr := os.Stat(filepath.Join(path, "config.yaml")); cerr == nil {
-				return nil, fmt.Errorf("resume: run folder %s holds no checkpoint yet (the run stopped before its first step): start it again without --resume", path)
+				return nil, fmt.Errorf("resume: run folder %s holds no checkpoint (its run stopped before its first one was written): there is nothing to continue; remove the folder's files, or choose another --out, and start again without --resume", path)
 			}
 			return nil, fmt.Errorf("resume: %s is neither a run folder (no %s) nor a checkpoint folder (no %s)", path, latestFile, stateFile)
 		}

@@ -358,6 +358,21 @@ func TestSecondTrainerOnAFolderStopsNamingTheFirst(t *testing.T) {
 	again.release()
 }
 
+// TestFreshRunStoppedBeforeItsFirstCheckpointCanRunAgain: a fresh run that
+// ends before any checkpoint leaves no run files, so the same command runs.
+func TestFreshRunStoppedBeforeItsFirstCheckpointCanRunAgain(t *testing.T) {
+	c := tinyConfig(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Run(ctx, c, Options{Out: new(bytes.Buffer)}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled run: %v", err)
+	}
+	if found := runFilesIn(c.Train.Out); len(found) > 0 {
+		t.Errorf("the run stopped before its first checkpoint left %v", found)
+	}
+	runOK(t, c)
+}
+
 func TestFreshRunRefusesAFolderHoldingAnyRunsFiles(t *testing.T) {
 	for _, name := range []string{"config.yaml", "metrics.jsonl", "latest.json", "checkpoints/"} {
 		c := tinyConfig(t)
@@ -370,7 +385,7 @@ func TestFreshRunRefusesAFolderHoldingAnyRunsFiles(t *testing.T) {
 		}
 		before := snapshot(t, c.Train.Out)
 		_, err := Run(context.Background(), c, Options{Out: new(bytes.Buffer)})
-		if err == nil || !strings.Contains(err.Error(), "already holds a run ("+name+")") {
+		if err == nil || !strings.Contains(err.Error(), "already holds a run") || !strings.Contains(err.Error(), "("+name+")") {
 			t.Errorf("a folder holding %s: error %v", name, err)
 		}
 		if after := snapshot(t, c.Train.Out); !mapsEqual(before, after) {

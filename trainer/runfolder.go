@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -113,6 +114,9 @@ type usedFolderError struct {
 }
 
 func (e *usedFolderError) Error() string {
+	if !slices.Contains(e.Found, latestFile) {
+		return fmt.Sprintf("run folder %s already holds a run's files (%s) but no checkpoint to continue: remove them, or choose another --out; nothing was changed", e.Dir, strings.Join(e.Found, ", "))
+	}
 	return fmt.Sprintf("run folder %s already holds a run (%s): continue it with --resume %s, or choose another --out; nothing was changed", e.Dir, strings.Join(e.Found, ", "), e.Dir)
 }
 

@@ -113,6 +113,17 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 		return nil, err
 	}
 	defer folder.release()
+	// A fresh run that ends before its first checkpoint (an error in
+	// set-up, an interrupt before the first step) takes back the files it
+	// wrote, so that the same command can simply be run again.
+	checkpointed := false
+	defer func() {
+		if start == nil && !checkpointed {
+			for _, name := range []string{"config.yaml", "metrics.jsonl"} {
+				os.Remove(filepath.Join(run, name))
+			}
+		}
+	}()
 	if start != nil && start.Unverified {
 		fmt.Fprintf(out, "note: %s was written by an older stoke (format 1): its files, decoder and dataset cannot be checked\n", start.Dir)
 	}
@@ -214,11 +225,13 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 	bar := newProgress(out, cfg.Train.Progress)
 	sum := &Summary{RunDir: run}
 	save := func(epochsDone int, p progressState) (string, error) {
-		return saveCheckpoint(run, checkpointState{
+		dir, err := saveCheckpoint(run, checkpointState{
 			Epoch: epochsDone, Step: step, StepsPerEpoch: trainLoader.NumBatches(), Partial: p, Config: cfg,
 			Classes: trainSet.Classes, Decoder: decoder, Dataset: files,
 			Params: net.Params(), Optim: net.OptimizerState(),
 		}, cfg.Train.KeepCkpts)
+		checkpointed = checkpointed || err == nil
+		return dir, err
 	}
 	for epoch := firstEpoch; epoch < cfg.Train.Epochs; epoch++ {
 		t0 := time.Now()
