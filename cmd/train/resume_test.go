@@ -183,3 +183,26 @@ func TestTwoTrainersOnOneFolder(t *testing.T) {
 	}
 	t.Logf("the second trainer stopped after %v", time.Since(t0))
 }
+
+// TestResumeFromACheckpointFolder: --resume RUN/checkpoints/epoch-0001
+// continues RUN from that checkpoint, in RUN, with RUN's settings.
+func TestResumeFromACheckpointFolder(t *testing.T) {
+	args, runDir := smallArgs(t, "--epochs", "2", "--seed", "4")
+	if out, err := command(args...).CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	want := weightsOf(t, runDir)
+	wantMetrics := metricsOf(t, runDir)
+	resume := command("--resume", filepath.Join(runDir, "checkpoints", "epoch-0001"))
+	resume.Dir = t.TempDir()
+	out, err := resume.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "epoch 2/2") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !bytes.Equal(weightsOf(t, runDir), want) {
+		t.Error("epoch 2 again from epoch 1's checkpoint gave other weights")
+	}
+	if got := metricsOf(t, runDir); strings.Join(got, "\n") != strings.Join(wantMetrics, "\n") {
+		t.Errorf("metrics:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(wantMetrics, "\n"))
+	}
+}
