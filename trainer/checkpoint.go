@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -160,6 +161,11 @@ func checkpointName(epochs, batches int) string {
 	return name
 }
 
+func validCheckpointName(name string) bool {
+	_, _, ok := parseCheckpointName(name)
+	return ok
+}
+
 // parseCheckpointName is checkpointName's inverse; ok is false for any
 // other name.
 func parseCheckpointName(name string) (epochs, batches int, ok bool) {
@@ -241,13 +247,13 @@ func latestCheckpoint(run string) (string, bool) {
 // readLatest reads RUN/latest.json: the folder it names, "" with no error
 // when there is no latest.json, or an error saying what is wrong with it.
 func readLatest(run string) (string, error) {
-	path := filepath.Join(run, latestFile)
-	b, err := os.ReadFile(path)
+	p := filepath.Join(run, latestFile)
+	b, err := os.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", path, err)
+		return "", fmt.Errorf("%s: %w", p, err)
 	}
 	var l struct {
 		Checkpoint string `json:"checkpoint"`
@@ -257,11 +263,14 @@ func readLatest(run string) (string, error) {
 		if err != nil {
 			why = err.Error()
 		}
-		return "", fmt.Errorf("%s is corrupt (%s); the checkpoints are in %s: resume from one of them with --resume %s", path, why, filepath.Join(run, "checkpoints"), filepath.Join(run, "checkpoints", "epoch-NNNN"))
+		return "", fmt.Errorf("%s is corrupt (%s); the checkpoints are in %s: resume from one of them with --resume %s", p, why, filepath.Join(run, "checkpoints"), filepath.Join(run, "checkpoints", "epoch-NNNN"))
+	}
+	if d, name := path.Split(l.Checkpoint); d != "checkpoints/" || !validCheckpointName(name) {
+		return "", fmt.Errorf("%s is corrupt (it names %q, not a folder checkpoints/epoch-NNNN); the checkpoints are in %s: resume from one of them with --resume %s", p, l.Checkpoint, filepath.Join(run, "checkpoints"), filepath.Join(run, "checkpoints", "epoch-NNNN"))
 	}
 	dir := filepath.Join(run, filepath.FromSlash(l.Checkpoint))
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return "", fmt.Errorf("%s names the checkpoint %s, which does not exist; the checkpoints are in %s: resume from one of them with --resume %s", path, dir, filepath.Join(run, "checkpoints"), filepath.Join(run, "checkpoints", "epoch-NNNN"))
+		return "", fmt.Errorf("%s names the checkpoint %s, which does not exist; the checkpoints are in %s: resume from one of them with --resume %s", p, dir, filepath.Join(run, "checkpoints"), filepath.Join(run, "checkpoints", "epoch-NNNN"))
 	}
 	return dir, nil
 }

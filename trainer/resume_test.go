@@ -284,6 +284,9 @@ func TestCheckpointIsVerifiedOnLoad(t *testing.T) {
 		{"latest.json missing folder", func() {
 			os.WriteFile(filepath.Join(c.Train.Out, latestFile), []byte(`{"checkpoint": "checkpoints/epoch-0009"}`), 0o644)
 		}, "epoch-0009, which does not exist"},
+		{"latest.json outside", func() {
+			os.WriteFile(filepath.Join(c.Train.Out, latestFile), []byte(`{"checkpoint": "../../elsewhere"}`), 0o644)
+		}, `latest.json is corrupt (it names "../../elsewhere"`},
 	} {
 		restore()
 		tc.damage()
