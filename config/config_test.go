@@ -142,3 +142,60 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestWholeNumbers: a whole-number setting refuses a fraction (it was
+// truncated: --epochs 2.5 ran 2 epochs), in a file and on the command line
+// alike, and a quoted number reads as its text in both.
+func TestWholeNumbers(t *testing.T) {
+	for _, tc := range []struct {
+		yaml, flagPath, flagValue string
+		want                      int    // epochs or batch size when accepted
+		err                       string // else the error's text
+	}{
+		{"train: {epochs: 2.5}", "train.epochs", "2.5", 0, "train.epochs: 2.5 is not a whole number"},
+		{"data: {batch_size: 3.7}", "data.batch_size", "3.7", 0, "data.batch_size: 3.7 is not a whole number"},
+		{"data: {batch_size: 1e30}", "data.batch_size", "1e30", 0, "out of range"},
+		{"model: {conv: [{channels: 1.5, kernel: 3}]}", "model.conv", "[{channels: 1.5, kernel: 3}]", 0, "model.conv[0].channels: 1.5 is not a whole number"},
+		{"train: {epochs: \"3\"}", "train.epochs", `"3"`, 3, ""},
+		{"train: {epochs: '3'}", "train.epochs", "3", 3, ""},
+		{"train: {epochs: 3.0}", "train.epochs", "3.0", 3, ""},
+		{"data: {batch_size: 1e3}", "data.batch_size", "1e3", 1000, ""},
+		{"train: {epochs: \"2.5\"}", "train.epochs", `"2.5"`, 0, "2.5 is not a whole number"},
+	} {
+		fromFile, ferr := Parse([]byte(tc.yaml+"\n"), "x.yaml")
+		fromFlag := Default()
+		gerr := fromFlag.Apply([]Override{{tc.flagPath, tc.flagValue}})
+		for _, r := range []struct {
+			how string
+			c   Config
+			err error
+		}{{"file " + tc.yaml, fromFile, ferr}, {"flag --" + tc.flagPath + "=" + tc.flagValue, fromFlag, gerr}} {
+			if tc.err != "" {
+				if r.err == nil || !strings.Contains(r.err.Error(), tc.err) {
+					t.Errorf("%s: error %v, want one saying %q", r.how, r.err, tc.err)
+				}
+				if r.err != nil && strings.HasPrefix(r.how, "flag") && strings.Contains(r.err.Error(), "line ") {
+					t.Errorf("%s: error %q names a line; a flag has none", r.how, r.err)
+				}
+				continue
+			}
+			if r.err != nil {
+				t.Errorf("%s: %v", r.how, r.err)
+				continue
+			}
+			got := r.c.Train.Epochs
+			if strings.Contains(tc.flagPath, "batch") {
+				got = r.c.Data.BatchSize
+			}
+			if got != tc.want {
+				t.Errorf("%s: got %d, want %d", r.how, got, tc.want)
+			}
+		}
+	}
+	// Quoted numbers and switches read as their text everywhere, not only
+	// for whole numbers.
+	c, err := Parse([]byte("optim: {lr: \"0.25\"}\ndata: {pin_memory: 'true'}\n"), "x.yaml")
+	if err != nil || c.Optim.LR != 0.25 || !c.Data.PinMemory {
+		t.Errorf("quoted lr and pin_memory: %v, lr %v pin %v", err, c.Optim.LR, c.Data.PinMemory)
+	}
+}
