@@ -16,6 +16,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -61,7 +62,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 func trainCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("train", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are reported below, with a hint
-	cfgPath := fs.String("config", "", "YAML config file; without one, the built-in configs/"+configs.Default)
+	cfgPath := fs.String("config", "", "YAML config file, or the name of a shipped one (quickstart, blog, ref-cnn); without one, the built-in configs/"+configs.Default)
 	overrides := config.BindFlags(fs)
 	fs.Usage = func() {} // on a bad flag, say what is wrong and not all 40 settings
 	if err := fs.Parse(args); err != nil {
@@ -137,7 +138,10 @@ func writeTrace(tr *trace.Recorder, cfg config.Config, stdout, stderr io.Writer)
 	fmt.Fprintf(stdout, "timeline written to %s (open it in https://ui.perfetto.dev)\n", path)
 }
 
-// loadConfig reads path, or the built-in quickstart when path is empty.
+// loadConfig reads path, or the built-in quickstart when path is empty. A
+// path that is no file but names a shipped config ("quickstart",
+// "blog.yaml", "configs/ref-cnn.yaml") reads the embedded copy, so the
+// README's commands work from any folder.
 func loadConfig(path string) (config.Config, error) {
 	if path == "" {
 		b, err := configs.FS.ReadFile(configs.Default)
@@ -145,6 +149,16 @@ func loadConfig(path string) (config.Config, error) {
 			return config.Config{}, err
 		}
 		return config.Parse(b, "built-in configs/"+configs.Default)
+	}
+	_, statErr := os.Stat(path)
+	if statErr == nil {
+		return config.Load(path)
+	}
+	if file, text, ok := configs.Lookup(path); ok {
+		return config.Parse(text, "built-in configs/"+file)
+	}
+	if errors.Is(statErr, fs.ErrNotExist) {
+		return config.Config{}, fmt.Errorf("config %s: no such file, and no shipped config of that name (shipped: %s)", path, strings.Join(configs.Names(), ", "))
 	}
 	return config.Load(path)
 }
@@ -207,7 +221,9 @@ over the file; the common ones have short forms. Lists take "a,b"; conv blocks
 take YAML, e.g. --model.conv='[{channels: 16, kernel: 3, pool: true}]'.
 
   --config FILE
-        YAML config file
+        YAML config file, or the name of a shipped config (quickstart, blog, ref-cnn:
+        embedded, found from any folder); settings it leaves out have the values shown
+        below as "quickstart", the one set of defaults
 `)
 	shown, err := loadConfig("")
 	if err != nil {
