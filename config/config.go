@@ -64,7 +64,7 @@ type Augment struct {
 
 // Model is the CNN's shape; its input size and class count come from data.
 type Model struct {
-	Conv []model.ConvSpec `yaml:"conv" help:"conv blocks, each {channels, kernel, pool}; then global average pool and a linear head"`
+	Conv []model.ConvSpec `yaml:"conv" help:"conv blocks (at most 256), each {channels, kernel (odd, at most the side of its input), pool}; then global average pool and a linear head"`
 }
 
 // Optim is SGD and its learning-rate schedule.
@@ -84,7 +84,7 @@ type Train struct {
 	Seed        uint64 `yaml:"seed" help:"seed of weights, shuffling and augmentation" flag:"seed"`
 	Out         string `yaml:"out" help:"run folder: resolved config, metrics.jsonl, checkpoints" flag:"out"`
 	Resume      string `yaml:"resume" help:"continue from a run folder or checkpoint folder" flag:"resume"`
-	Threads     int    `yaml:"threads" help:"OS threads for Go code (GOMAXPROCS); 0 = all cores" flag:"threads"`
+	Threads     int    `yaml:"threads" help:"OS threads for Go code (GOMAXPROCS), at most 1024; 0 = all cores" flag:"threads"`
 	Progress    string `yaml:"progress" help:"auto (a live bar on a terminal, plain lines otherwise), bar, plain or none"`
 	KeepCkpts   int    `yaml:"keep_checkpoints" help:"per-epoch checkpoints kept in the run folder (the newest always is)"`
 	Trace       string `yaml:"trace" help:"write a timeline of the run (loader workers, waits, steps) to this file, in Chrome trace-event JSON for https://ui.perfetto.dev; relative to the run folder"`

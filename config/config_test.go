@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"stoke/model"
 )
 
 func TestDefaultIsValid(t *testing.T) {
@@ -197,5 +199,46 @@ func TestWholeNumbers(t *testing.T) {
 	c, err := Parse([]byte("optim: {lr: \"0.25\"}\ndata: {pin_memory: 'true'}\n"), "x.yaml")
 	if err != nil || c.Optim.LR != 0.25 || !c.Data.PinMemory {
 		t.Errorf("quoted lr and pin_memory: %v, lr %v pin %v", err, c.Optim.LR, c.Data.PinMemory)
+	}
+}
+
+// TestLimitsOfTheMachineAndTheModel: settings no machine can run are
+// refused by Validate, naming the limit.
+func TestLimitsOfTheMachineAndTheModel(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(c *Config)
+		want string // "" = valid
+	}{
+		{"threads at the bound", func(c *Config) { c.Train.Threads = MaxThreads }, ""},
+		{"threads over the bound", func(c *Config) { c.Train.Threads = 1_000_000 }, "train.threads: must be 0 (all cores) to 1024, got 1000000"},
+		{"kernel as large as its input", func(c *Config) { c.Data.ImageSize = 15; c.Model.Conv = []model.ConvSpec{{Channels: 4, Kernel: 15}} }, ""},
+		{"kernel larger than its input", func(c *Config) { c.Data.ImageSize = 16; c.Model.Conv = []model.ConvSpec{{Channels: 4, Kernel: 10001}} }, "model.conv[0].kernel: 10001 is larger than the block's 16x16 px input"},
+		{"kernel larger than its input after pools", func(c *Config) {
+			c.Data.ImageSize = 32
+			c.Model.Conv = []model.ConvSpec{{Channels: 4, Kernel: 3, Pool: true}, {Channels: 4, Kernel: 3, Pool: true}, {Channels: 4, Kernel: 9}}
+		}, "model.conv[2].kernel: 9 is larger than the block's 8x8 px input (data.image_size 32 after 2 pools); at most 7"},
+		{"a pool of a 1 px input", func(c *Config) {
+			c.Data.ImageSize = 2
+			c.Model.Conv = []model.ConvSpec{{Channels: 4, Kernel: 1, Pool: true}, {Channels: 4, Kernel: 1, Pool: true}}
+		}, "model.conv[1].pool: a 1x1 px input cannot be pooled"},
+		{"256 blocks", func(c *Config) { c.Model.Conv = make([]model.ConvSpec, 256); fillConv(c.Model.Conv) }, ""},
+		{"100000 blocks", func(c *Config) { c.Model.Conv = make([]model.ConvSpec, 100_000); fillConv(c.Model.Conv) }, "model.conv: has 100000 conv blocks; at most 256"},
+	} {
+		c := Default()
+		tc.edit(&c)
+		err := c.Validate()
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func fillConv(blocks []model.ConvSpec) {
+	for i := range blocks {
+		blocks[i] = model.ConvSpec{Channels: 4, Kernel: 3}
 	}
 }

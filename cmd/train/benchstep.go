@@ -61,6 +61,9 @@ func benchStep(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		err = cfg.Validate()
 	}
+	if err == nil {
+		err = checkMemory(cfg) // counts the loaders' buffers too: bench-step needs less, not more
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "train bench-step: %v\n", err)
 		return 2

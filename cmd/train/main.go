@@ -84,6 +84,9 @@ func trainCmd(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		err = cfg.Validate()
 	}
+	if err == nil {
+		err = checkMemory(cfg)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "train: %v\n", err)
 		return 2
