@@ -49,7 +49,7 @@ func estimateRun(cfg config.Config) (float64, string) {
 	}
 	s := float64(d.ImageSize)
 	buffer := float64(d.BatchSize) * 3 * s * s * 4 // float32 CHW; uint8 batches take a quarter
-	pool := 2 * float64(perLoader) * buffer         // the training and the validation loader
+	pool := 2 * float64(perLoader) * buffer        // the training and the validation loader
 	return m.Total() + pool + runtimeBytes, fmt.Sprintf("the model %s, batch buffers %s (2 loaders x %d buffers of %d images of 3x%dx%d float32)",
 		m, model.Bytes(pool), perLoader, d.BatchSize, d.ImageSize, d.ImageSize)
 }
