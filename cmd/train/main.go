@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"stoke/config"
 	"stoke/configs"
@@ -95,10 +96,16 @@ func trainCmd(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := interruptContext(stderr)
 	defer stop()
 	opt := trainer.Options{Out: stdout}
+	keepTrace := true
 	if cfg.Train.Trace != "" {
 		opt.Trace = trace.New(0)
-		defer writeTrace(opt.Trace, cfg, stdout, stderr)
+		defer func() {
+			if keepTrace {
+				writeTrace(opt.Trace, cfg, stdout, stderr)
+			}
+		}()
 	}
+	fresh := newRunFolder(cfg.Train.Out)
 	sum, err := trainer.Run(ctx, cfg, opt)
 	if err != nil {
 		var intr *trainer.InterruptedError
@@ -106,7 +113,11 @@ func trainCmd(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "train: %v\n", err)
 			return 130
 		}
-		if ctx.Err() != nil {
+		// Only a bare interrupt has nothing to keep; a checkpoint that could
+		// not be written when interrupted is reported as the failure it is.
+		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			keepTrace = false
+			fresh.removeIfUnused()
 			fmt.Fprintf(stderr, "train: interrupted before the first step; nothing to keep\n")
 			return 130
 		}
@@ -166,24 +177,45 @@ func loadConfig(path string) (config.Config, error) {
 	return config.Load(path)
 }
 
-// interruptContext is cancelled by the first SIGINT or SIGTERM, so the run
-// stops at a clean point; a second one exits at once.
+// signalWindow is how close together signals count as one request: GNU
+// timeout signals the child, then its whole process group, so a trainer
+// run under it (or under another wrapper that does the same) gets the one
+// SIGTERM twice within microseconds. A person's second Ctrl-C comes later.
+const signalWindow = 200 * time.Millisecond
+
+// interruptContext is cancelled by the first SIGINT, SIGTERM or SIGHUP (a
+// closed terminal), so the run stops at a clean point; one arriving more
+// than signalWindow after the first exits at once (status 130).
 func interruptContext(stderr io.Writer) (context.Context, func()) {
+	sig := make(chan os.Signal, 4)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	ctx, cancel := watchSignals(sig, stderr, func() { os.Exit(130) })
+	return ctx, func() { signal.Stop(sig); close(sig); cancel() }
+}
+
+// watchSignals cancels the returned context at the first signal from sig,
+// ignores those within signalWindow of it, and calls exitNow at the next.
+// It returns when sig is closed.
+func watchSignals(sig <-chan os.Signal, stderr io.Writer, exitNow func()) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(context.Background())
-	sig := make(chan os.Signal, 2)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	go func() {
-		if _, ok := <-sig; !ok {
+		s, ok := <-sig
+		if !ok {
 			return
 		}
-		fmt.Fprintln(stderr, "\ntrain: stopping at the next clean point (interrupt again to exit at once)")
+		first := time.Now()
+		fmt.Fprintf(stderr, "\ntrain: %v: stopping at the next clean point (interrupt again to exit at once)\n", s)
 		cancel()
-		if _, ok := <-sig; ok {
+		for range sig {
+			if time.Since(first) < signalWindow {
+				continue // the same request, delivered twice
+			}
 			fmt.Fprintln(stderr, "train: exiting now")
-			os.Exit(130)
+			exitNow()
+			return
 		}
 	}()
-	return ctx, func() { signal.Stop(sig); close(sig); cancel() }
+	return ctx, cancel
 }
 
 // flagHint adds to the flag package's error the nearest defined flag, for
