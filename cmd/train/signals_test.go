@@ -190,3 +190,29 @@ func TestRunFolderOfAnInterruptedSetUpIsRemoved(t *testing.T) {
 		t.Errorf("a folder with checkpoints lost its config.yaml: %v", err)
 	}
 }
+
+// TestGenDataInterruptLeavesNothing: gen-data stops at a signal and leaves
+// neither the dataset nor its temporary folder.
+func TestGenDataInterruptLeavesNothing(t *testing.T) {
+	parent := t.TempDir()
+	cmd := command("gen-data", "--out", filepath.Join(parent, "ds"), "--classes", "10", "--train", "3000", "--size", "96")
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGINT)
+	sent := time.Now()
+	code := exitCode(waitWithin(t, cmd, 30*time.Second))
+	if code != 130 || !strings.Contains(stderr.String(), "nothing written") {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr.String())
+	}
+	if took := time.Since(sent); took > time.Second {
+		t.Errorf("stopped %v after the signal", took)
+	}
+	entries, _ := os.ReadDir(parent)
+	for _, e := range entries {
+		t.Errorf("left behind: %s", e.Name())
+	}
+}
