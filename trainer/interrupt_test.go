@@ -57,3 +57,19 @@ func TestFailedInterruptCheckpointIsReportedAsSuch(t *testing.T) {
 		}
 	}
 }
+
+// TestInterruptBeforeSetUpDoesNoWork: a run whose context is cancelled
+// before it starts (an interrupt during the scan, say) returns the
+// context's error without making its run folder.
+func TestInterruptBeforeSetUpDoesNoWork(t *testing.T) {
+	c := tinyConfig(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := Run(ctx, c, Options{Out: new(bytes.Buffer)})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("error %v, want context.Canceled", err)
+	}
+	if _, err := os.Stat(c.Train.Out); err == nil {
+		t.Errorf("the run folder %s was made", c.Train.Out)
+	}
+}
