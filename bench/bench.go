@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -298,30 +299,49 @@ func runPyTorch(ctx context.Context, opt Options, round int) ([]Result, error) {
 	return rs, nil
 }
 
-// median takes each measured field's median over the runs of one variant.
+// median is a variant's result over its runs: the run of median training
+// time (for an even count, the two middle runs together), with img/s, the
+// time shares and s/epoch computed from those same runs' images and
+// seconds, so that a row's img/s and its speedup (a ratio of times) always
+// agree. Taking each field's median on its own averaged rates with two
+// rounds, and a row could show more img/s than the baseline and a speedup
+// below 1.
 func median(runs []Result) Result {
-	m := runs[0]
-	m.Rounds = len(runs)
-	pick := func(get func(Result) float64) float64 {
-		v := make([]float64, len(runs))
-		for i, r := range runs {
-			v[i] = get(r)
+	sorted := slices.Clone(runs)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].TrainSeconds < sorted[j].TrainSeconds })
+	n := len(sorted)
+	mid := sorted[(n-1)/2 : n/2+1] // one run, or the two middle ones
+	m := mid[0]
+	m.Rounds = n
+	var secs, images, epochs, wait, cp, compute, busy, loss float64
+	for _, r := range mid {
+		secs += r.TrainSeconds
+		images += r.ImgPerSec * r.TrainSeconds
+		if r.SecPerEpoch > 0 {
+			epochs += r.TrainSeconds / r.SecPerEpoch
 		}
-		sort.Float64s(v)
-		if len(v)%2 == 1 {
-			return v[len(v)/2]
-		}
-		return (v[len(v)/2-1] + v[len(v)/2]) / 2
+		wait += r.WaitShare * r.TrainSeconds
+		cp += r.CopyShare * r.TrainSeconds
+		compute += r.ComputeShare * r.TrainSeconds
+		busy += r.DeviceBusy * r.TrainSeconds
+		loss += r.FinalLoss
 	}
-	m.TrainSeconds = pick(func(r Result) float64 { return r.TrainSeconds })
-	m.SecPerEpoch = pick(func(r Result) float64 { return r.SecPerEpoch })
-	m.ImgPerSec = pick(func(r Result) float64 { return r.ImgPerSec })
-	m.WaitShare = pick(func(r Result) float64 { return r.WaitShare })
-	m.CopyShare = pick(func(r Result) float64 { return r.CopyShare })
-	m.ComputeShare = pick(func(r Result) float64 { return r.ComputeShare })
-	m.DeviceBusy = pick(func(r Result) float64 { return r.DeviceBusy })
-	m.FinalLoss = pick(func(r Result) float64 { return r.FinalLoss })
-	m.PeakRSSBytes = int64(pick(func(r Result) float64 { return float64(r.PeakRSSBytes) }))
+	k := float64(len(mid))
+	m.TrainSeconds = secs / k
+	m.FinalLoss = loss / k
+	if secs > 0 {
+		m.ImgPerSec = images / secs
+		m.WaitShare, m.CopyShare, m.ComputeShare, m.DeviceBusy = wait/secs, cp/secs, compute/secs, busy/secs
+	}
+	if epochs > 0 {
+		m.SecPerEpoch = secs / epochs
+	}
+	peaks := make([]int64, n)
+	for i, r := range runs {
+		peaks[i] = r.PeakRSSBytes
+	}
+	slices.Sort(peaks)
+	m.PeakRSSBytes = peaks[n/2]
 	return m
 }
 

@@ -35,8 +35,10 @@ func TestMedian(t *testing.T) {
 	if m.TrainSeconds != 5 || m.Rounds != 3 {
 		t.Errorf("median of 9, 1, 5 = %v over %d rounds", m.TrainSeconds, m.Rounds)
 	}
-	if m := median([]Result{{ImgPerSec: 2}, {ImgPerSec: 4}}); m.ImgPerSec != 3 {
-		t.Errorf("median of 2, 4 = %v", m.ImgPerSec)
+	// Two rounds of 100 images, in 50 s and 25 s: the median time is 37.5 s,
+	// so 2.67 img/s, not the mean of the rates (3).
+	if m := median([]Result{{TrainSeconds: 50, ImgPerSec: 2}, {TrainSeconds: 25, ImgPerSec: 4}}); m.TrainSeconds != 37.5 || math.Abs(m.ImgPerSec-100/37.5) > 1e-12 {
+		t.Errorf("median of 100 images in 50 s and in 25 s: %v s, %v img/s; want 37.5 s, %v img/s", m.TrainSeconds, m.ImgPerSec, 100/37.5)
 	}
 }
 
@@ -59,5 +61,29 @@ func TestVariantsAreThePostsAblation(t *testing.T) {
 		if on != 1 {
 			t.Errorf("%s switches on %d switches, want exactly one", single.Name, on)
 		}
+	}
+}
+
+// TestMedianAgreesWithSpeedup: a variant with more img/s than the baseline
+// has a speedup above 1 (the ratio of median times), whatever the spread
+// of its rounds; with each field's median taken alone it could fall below.
+func TestMedianAgreesWithSpeedup(t *testing.T) {
+	run := func(secs float64) Result { // 1000 images over 2 epochs
+		return Result{TrainSeconds: secs, ImgPerSec: 1000 / secs, SecPerEpoch: secs / 2, WaitShare: 0.5}
+	}
+	base := median([]Result{run(10), run(10)})
+	v := median([]Result{run(2), run(18.5)}) // mean of rates 277 img/s, far above the baseline's 100
+	speedup := base.TrainSeconds / v.TrainSeconds
+	if (v.ImgPerSec > base.ImgPerSec) != (speedup > 1) {
+		t.Errorf("img/s %.1f vs baseline %.1f, yet speedup %.3f", v.ImgPerSec, base.ImgPerSec, speedup)
+	}
+	if got, want := v.ImgPerSec*v.TrainSeconds, 1000.0; math.Abs(got-want) > 1e-9 {
+		t.Errorf("img/s x train time = %v images, want %v", got, want)
+	}
+	if v.SecPerEpoch != v.TrainSeconds/2 || v.WaitShare != 0.5 {
+		t.Errorf("s/epoch %v (train %v over 2 epochs), wait %v", v.SecPerEpoch, v.TrainSeconds, v.WaitShare)
+	}
+	if m := median([]Result{run(9), run(1), run(5)}); m.TrainSeconds != 5 || m.ImgPerSec != 200 {
+		t.Errorf("odd count: %v s, %v img/s; want the 5 s run's", m.TrainSeconds, m.ImgPerSec)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"stoke/model"
 )
 
 func TestDefaultIsValid(t *testing.T) {
@@ -141,4 +143,102 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("parsed config does not marshal: %v", err)
 		}
 	})
+}
+
+// TestWholeNumbers: a whole-number setting refuses a fraction (it was
+// truncated: --epochs 2.5 ran 2 epochs), in a file and on the command line
+// alike, and a quoted number reads as its text in both.
+func TestWholeNumbers(t *testing.T) {
+	for _, tc := range []struct {
+		yaml, flagPath, flagValue string
+		want                      int    // epochs or batch size when accepted
+		err                       string // else the error's text
+	}{
+		{"train: {epochs: 2.5}", "train.epochs", "2.5", 0, "train.epochs: 2.5 is not a whole number"},
+		{"data: {batch_size: 3.7}", "data.batch_size", "3.7", 0, "data.batch_size: 3.7 is not a whole number"},
+		{"data: {batch_size: 1e30}", "data.batch_size", "1e30", 0, "out of range"},
+		{"model: {conv: [{channels: 1.5, kernel: 3}]}", "model.conv", "[{channels: 1.5, kernel: 3}]", 0, "model.conv[0].channels: 1.5 is not a whole number"},
+		{"train: {epochs: \"3\"}", "train.epochs", `"3"`, 3, ""},
+		{"train: {epochs: '3'}", "train.epochs", "3", 3, ""},
+		{"train: {epochs: 3.0}", "train.epochs", "3.0", 3, ""},
+		{"data: {batch_size: 1e3}", "data.batch_size", "1e3", 1000, ""},
+		{"train: {epochs: \"2.5\"}", "train.epochs", `"2.5"`, 0, "2.5 is not a whole number"},
+	} {
+		fromFile, ferr := Parse([]byte(tc.yaml+"\n"), "x.yaml")
+		fromFlag := Default()
+		gerr := fromFlag.Apply([]Override{{tc.flagPath, tc.flagValue}})
+		for _, r := range []struct {
+			how string
+			c   Config
+			err error
+		}{{"file " + tc.yaml, fromFile, ferr}, {"flag --" + tc.flagPath + "=" + tc.flagValue, fromFlag, gerr}} {
+			if tc.err != "" {
+				if r.err == nil || !strings.Contains(r.err.Error(), tc.err) {
+					t.Errorf("%s: error %v, want one saying %q", r.how, r.err, tc.err)
+				}
+				if r.err != nil && strings.HasPrefix(r.how, "flag") && strings.Contains(r.err.Error(), "line ") {
+					t.Errorf("%s: error %q names a line; a flag has none", r.how, r.err)
+				}
+				continue
+			}
+			if r.err != nil {
+				t.Errorf("%s: %v", r.how, r.err)
+				continue
+			}
+			got := r.c.Train.Epochs
+			if strings.Contains(tc.flagPath, "batch") {
+				got = r.c.Data.BatchSize
+			}
+			if got != tc.want {
+				t.Errorf("%s: got %d, want %d", r.how, got, tc.want)
+			}
+		}
+	}
+	// Quoted numbers and switches read as their text everywhere, not only
+	// for whole numbers.
+	c, err := Parse([]byte("optim: {lr: \"0.25\"}\ndata: {pin_memory: 'true'}\n"), "x.yaml")
+	if err != nil || c.Optim.LR != 0.25 || !c.Data.PinMemory {
+		t.Errorf("quoted lr and pin_memory: %v, lr %v pin %v", err, c.Optim.LR, c.Data.PinMemory)
+	}
+}
+
+// TestLimitsOfTheMachineAndTheModel: settings no machine can run are
+// refused by Validate, naming the limit.
+func TestLimitsOfTheMachineAndTheModel(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(c *Config)
+		want string // "" = valid
+	}{
+		{"threads at the bound", func(c *Config) { c.Train.Threads = MaxThreads }, ""},
+		{"threads over the bound", func(c *Config) { c.Train.Threads = 1_000_000 }, "train.threads: must be 0 (all cores) to 1024, got 1000000"},
+		{"kernel as large as its input", func(c *Config) { c.Data.ImageSize = 15; c.Model.Conv = []model.ConvSpec{{Channels: 4, Kernel: 15}} }, ""},
+		{"kernel larger than its input", func(c *Config) { c.Data.ImageSize = 16; c.Model.Conv = []model.ConvSpec{{Channels: 4, Kernel: 10001}} }, "model.conv[0].kernel: 10001 is larger than the block's 16x16 px input"},
+		{"kernel larger than its input after pools", func(c *Config) {
+			c.Data.ImageSize = 32
+			c.Model.Conv = []model.ConvSpec{{Channels: 4, Kernel: 3, Pool: true}, {Channels: 4, Kernel: 3, Pool: true}, {Channels: 4, Kernel: 9}}
+		}, "model.conv[2].kernel: 9 is larger than the block's 8x8 px input (data.image_size 32 after 2 pools); at most 7"},
+		{"a pool of a 1 px input", func(c *Config) {
+			c.Data.ImageSize = 2
+			c.Model.Conv = []model.ConvSpec{{Channels: 4, Kernel: 1, Pool: true}, {Channels: 4, Kernel: 1, Pool: true}}
+		}, "model.conv[1].pool: a 1x1 px input cannot be pooled"},
+		{"256 blocks", func(c *Config) { c.Model.Conv = make([]model.ConvSpec, 256); fillConv(c.Model.Conv) }, ""},
+		{"100000 blocks", func(c *Config) { c.Model.Conv = make([]model.ConvSpec, 100_000); fillConv(c.Model.Conv) }, "model.conv: has 100000 conv blocks; at most 256"},
+	} {
+		c := Default()
+		tc.edit(&c)
+		err := c.Validate()
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func fillConv(blocks []model.ConvSpec) {
+	for i := range blocks {
+		blocks[i] = model.ConvSpec{Channels: 4, Kernel: 3}
+	}
 }

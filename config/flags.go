@@ -79,6 +79,10 @@ func (f Field) Set(s string) error {
 			if err := checkKeys(node.Content[0], f.value.Type(), f.Path); err != nil {
 				return fmt.Errorf("%q for %s: %v (in YAML flow, put a space after each colon: {channels: 16, kernel: 3})", s, f.Path, strings.TrimSuffix(err.Error(), "; `train --help` lists every key"))
 			}
+			zeroLines(node.Content[0]) // a flag has no lines to name
+			if err := normalizeScalars(node.Content[0], f.value.Type(), f.Path); err != nil {
+				return err
+			}
 		}
 		if err := node.Decode(ptr.Interface()); err != nil {
 			return fmt.Errorf("%q is not a valid %s for %s", s, f.Type, f.Path)
@@ -104,6 +108,13 @@ func (f Field) String() string {
 		return "?"
 	}
 	return strings.TrimSpace(string(b))
+}
+
+func zeroLines(n *yaml.Node) {
+	n.Line = 0
+	for _, c := range n.Content {
+		zeroLines(c)
+	}
 }
 
 func flow(n *yaml.Node) {

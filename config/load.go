@@ -45,6 +45,9 @@ func Parse(text []byte, name string) (Config, error) {
 	if err := checkKeys(root, reflect.TypeOf(cfg), ""); err != nil {
 		return Config{}, fmt.Errorf("config %s: %w", name, err)
 	}
+	if err := normalizeScalars(root, reflect.TypeOf(cfg), ""); err != nil {
+		return Config{}, fmt.Errorf("config %s: %w", name, err)
+	}
 	// Lists replace the default rather than merge into it.
 	clearListsPresent(root, reflect.ValueOf(&cfg).Elem())
 	if err := root.Decode(&cfg); err != nil {

@@ -4,6 +4,17 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
+)
+
+// Limits that no machine this runs on reaches; beyond them a setting is a
+// typo, and would cost minutes and gigabytes before failing.
+const (
+	// MaxThreads bounds train.threads (GOMAXPROCS): each one costs the Go
+	// runtime memory of its own (1,000,000 reached 21.9 GB).
+	MaxThreads = 1024
+	// MaxConvBlocks bounds model.conv.
+	MaxConvBlocks = 256
 )
 
 // Validate checks every setting and returns all problems at once, each
@@ -99,12 +110,25 @@ func (c *Config) Validate() error {
 	if len(c.Model.Conv) == 0 {
 		bad("model.conv", "needs at least one conv block")
 	}
-	for i, b := range c.Model.Conv {
-		if b.Channels <= 0 {
-			bad(fmt.Sprintf("model.conv[%d].channels", i), "must be at least 1, got %d", b.Channels)
-		}
-		if b.Kernel <= 0 || b.Kernel%2 == 0 {
-			bad(fmt.Sprintf("model.conv[%d].kernel", i), "must be an odd number >= 1, got %d", b.Kernel)
+	if n := len(c.Model.Conv); n > MaxConvBlocks {
+		bad("model.conv", "has %d conv blocks; at most %d (building the graph grows faster than the blocks: 256 take 0.2 s, 100000 never finished)", n, MaxConvBlocks)
+	} else {
+		side, pools := d.ImageSize, 0 // the side of each block's input
+		for i, b := range c.Model.Conv {
+			if b.Channels <= 0 {
+				bad(fmt.Sprintf("model.conv[%d].channels", i), "must be at least 1, got %d", b.Channels)
+			}
+			if b.Kernel <= 0 || b.Kernel%2 == 0 {
+				bad(fmt.Sprintf("model.conv[%d].kernel", i), "must be an odd number >= 1, got %d", b.Kernel)
+			} else if side > 0 && b.Kernel > side {
+				bad(fmt.Sprintf("model.conv[%d].kernel", i), "%d is larger than the block's %dx%d px input (data.image_size %d after %d pools); at most %d", b.Kernel, side, side, d.ImageSize, pools, side-(1-side%2))
+			}
+			if b.Pool && side > 0 {
+				if side < 2 {
+					bad(fmt.Sprintf("model.conv[%d].pool", i), "a %dx%d px input cannot be pooled (data.image_size %d after %d pools)", side, side, d.ImageSize, pools)
+				}
+				side, pools = side/2, pools+1
+			}
 		}
 	}
 
@@ -133,8 +157,8 @@ func (c *Config) Validate() error {
 	if t.Out == "" {
 		bad("train.out", "must name a run folder")
 	}
-	if t.Threads < 0 {
-		bad("train.threads", "must be 0 (all cores) or more, got %d", t.Threads)
+	if t.Threads < 0 || t.Threads > MaxThreads {
+		bad("train.threads", "must be 0 (all cores) to %d, got %d (this machine has %d cores)", MaxThreads, t.Threads, runtime.NumCPU())
 	}
 	switch t.Progress {
 	case "auto", "bar", "plain", "none":

@@ -2,6 +2,7 @@ package data
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 )
 
@@ -92,6 +95,15 @@ func (o SynthOptions) validate() error {
 // interrupted run never leaves a dataset that looks complete. Generate
 // refuses to write into an existing non-empty dir.
 func Generate(dir string, opt SynthOptions) error {
+	return GenerateContext(context.Background(), dir, opt)
+}
+
+// GenerateContext is Generate, stopped by ctx: once ctx is cancelled no
+// new image is started, the temporary folder is removed, and ctx's error
+// is returned (within an image's time: milliseconds). It first removes
+// the temporary folders that earlier, killed generations of dir left
+// behind (see removeStalePartials).
+func GenerateContext(ctx context.Context, dir string, opt SynthOptions) error {
 	opt = opt.withDefaults()
 	if err := opt.validate(); err != nil {
 		return err
@@ -105,7 +117,8 @@ func Generate(dir string, opt SynthOptions) error {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return fmt.Errorf("data: making %s: %w", parent, err)
 	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(filepath.Clean(dir))+".partial-")
+	removeStalePartials(dir)
+	tmp, err := os.MkdirTemp(parent, partialPrefix(dir)+strconv.Itoa(os.Getpid())+"-")
 	if err != nil {
 		return fmt.Errorf("data: making a temporary folder beside %s: %w", dir, err)
 	}
@@ -135,6 +148,9 @@ func Generate(dir string, opt SynthOptions) error {
 	take := func() (job, bool) {
 		mu.Lock()
 		defer mu.Unlock()
+		if firstErr == nil && ctx.Err() != nil {
+			firstErr = ctx.Err()
+		}
 		if firstErr != nil || next >= len(jobs) {
 			return job{}, false
 		}
@@ -171,6 +187,9 @@ func Generate(dir string, opt SynthOptions) error {
 		}()
 	}
 	wg.Wait()
+	if firstErr == nil && ctx.Err() != nil { // cancelled as the last images were drawn: still not wanted
+		firstErr = ctx.Err()
+	}
 	if firstErr != nil {
 		return firstErr
 	}
@@ -190,16 +209,55 @@ func Generate(dir string, opt SynthOptions) error {
 
 var splitNames = [2]string{"train", "val"}
 
+// partialPrefix is how the temporary folders of a generation of dir begin:
+// ".NAME.partial-", followed by the generating process's ID, a dash and a
+// random suffix.
+func partialPrefix(dir string) string {
+	return "." + filepath.Base(filepath.Clean(dir)) + ".partial-"
+}
+
+// removeStalePartials removes the temporary folders beside dir that a
+// generation killed before it could clean up left behind (a second Ctrl-C
+// exits at once, kill -9 gives no chance): those whose process is gone,
+// and those of the old form without a process ID (".NAME.partial-NNN").
+// A folder of a generation still running, in this or another process, is
+// kept.
+func removeStalePartials(dir string) {
+	parent, prefix := filepath.Dir(filepath.Clean(dir)), partialPrefix(dir)
+	entries, err := os.ReadDir(parent)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok || !e.IsDir() {
+			continue
+		}
+		if pidText, _, hasPID := strings.Cut(rest, "-"); hasPID {
+			if pid, err := strconv.Atoi(pidText); err == nil && pid > 0 && processAlive(pid) {
+				continue
+			}
+		}
+		os.RemoveAll(filepath.Join(parent, e.Name()))
+	}
+}
+
 // EnsureSynthetic generates the dataset described by opt in dir if dir does
 // not exist, and otherwise checks that dir holds exactly that dataset,
 // complete. It reports whether it generated.
 func EnsureSynthetic(dir string, opt SynthOptions) (generated bool, err error) {
+	return EnsureSyntheticContext(context.Background(), dir, opt)
+}
+
+// EnsureSyntheticContext is EnsureSynthetic with a generation that ctx
+// stops (GenerateContext).
+func EnsureSyntheticContext(ctx context.Context, dir string, opt SynthOptions) (generated bool, err error) {
 	opt = opt.withDefaults()
 	if err := opt.validate(); err != nil {
 		return false, err
 	}
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-		return true, Generate(dir, opt)
+		return true, GenerateContext(ctx, dir, opt)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, manifestName))
 	if err != nil {

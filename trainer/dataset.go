@@ -1,6 +1,7 @@
 package trainer
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,12 @@ import (
 // must exist), or else the generated dataset that data.synthetic describes,
 // made on first use in the cache folder.
 func DatasetRoot(d config.Data, out io.Writer) (string, error) {
+	return DatasetRootContext(context.Background(), d, out)
+}
+
+// DatasetRootContext is DatasetRoot with a generation that ctx stops: on
+// an interrupt the half-made dataset is removed and ctx's error returned.
+func DatasetRootContext(ctx context.Context, d config.Data, out io.Writer) (string, error) {
 	if d.Root != "" {
 		if _, err := os.Stat(d.Root); err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
@@ -42,18 +49,39 @@ func DatasetRoot(d config.Data, out io.Writer) (string, error) {
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 		fmt.Fprintf(out, "generating the synthetic dataset in %s (%d classes, %d+%d images per class, %d px)...\n", dir, s.Classes, s.Train, s.Val, s.Size)
 	}
-	if _, err := data.EnsureSynthetic(dir, opt); err != nil {
+	if _, err := data.EnsureSyntheticContext(ctx, dir, opt); err != nil {
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			return "", err
+		}
 		return "", fmt.Errorf("synthetic dataset: %w", err)
 	}
 	return dir, nil
 }
 
 // openDataset resolves d's dataset folder (generating it if need be) and
-// scans it.
-func openDataset(d config.Data, out io.Writer) (root string, train, val *data.Index, err error) {
-	if root, err = DatasetRoot(d, out); err != nil {
+// scans it. ctx stops it: the generation at once, the scan by no longer
+// waiting for it (data.Scan takes no context; it ends on its own and its
+// result is dropped), so an interrupt during set-up is answered promptly.
+func openDataset(ctx context.Context, d config.Data, out io.Writer) (root string, train, val *data.Index, err error) {
+	if root, err = DatasetRootContext(ctx, d, out); err != nil {
 		return "", nil, nil, err
 	}
-	train, val, err = data.Scan(root)
-	return root, train, val, err
+	if err := ctx.Err(); err != nil {
+		return "", nil, nil, err
+	}
+	type scanned struct {
+		train, val *data.Index
+		err        error
+	}
+	done := make(chan scanned, 1)
+	go func() {
+		t, v, err := data.Scan(root)
+		done <- scanned{t, v, err}
+	}()
+	select {
+	case r := <-done:
+		return root, r.train, r.val, r.err
+	case <-ctx.Done():
+		return "", nil, nil, ctx.Err()
+	}
 }

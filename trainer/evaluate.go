@@ -30,7 +30,7 @@ func Evaluate(ctx context.Context, from, dataRoot string, out io.Writer) (*EvalR
 	if dataRoot != "" {
 		cfg.Data.Root = dataRoot
 	}
-	root, trainSet, valSet, err := openDataset(cfg.Data, out)
+	root, trainSet, valSet, err := openDataset(ctx, cfg.Data, out)
 	if err != nil {
 		return nil, err
 	}

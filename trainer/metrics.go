@@ -7,9 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
-	"syscall"
 	"time"
 )
 
@@ -45,6 +42,7 @@ func epochMetrics(epoch, epochs int, tr trainResult, ev evalResult, wall time.Du
 		}
 		return a / b
 	}
+	rss, peak := memoryNow()
 	return EpochMetrics{
 		Epoch: epoch + 1, Epochs: epochs,
 		TrainLoss:     div(tr.LossSum, float64(tr.Images)),
@@ -54,13 +52,14 @@ func epochMetrics(epoch, epochs int, tr trainResult, ev evalResult, wall time.Du
 		ValTop5:       div(float64(ev.Top5), float64(ev.Images)),
 		ImgPerSec:     div(float64(tr.ImagesNow), tr.Wall.Seconds()), // this invocation's images: a resumed epoch's others took no time here
 		WaitShare:     div(tr.Wait.Seconds(), tr.Wall.Seconds()),
+		CopyShare:     div(tr.Copy.Seconds(), tr.Wall.Seconds()),
 		ComputeShare:  div(tr.Compute.Seconds(), tr.Wall.Seconds()),
 		TrainSeconds:  tr.Wall.Seconds(),
 		EvalSeconds:   ev.Wall.Seconds(),
 		EpochSeconds:  wall.Seconds(),
 		LR:            lr,
-		RSSBytes:      currentRSS(),
-		PeakRSSBytes:  peakRSS(),
+		RSSBytes:      rss,
+		PeakRSSBytes:  peak,
 		SkippedImages: tr.Skipped,
 	}
 }
@@ -111,27 +110,3 @@ func (m *metricsFile) Write(rec EpochMetrics) error {
 }
 
 func (m *metricsFile) Close() error { return m.f.Close() }
-
-// peakRSS is the process's peak resident set size in bytes.
-func peakRSS() int64 {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return ru.Maxrss * 1024 // kilobytes on Linux
-}
-
-// currentRSS is the process's resident set size now, in bytes (0 where
-// /proc is missing).
-func currentRSS() int64 {
-	b, err := os.ReadFile("/proc/self/statm")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 2 {
-		return 0
-	}
-	pages, _ := strconv.ParseInt(f[1], 10, 64)
-	return pages * int64(os.Getpagesize())
-}

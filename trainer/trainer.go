@@ -129,7 +129,7 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 	}
 
 	// The dataset.
-	root, trainSet, valSet, err := openDataset(cfg.Data, out)
+	root, trainSet, valSet, err := openDataset(ctx, cfg.Data, out)
 	if err != nil {
 		return nil, err
 	}
@@ -170,6 +170,9 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 	}
 	if dev.Close != nil {
 		defer dev.Close() // after the loaders, whose buffers it may own: defers run last-in first-out
+	}
+	if err := ctx.Err(); err != nil { // interrupted while the model was built
+		return nil, err
 	}
 	net := dev.Backend
 	if opt.wrapBackend != nil {
@@ -254,8 +257,8 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 			}
 			// Interrupted between steps: keep what this epoch has done so far.
 			dir, serr := save(epoch, tr.progressState)
-			if serr != nil {
-				return sum, fmt.Errorf("%w; and the checkpoint could not be written: %v", err, serr)
+			if serr != nil { // not wrapping err: this is a failure, not an interrupt with nothing to keep
+				return sum, fmt.Errorf("interrupted in epoch %d, and its checkpoint could not be written: %w", epoch+1, serr)
 			}
 			return sum, &InterruptedError{Checkpoint: dir, Run: run, Err: err}
 		}
@@ -263,9 +266,11 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 		ev, err := evaluate(ctx, feed, valLoader, epoch)
 		if err != nil {
 			if ctx.Err() != nil && errors.Is(err, ctx.Err()) { // the epoch's training is done: keep it
-				if dir, serr := save(epoch, tr.progressState); serr == nil {
-					return sum, &InterruptedError{Checkpoint: dir, Run: run, Err: err}
+				dir, serr := save(epoch, tr.progressState)
+				if serr != nil {
+					return sum, fmt.Errorf("interrupted while evaluating epoch %d, and its checkpoint could not be written: %w", epoch+1, serr)
 				}
+				return sum, &InterruptedError{Checkpoint: dir, Run: run, Err: err}
 			}
 			return sum, err
 		}

@@ -15,6 +15,7 @@ import (
 	"stoke/augment"
 	"stoke/config"
 	"stoke/data"
+	"stoke/trainer"
 )
 
 // benchData is `train bench-data`: the loader alone, no model. It prints
@@ -30,8 +31,8 @@ import (
 func benchData(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bench-data", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	cfgPath := fs.String("config", "", "YAML config file (data.* and augment.* are used); without one, the built-in default")
-	dir := fs.String("data", "", "ImageFolder dataset (its train split is read); default data.root")
+	cfgPath := fs.String("config", "", "YAML config file or shipped config name (data.* and augment.* are used); without one, the built-in quickstart")
+	dir := fs.String("data", "", "ImageFolder dataset (its train split is read); default data.root, or when that is empty the generated dataset train uses")
 	size := fs.Int("image-size", 0, "output side in pixels; default data.image_size")
 	asJSON := fs.Bool("json", false, "one JSON object per line")
 	workerList := fs.String("workers", "", "comma-separated worker counts; default 0,1,...,NumCPU")
@@ -67,8 +68,21 @@ func benchData(args []string, stdout, stderr io.Writer) int {
 	if err := cfg.Validate(); err != nil {
 		return fail(2, "%v", err)
 	}
-	if cfg.Data.Root == "" {
-		return fail(2, "no dataset: give --data DIR or data.root (make one with `train gen-data --out DIR --size 256`)")
+	if cfg.Data.Root == "" { // the generated dataset, as train uses it (made on first use)
+		note := stdout
+		if *asJSON {
+			note = stderr // stdout holds JSON lines only
+		}
+		ctx, stop := interruptContext(stderr)
+		root, err := trainer.DatasetRootContext(ctx, cfg.Data, note)
+		stop()
+		if err != nil {
+			if errors.Is(err, context.Canceled) {
+				return fail(130, "interrupted while generating the dataset; nothing kept")
+			}
+			return fail(1, "%v", err)
+		}
+		cfg.Data.Root = root
 	}
 	workers := []int{}
 	if *workerList == "" {

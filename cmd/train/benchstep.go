@@ -13,7 +13,6 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"stoke/model"
@@ -61,6 +60,9 @@ func benchStep(args []string, stdout, stderr io.Writer) int {
 	cfg, err := loadConfig(*cfgPath)
 	if err == nil {
 		err = cfg.Validate()
+	}
+	if err == nil {
+		err = checkMemory(cfg) // counts the loaders' buffers too: bench-step needs less, not more
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "train bench-step: %v\n", err)
@@ -136,24 +138,4 @@ func benchStep(args []string, stdout, stderr io.Writer) int {
 			n, per*1e3, best.Seconds()*1e3, cpuPer*1e3, float64(batch)/per, float64(rss)/(1<<20))
 	}
 	return 0
-}
-
-// cpuTime is the CPU time, user and system, the process has used: on a
-// shared machine it moves less with other load than the wall clock does.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// peakRSS is the process's peak resident set size in bytes (Linux reports
-// ru_maxrss in KiB).
-func peakRSS() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return ru.Maxrss * 1024
 }

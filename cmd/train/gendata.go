@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -37,7 +38,13 @@ func genData(args []string, stdout, stderr io.Writer) int {
 	}
 	t0 := time.Now()
 	opt := data.SynthOptions{Classes: *classes, Train: *ntrain, Val: *nval, Size: *size, Seed: *seed, Quality: *quality}
-	if err := data.Generate(*out, opt); err != nil {
+	ctx, stop := interruptContext(stderr)
+	defer stop()
+	if err := data.GenerateContext(ctx, *out, opt); err != nil {
+		if errors.Is(err, context.Canceled) {
+			fmt.Fprintf(stderr, "train gen-data: interrupted; nothing written to %s\n", *out)
+			return 130
+		}
 		fmt.Fprintf(stderr, "train gen-data: %v\n", err)
 		return 1
 	}

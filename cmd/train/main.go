@@ -16,11 +16,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"stoke/config"
 	"stoke/configs"
@@ -61,7 +63,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 func trainCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("train", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are reported below, with a hint
-	cfgPath := fs.String("config", "", "YAML config file; without one, the built-in configs/"+configs.Default)
+	cfgPath := fs.String("config", "", "YAML config file, or the name of a shipped one (quickstart, blog, ref-cnn); without one, the built-in configs/"+configs.Default)
 	overrides := config.BindFlags(fs)
 	fs.Usage = func() {} // on a bad flag, say what is wrong and not all 40 settings
 	if err := fs.Parse(args); err != nil {
@@ -89,6 +91,9 @@ func trainCmd(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		err = cfg.Validate()
 	}
+	if err == nil {
+		err = checkMemory(cfg)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "train: %v\n", err)
 		return 2
@@ -97,10 +102,16 @@ func trainCmd(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := interruptContext(stderr)
 	defer stop()
 	opt := trainer.Options{Out: stdout}
+	keepTrace := true
 	if cfg.Train.Trace != "" {
 		opt.Trace = trace.New(0)
-		defer writeTrace(opt.Trace, cfg, stdout, stderr)
+		defer func() {
+			if keepTrace {
+				writeTrace(opt.Trace, cfg, stdout, stderr)
+			}
+		}()
 	}
+	fresh := newRunFolder(cfg.Train.Out)
 	sum, err := trainer.Run(ctx, cfg, opt)
 	if err != nil {
 		var intr *trainer.InterruptedError
@@ -108,7 +119,11 @@ func trainCmd(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "train: %v\n", err)
 			return 130
 		}
-		if ctx.Err() != nil {
+		// Only a bare interrupt has nothing to keep; a checkpoint that could
+		// not be written when interrupted is reported as the failure it is.
+		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			keepTrace = false
+			fresh.removeIfUnused()
 			fmt.Fprintf(stderr, "train: interrupted before the first step; nothing to keep\n")
 			return 130
 		}
@@ -181,7 +196,10 @@ func writeTrace(tr *trace.Recorder, cfg config.Config, stdout, stderr io.Writer)
 	fmt.Fprintf(stdout, "timeline written to %s (open it in https://ui.perfetto.dev)\n", path)
 }
 
-// loadConfig reads path, or the built-in quickstart when path is empty.
+// loadConfig reads path, or the built-in quickstart when path is empty. A
+// path that is no file but names a shipped config ("quickstart",
+// "blog.yaml", "configs/ref-cnn.yaml") reads the embedded copy, so the
+// README's commands work from any folder.
 func loadConfig(path string) (config.Config, error) {
 	if path == "" {
 		b, err := configs.FS.ReadFile(configs.Default)
@@ -190,27 +208,58 @@ func loadConfig(path string) (config.Config, error) {
 		}
 		return config.Parse(b, "built-in configs/"+configs.Default)
 	}
+	_, statErr := os.Stat(path)
+	if statErr == nil {
+		return config.Load(path)
+	}
+	if file, text, ok := configs.Lookup(path); ok {
+		return config.Parse(text, "built-in configs/"+file)
+	}
+	if errors.Is(statErr, fs.ErrNotExist) {
+		return config.Config{}, fmt.Errorf("config %s: no such file, and no shipped config of that name (shipped: %s)", path, strings.Join(configs.Names(), ", "))
+	}
 	return config.Load(path)
 }
 
-// interruptContext is cancelled by the first SIGINT or SIGTERM, so the run
-// stops at a clean point; a second one exits at once.
+// signalWindow is how close together signals count as one request: GNU
+// timeout signals the child, then its whole process group, so a trainer
+// run under it (or under another wrapper that does the same) gets the one
+// SIGTERM twice within microseconds. A person's second Ctrl-C comes later.
+const signalWindow = 200 * time.Millisecond
+
+// interruptContext is cancelled by the first SIGINT, SIGTERM or SIGHUP (a
+// closed terminal), so the run stops at a clean point; one arriving more
+// than signalWindow after the first exits at once (status 130).
 func interruptContext(stderr io.Writer) (context.Context, func()) {
+	sig := make(chan os.Signal, 4)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	ctx, cancel := watchSignals(sig, stderr, func() { os.Exit(130) })
+	return ctx, func() { signal.Stop(sig); close(sig); cancel() }
+}
+
+// watchSignals cancels the returned context at the first signal from sig,
+// ignores those within signalWindow of it, and calls exitNow at the next.
+// It returns when sig is closed.
+func watchSignals(sig <-chan os.Signal, stderr io.Writer, exitNow func()) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(context.Background())
-	sig := make(chan os.Signal, 2)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	go func() {
-		if _, ok := <-sig; !ok {
+		s, ok := <-sig
+		if !ok {
 			return
 		}
-		fmt.Fprintln(stderr, "\ntrain: stopping at the next clean point (interrupt again to exit at once)")
+		first := time.Now()
+		fmt.Fprintf(stderr, "\ntrain: %v: stopping at the next clean point (interrupt again to exit at once)\n", s)
 		cancel()
-		if _, ok := <-sig; ok {
+		for range sig {
+			if time.Since(first) < signalWindow {
+				continue // the same request, delivered twice
+			}
 			fmt.Fprintln(stderr, "train: exiting now")
-			os.Exit(130)
+			exitNow()
+			return
 		}
 	}()
-	return ctx, func() { signal.Stop(sig); close(sig); cancel() }
+	return ctx, cancel
 }
 
 // flagHint adds to the flag package's error the nearest defined flag, for
@@ -251,7 +300,9 @@ over the file; the common ones have short forms. Lists take "a,b"; conv blocks
 take YAML, e.g. --model.conv='[{channels: 16, kernel: 3, pool: true}]'.
 
   --config FILE
-        YAML config file
+        YAML config file, or the name of a shipped config (quickstart, blog, ref-cnn:
+        embedded, found from any folder); settings it leaves out have the values shown
+        below as "quickstart", the one set of defaults
 `)
 	shown, err := loadConfig("")
 	if err != nil {

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"fmt"
+	"runtime"
+
+	"stoke/config"
+	"stoke/model"
+)
+
+// runtimeBytes is what the program holds besides the model and the batch
+// buffers: the Go runtime, the loader's per-worker scratch, the binary.
+const runtimeBytes = 64 << 20
+
+// checkMemory refuses, before any work, a run whose model and batch
+// buffers alone would not fit in the machine's memory: a batch of 10^9 or
+// 100000 px images fails here with the figure, not minutes later in an
+// out-of-memory crash. The estimate follows the CPU engine's allocations
+// (model.EstimateMemory) and counts the buffers of both loaders; the images'
+// decoding is bounded elsewhere (data.max_pixels).
+func checkMemory(cfg config.Config) error {
+	have, source := machineMemory()
+	if have <= 0 {
+		return nil
+	}
+	need, detail := estimateRun(cfg)
+	if need <= float64(have) {
+		return nil
+	}
+	return fmt.Errorf("this run needs about %s of memory, more than this machine's %s (%s): %s; lower data.batch_size, data.image_size or the model's channels and kernels",
+		model.Bytes(need), model.Bytes(float64(have)), source, detail)
+}
+
+// estimateRun is the memory a run of cfg needs, and what it is made of.
+func estimateRun(cfg config.Config) (float64, string) {
+	d := cfg.Data
+	classes := 2 // an ImageFolder's classes are known after the scan; the head is small
+	if d.Root == "" {
+		classes = d.Synthetic.Classes
+	}
+	threads := cfg.Train.Threads
+	if threads == 0 {
+		threads = runtime.NumCPU()
+	}
+	m := model.EstimateMemory(model.Spec{InputSize: d.ImageSize, Classes: classes, Conv: cfg.Model.Conv}, d.BatchSize, threads)
+	perLoader := 2 // the loader's pool: workers x prefetch buffers, 2 when loading inline
+	if d.Workers > 0 {
+		perLoader = d.Workers * d.Prefetch
+	}
+	s := float64(d.ImageSize)
+	buffer := float64(d.BatchSize) * 3 * s * s * 4 // float32 CHW; uint8 batches take a quarter
+	pool := 2 * float64(perLoader) * buffer        // the training and the validation loader
+	return m.Total() + pool + runtimeBytes, fmt.Sprintf("the model %s, batch buffers %s (2 loaders x %d buffers of %d images of 3x%dx%d float32)",
+		m, model.Bytes(pool), perLoader, d.BatchSize, d.ImageSize, d.ImageSize)
+}
+
+// fallbackMemory is the machine's memory assumed where it cannot be read
+// (no /proc/meminfo: macOS, Windows).
+const (
+	fallbackMemory = 64 << 30
+	fallbackSource = "assumed: this system's memory cannot be read here"
+)

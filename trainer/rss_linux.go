@@ -1,0 +1,38 @@
+package trainer
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"strconv"
+)
+
+// memoryNow is the process's resident set size now and its peak, in bytes,
+// both read from one snapshot of /proc/self/status (VmRSS and VmHWM), so
+// that the peak is never below the current figure. 0, 0 where it cannot be
+// read.
+func memoryNow() (rss, peak int64) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, 0
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		line := sc.Bytes()
+		var dst *int64
+		switch {
+		case bytes.HasPrefix(line, []byte("VmRSS:")):
+			dst = &rss
+		case bytes.HasPrefix(line, []byte("VmHWM:")):
+			dst = &peak
+		default:
+			continue
+		}
+		f := bytes.Fields(line[6:])
+		if len(f) >= 1 {
+			kb, _ := strconv.ParseInt(string(f[0]), 10, 64)
+			*dst = kb * 1024 // the kernel writes "kB" and means KiB
+		}
+	}
+	return rss, max(peak, rss)
+}
