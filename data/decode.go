@@ -128,7 +128,8 @@ type Decoder struct {
 	out   *image.NRGBA
 	kind  string // resolved Kind
 	turbo *turboHandle
-	err   error // from resolving Kind
+	err   error  // from resolving Kind
+	used  string // the decoder of the last DecodeScaled: DecoderTurbo or DecoderGo
 }
 
 // Decode is the package-level Decode, reusing d's buffers.
@@ -161,6 +162,18 @@ func (d *Decoder) init() error {
 	return d.err
 }
 
+// resetTurbo gives d a fresh libjpeg-turbo handle after one failed on a
+// file, so that no file changes how the next ones decode. Failing to make
+// one (out of memory) is not the file's fault: the error is no
+// *ImageError, so it stops a run even with bad_images: skip.
+func (d *Decoder) resetTurbo() error {
+	if err := d.turbo.reset(); err != nil {
+		d.turbo, d.err = nil, fmt.Errorf("data: libjpeg-turbo: a fresh handle after a bad file: %w", err)
+		return d.err
+	}
+	return nil
+}
+
 // Resolved names the decoder d uses for JPEGs: DecoderTurbo or DecoderGo.
 func (d *Decoder) Resolved() (string, error) {
 	err := d.init()
@@ -183,9 +196,12 @@ func (d *Decoder) DecodeHeader(path string, b []byte) (Header, error) {
 		h.Format = "JPEG"
 		if d.turbo != nil {
 			w, ht, cmyk, err := d.turbo.header(b)
-			if err == nil {
+			if err == nil && w > 0 && ht > 0 {
 				h.Width, h.Height, h.Scalable = w, ht, !cmyk
 				break
+			}
+			if err := d.resetTurbo(); err != nil {
+				return Header{}, err
 			}
 			// Let image/jpeg have its say: its errors are the ones the
 			// tests and users know, and it reads some files turbo won't.
@@ -250,10 +266,15 @@ func (d *Decoder) DecodeScaled(path string, b []byte, h Header, scale int) (img 
 		w, ht := (h.Width+scale-1)/scale, (h.Height+scale-1)/scale
 		d.out = reuseNRGBA(d.out, w, ht)
 		if err := d.turbo.decode(b, d.out.Pix, w, ht); err == nil {
+			d.used = DecoderTurbo
 			return d.out, scale, nil
+		}
+		if err := d.resetTurbo(); err != nil {
+			return nil, 0, err
 		}
 		// A file with a flaw libjpeg-turbo warns about: image/jpeg decides.
 	}
+	d.used = DecoderGo
 	var decode func(io.Reader) (image.Image, error)
 	switch h.Format {
 	case "JPEG":
