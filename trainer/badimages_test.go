@@ -3,12 +3,16 @@ package trainer
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"image"
 	"image/jpeg"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"stoke/config"
@@ -157,5 +161,71 @@ func TestBadJPEGsChangeNothingElse(t *testing.T) {
 			got, _ := run(c, Options{})
 			same(fmt.Sprintf("interrupted after step %d and resumed, %d workers", k, w), got)
 		}
+	}
+}
+
+// png16Header is a PNG signature and IHDR for a w x h 16-bit RGBA image,
+// with no pixel data: what decides its decode's memory is in the header.
+func png16Header(t *testing.T, w, h uint32) []byte {
+	b := hugePNGHeader(t, w, h)
+	b[8+8+8] = 16 // bit depth; colour type 6 (RGBA) already
+	binary.BigEndian.PutUint32(b[8+8+13:], crc32.ChecksumIEEE(b[8+4:8+8+13]))
+	return b
+}
+
+// TestDecodeBudgetInARun: a 16-bit RGBA PNG of 7000x7000 pixels, under
+// max_pixels but 588 MB to decode, stops the run naming the file and
+// data.max_decode_bytes, or is skipped and listed; a raised budget lets
+// the decode go on to the pixels (here missing).
+func TestDecodeBudgetInARun(t *testing.T) {
+	for _, tc := range []struct {
+		policy string
+		budget int
+		want   string // in the error; "" = skipped
+	}{
+		{"fail", 0, "max_decode_bytes"},
+		{"skip", 0, ""},
+		{"fail", 1 << 30, "corrupt or truncated"},
+	} {
+		t.Run(fmt.Sprintf("%s/%d", tc.policy, tc.budget), func(t *testing.T) {
+			c := tinyConfig(t)
+			c.Train.Epochs = 1
+			c.Data.BadImages = tc.policy
+			if tc.budget > 0 {
+				c.Data.MaxDecode = tc.budget
+			}
+			c.Data.Root = copyTinyDataset(t)
+			path := write(t, filepath.Join(c.Data.Root, "train", firstClass(t, c.Data.Root)), "bomb16.png", png16Header(t, 7000, 7000))
+			sum, err := runWithin(t, c)
+			t.Logf("what the user sees: %v", err)
+			if tc.want != "" {
+				if err == nil || !strings.Contains(err.Error(), "bomb16.png") || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("error %v, want one naming bomb16.png and saying %q", err, tc.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := sum.Epochs[0].SkippedImages; len(got) != 1 || got[0] != path {
+				t.Fatalf("skipped %v, want [%s]", got, path)
+			}
+		})
+	}
+}
+
+// TestClassLinkedToItsSplitIsRefused: train/x -> . is a loop, not a class
+// of every image.
+func TestClassLinkedToItsSplitIsRefused(t *testing.T) {
+	c := tinyConfig(t)
+	c.Data.Root = copyTinyDataset(t)
+	if err := os.Symlink(".", filepath.Join(c.Data.Root, "train", "x")); err != nil {
+		t.Skip("no symlinks here:", err)
+	}
+	write(t, filepath.Join(c.Data.Root, "val", "x"), "a.jpg", encodeJPEG(t, 8, 8))
+	_, err := runWithin(t, c)
+	t.Logf("what the user sees: %v", err)
+	if err == nil || !strings.Contains(err.Error(), filepath.Join("train", "x")) || !strings.Contains(err.Error(), "loop") {
+		t.Fatalf("error %v, want one naming train/x as a loop", err)
 	}
 }
