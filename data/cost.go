@@ -28,9 +28,45 @@ const MaxPixelsLimit = 1 << 32
 // decodeCost is what decoding an image allocates beyond its file and the
 // RGB output, for each decoder that may run.
 type decodeCost struct {
-	std   int64  // image/jpeg or image/png
-	turbo int64  // libjpeg-turbo (JPEG only; its output is the RGB buffer itself)
-	what  string // what drives the figure, for messages: "16-bit RGBA", "progressive 3-component"
+	std   int64 // image/jpeg or image/png
+	turbo int64 // libjpeg-turbo (JPEG only; its output is the RGB buffer itself)
+	// What drives the figures, for messages (kept as facts, not a string,
+	// so that a header allocates nothing).
+	png              bool
+	depth, colorType byte // PNG
+	trns, interlaced bool // PNG
+	progressive      bool // JPEG
+	nComp            int  // JPEG
+	layoutUnknown    bool
+}
+
+// what names the layout that drives the figure: "16-bit RGBA",
+// "progressive colour".
+func (c decodeCost) what() string {
+	if c.layoutUnknown {
+		return "unknown layout"
+	}
+	if !c.png {
+		s := "baseline"
+		if c.progressive {
+			s = "progressive"
+		}
+		return s + map[int]string{1: " gray", 3: " colour", 4: " 4-component (CMYK)"}[c.nComp]
+	}
+	s := map[byte]string{0: "gray", 2: "RGB", 3: "palette", 4: "gray+alpha"}[c.colorType]
+	if s == "" {
+		s = "RGBA"
+	}
+	if c.depth == 16 {
+		s = "16-bit " + s
+	}
+	if c.trns && c.colorType == 0 {
+		s += " with transparency"
+	}
+	if c.interlaced {
+		s += ", interlaced"
+	}
+	return s
 }
 
 // pngCost reads a PNG's IHDR and the chunks before its first IDAT. image/png
@@ -40,7 +76,7 @@ type decodeCost struct {
 func pngCost(b []byte, w, h int) decodeCost {
 	const ihdrAt = 8 + 8 // signature, then IHDR's length and type
 	if len(b) < ihdrAt+13 {
-		return decodeCost{std: 8 * int64(w) * int64(h) * 2, what: "unknown layout"}
+		return decodeCost{std: 8 * int64(w) * int64(h) * 2, png: true, layoutUnknown: true}
 	}
 	depth, colorType, interlaced := b[ihdrAt+8], b[ihdrAt+9], b[ihdrAt+12] == 1
 	trns := false
@@ -59,40 +95,29 @@ func pngCost(b []byte, w, h int) decodeCost {
 		i += 12 + int(n)
 	}
 	var bpp int64
-	var what string
 	switch colorType {
 	case 0: // gray
-		bpp, what = 1, "gray"
+		bpp = 1
 		if depth == 16 {
-			bpp, what = 2, "16-bit gray"
+			bpp = 2
 		}
 		if trns {
-			bpp, what = 4*bpp, what+" with transparency"
+			bpp *= 4 // NRGBA or NRGBA64
 		}
-	case 2: // RGB
-		bpp, what = 4, "RGB"
+	case 3: // palette
+		bpp = 1
+	default: // RGB, gray+alpha, RGBA, and anything the decoder will refuse
+		bpp = 4
 		if depth == 16 {
-			bpp, what = 8, "16-bit RGB"
-		}
-	case 3:
-		bpp, what = 1, "palette"
-	case 4: // gray + alpha
-		bpp, what = 4, "gray+alpha"
-		if depth == 16 {
-			bpp, what = 8, "16-bit gray+alpha"
-		}
-	default: // 6, RGBA, and anything the decoder will refuse
-		bpp, what = 4, "RGBA"
-		if depth == 16 {
-			bpp, what = 8, "16-bit RGBA"
+			bpp = 8
 		}
 	}
 	img := bpp * int64(w) * int64(h)
 	if interlaced {
-		img, what = 2*img, what+", interlaced"
+		img *= 2
 	}
 	rows := 2 * (8*int64(w) + 1) // the current and previous row, unfiltered
-	return decodeCost{std: img + rows, what: what}
+	return decodeCost{std: img + rows, png: true, depth: depth, colorType: colorType, trns: trns, interlaced: interlaced}
 }
 
 // jpegFrame is what a JPEG's frame header (SOFn) and markers before it say.
@@ -181,15 +206,13 @@ func jpegCost(b []byte, w, h int) decodeCost {
 		samples += 64 * int64(f.h[c]) * int64(f.v[c]) * mxx * myy
 	}
 	pixels := int64(w) * int64(h)
-	c := decodeCost{std: samples, what: "baseline"}
+	c := decodeCost{std: samples, progressive: f.progressive, nComp: f.nComp, layoutUnknown: !ok}
 	if f.rgb || f.nComp == 4 {
 		c.std += 4 * pixels
 	}
 	if f.progressive {
 		c.std += 4 * samples
 		c.turbo = 2 * samples
-		c.what = "progressive"
 	}
-	c.what += map[int]string{1: " gray", 3: " colour", 4: " 4-component (CMYK)"}[f.nComp]
 	return c
 }

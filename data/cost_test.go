@@ -93,7 +93,7 @@ func TestDecodeCostIsWhatDecodingAllocates(t *testing.T) {
 				t.Fatal(err)
 			}
 			got, est := int64(after.TotalAlloc-before.TotalAlloc), hd.need(false)
-			t.Logf("%s (%s): estimate %d bytes, allocated %d (%.2fx)", tc.name, hd.cost.what, est, got, float64(est)/float64(got))
+			t.Logf("%s (%s): estimate %d bytes, allocated %d (%.2fx)", tc.name, hd.cost.what(), est, got, float64(est)/float64(got))
 			if est < got-128<<10 || float64(est) > 1.25*float64(got) {
 				t.Errorf("%s: estimated %d bytes, image/jpeg or image/png allocated %d", tc.name, est, got)
 			}
@@ -243,6 +243,27 @@ func TestMaxPixelsNearTheIntLimit(t *testing.T) {
 	for _, limit := range []int{math.MaxInt, math.MaxInt - 1, math.MaxInt / 4, MaxPixelsLimit + 1} {
 		if _, err := Decode(p, limit); err != nil {
 			t.Errorf("max pixels %d: %v", limit, err)
+		}
+	}
+}
+
+// TestDecodeHeaderAllocatesNothing: estimating a decode's memory is on the
+// per-image path, so it must not allocate (messages are built on refusal
+// only).
+func TestDecodeHeaderAllocatesNothing(t *testing.T) {
+	needTurbo(t) // image/jpeg's and image/png's DecodeConfig allocate
+	jpg := gradientJPEG(t, 64, 64)
+	prog, err := os.ReadFile(filepath.Join("testdata", "progressive-444.jpg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := Decoder{Kind: DecoderTurbo}
+	for name, b := range map[string][]byte{"baseline": jpg, "progressive": prog} {
+		if _, err := d.DecodeHeader(name, b); err != nil {
+			t.Fatal(err)
+		}
+		if n := testing.AllocsPerRun(10, func() { d.DecodeHeader(name, b) }); n != 0 {
+			t.Errorf("%s JPEG: DecodeHeader allocates %v times", name, n)
 		}
 	}
 }

@@ -260,7 +260,7 @@ func (d *Decoder) DecodeHeader(path string, b []byte) (Header, error) {
 	turbo := h.Scalable && d.turbo != nil
 	if need := h.need(turbo); need > d.maxBytes() {
 		return Header{}, &ImageError{path, fmt.Errorf("%w: %s of %dx%d (%s) needs about %d bytes to decode, more than the limit of %d (max_decode_bytes)",
-			ErrTooLarge, h.Format, h.Width, h.Height, h.cost.what, need, d.maxBytes())}
+			ErrTooLarge, h.Format, h.Width, h.Height, h.cost.what(), need, d.maxBytes())}
 	}
 	if d.out != nil && int64(cap(d.out.Pix)) > keepBytes && int64(cap(d.out.Pix)) > 4*int64(h.Width)*int64(h.Height) {
 		d.out = nil // see keepBytes
@@ -324,7 +324,7 @@ func (d *Decoder) DecodeScaled(path string, b []byte, h Header, scale int) (img 
 		// if it can within the memory budget.
 		if need := h.need(false); need > d.maxBytes() {
 			return nil, 0, &ImageError{path, fmt.Errorf("%w: libjpeg-turbo refused it (%v), and image/jpeg would need about %d bytes to decode this %dx%d %s JPEG, more than the limit of %d (max_decode_bytes)",
-				ErrTooLarge, terr, need, h.Width, h.Height, h.cost.what, d.maxBytes())}
+				ErrTooLarge, terr, need, h.Width, h.Height, h.cost.what(), d.maxBytes())}
 		}
 	}
 	d.used = DecoderGo

@@ -195,7 +195,7 @@ func TestPNGBombsStayWithinTheMemoryBound(t *testing.T) {
 // states for its live memory: workers x (budget + 32 MiB of kept buffers)
 // + the batch pool. RSS also holds garbage the collector has not yet
 // reclaimed; here that fits in what the budget's margin leaves (measured:
-// 264 MiB of growth against 384 MiB).
+// 212 to 264 MiB of growth against 384 MiB).
 func TestLoaderMemoryBound(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector's shadow memory multiplies the heap; .ci/run runs this test without -race")
