@@ -1,6 +1,7 @@
 package data
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -148,7 +149,8 @@ func BenchmarkLoaderTrain(b *testing.B) {
 
 // BenchmarkDecodeAfterBadFile is BenchmarkDecode's libjpeg-turbo 1:1 on a
 // Decoder that first met a truncated JPEG: it must run as fast as on a
-// fresh one ("fresh"), by libjpeg-turbo, not fall back to image/jpeg.
+// fresh one ("fresh"), by libjpeg-turbo (it fails if an image goes to
+// image/jpeg or is refused).
 func BenchmarkDecodeAfterBadFile(b *testing.B) {
 	idx := benchDataset(b)
 	files := make([][]byte, len(idx.Samples))
@@ -163,7 +165,9 @@ func BenchmarkDecodeAfterBadFile(b *testing.B) {
 			needTurbo(b)
 			d := Decoder{Kind: DecoderTurbo}
 			if after != "fresh" {
-				cut := files[0][:len(files[0])*3/4]
+				// Cut in the Huffman tables: where libjpeg-turbo 2.1 left the
+				// handle broken.
+				cut := files[0][:bytes.Index(files[0], []byte{0xff, 0xda})-30]
 				if h, err := d.DecodeHeader("cut", cut); err == nil {
 					d.DecodeScaled("cut", cut, h, 1)
 				}
