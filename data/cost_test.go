@@ -237,10 +237,11 @@ func TestTurboFallbackStaysWithinTheBudget(t *testing.T) {
 }
 
 // TestMaxPixelsNearTheIntLimit: a pixel limit near 2^63 must not overflow
-// into a negative file-size limit that refuses every image.
+// the file-size limit (4 bytes a pixel): 2^61, 3 x 2^61 and MaxInt/4 made
+// it negative, refusing every image; MaxInt made it 1 MiB.
 func TestMaxPixelsNearTheIntLimit(t *testing.T) {
 	p := writeFile(t, t.TempDir(), "ok.png", encodePNG(t, image.NewGray(image.Rect(0, 0, 8, 8))))
-	for _, limit := range []int{math.MaxInt, math.MaxInt - 1, math.MaxInt / 4, MaxPixelsLimit + 1} {
+	for _, limit := range []int{math.MaxInt, math.MaxInt - 1, math.MaxInt / 4, 1 << 61, 3 << 61, MaxPixelsLimit + 1} {
 		if _, err := Decode(p, limit); err != nil {
 			t.Errorf("max pixels %d: %v", limit, err)
 		}
