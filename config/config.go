@@ -9,6 +9,7 @@
 package config
 
 import (
+	"stoke/data"
 	"stoke/model"
 )
 
@@ -34,6 +35,7 @@ type Data struct {
 	DropLast   bool      `yaml:"drop_last" help:"drop the last training batch when it is short"`
 	BadImages  string    `yaml:"bad_images" help:"what an undecodable image does: fail (stop with an error naming the file) or skip (count and list it)"`
 	MaxPixels  int       `yaml:"max_pixels" help:"refuse images larger than this many pixels before decoding them"`
+	MaxDecode  int       `yaml:"max_decode_bytes" help:"memory in bytes one image's decode may take, estimated from its header (file, decoded pixels, RGB copy); an image over it is refused like a bad one. The loader then holds at most workers x (this + 32 MiB) besides its batch buffers"`
 	BatchDType string    `yaml:"batch_dtype" help:"batch element type: auto (uint8 where the device normalizes batches itself, else float32), float32 (normalized by the workers) or uint8 (4x fewer bytes; normalized by the device, or before the step on the cpu)"`
 	Decoder    string    `yaml:"decoder" help:"JPEG decoder: auto (libjpeg-turbo when libturbojpeg.so.0 is installed, else Go's image/jpeg), turbo or go"`
 	Synthetic  Synthetic `yaml:"synthetic"`
@@ -108,6 +110,7 @@ func Default() Config {
 			BatchDType: "auto",
 			Decoder:    "auto",
 			MaxPixels:  50_000_000,
+			MaxDecode:  data.DefaultMaxDecodeBytes,
 			Synthetic:  Synthetic{Classes: 10, Train: 400, Val: 100, Size: 64, Seed: 1},
 		},
 		Augment: Augment{

@@ -2,6 +2,7 @@ package config
 
 import (
 	"flag"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -240,5 +241,25 @@ func TestLimitsOfTheMachineAndTheModel(t *testing.T) {
 func fillConv(blocks []model.ConvSpec) {
 	for i := range blocks {
 		blocks[i] = model.ConvSpec{Channels: 4, Kernel: 3}
+	}
+}
+
+// TestMaxPixelsIsBounded: a pixel limit near 2^63 overflowed the loader's
+// byte arithmetic into a negative limit that refused every image; it is
+// refused here, with the bound named. The decode budget must be positive.
+func TestMaxPixelsIsBounded(t *testing.T) {
+	c := Default()
+	c.Data.MaxPixels = math.MaxInt
+	err := c.Validate()
+	if err == nil || !strings.Contains(err.Error(), "data.max_pixels: must be at most 4294967296") {
+		t.Errorf("max_pixels %d: error %v, want one naming data.max_pixels and its bound", c.Data.MaxPixels, err)
+	}
+	c.Data.MaxPixels = 1 << 32
+	if err := c.Validate(); err != nil {
+		t.Errorf("max_pixels 2^32: %v", err)
+	}
+	c.Data.MaxDecode = 0
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "data.max_decode_bytes:") {
+		t.Errorf("max_decode_bytes 0: error %v, want one naming data.max_decode_bytes", err)
 	}
 }

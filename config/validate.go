@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+
+	"stoke/data"
 )
 
 // Limits that no machine this runs on reaches; beyond them a setting is a
@@ -48,6 +50,10 @@ func (c *Config) Validate() error {
 		bad("data.bad_images", "must be fail or skip, got %q", d.BadImages)
 	}
 	positive("data.max_pixels", d.MaxPixels)
+	if d.MaxPixels > data.MaxPixelsLimit {
+		bad("data.max_pixels", "must be at most %d (65536x65536, the largest JPEG; 16 GiB as RGB), got %d", data.MaxPixelsLimit, d.MaxPixels)
+	}
+	positive("data.max_decode_bytes", d.MaxDecode)
 	switch d.BatchDType {
 	case "auto", "float32", "uint8":
 	default:

@@ -1,6 +1,7 @@
 package data
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -143,5 +144,51 @@ func BenchmarkLoaderTrain(b *testing.B) {
 				})
 			}
 		}
+	}
+}
+
+// BenchmarkDecodeAfterBadFile is BenchmarkDecode's libjpeg-turbo 1:1 on a
+// Decoder that first met a truncated JPEG: it must run as fast as on a
+// fresh one ("fresh"), by libjpeg-turbo (it fails if an image goes to
+// image/jpeg or is refused).
+func BenchmarkDecodeAfterBadFile(b *testing.B) {
+	idx := benchDataset(b)
+	files := make([][]byte, len(idx.Samples))
+	for i, s := range idx.Samples {
+		var err error
+		if files[i], err = os.ReadFile(s.Path); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, after := range []string{"fresh", "after-truncated"} {
+		b.Run(after, func(b *testing.B) {
+			needTurbo(b)
+			d := Decoder{Kind: DecoderTurbo}
+			if after != "fresh" {
+				// Cut in the Huffman tables: where libjpeg-turbo 2.1 left the
+				// handle broken.
+				cut := files[0][:bytes.Index(files[0], []byte{0xff, 0xda})-30]
+				if h, err := d.DecodeHeader("cut", cut); err == nil {
+					d.DecodeScaled("cut", cut, h, 1)
+				}
+			}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				f := files[i%len(files)]
+				h, err := d.DecodeHeader("bench", f)
+				if err == nil {
+					_, _, err = d.DecodeScaled("bench", f, h, 1)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				if d.used != DecoderTurbo {
+					b.Fatalf("image %d decoded by %s", i, d.used)
+				}
+				i++
+			}
+			reportImgPerSec(b, 1)
+		})
 	}
 }

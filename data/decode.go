@@ -112,6 +112,20 @@ type Header struct {
 	// Scalable says the pixels can be decoded at 1/2, 1/4 or 1/8 size
 	// (a JPEG, with libjpeg-turbo, not CMYK).
 	Scalable bool
+
+	file int64      // the file's bytes
+	cost decodeCost // what each decoder allocates for it
+}
+
+// need is the memory a decode of the image takes, by libjpeg-turbo or by
+// the standard library: the file, the decoder's own allocations and the
+// full-size RGB output.
+func (h Header) need(turbo bool) int64 {
+	n := h.file + 4*int64(h.Width)*int64(h.Height)
+	if turbo {
+		return n + h.cost.turbo
+	}
+	return n + h.cost.std
 }
 
 // Decoder is Decode with buffers kept between calls: the file bytes and the
@@ -119,8 +133,12 @@ type Header struct {
 // next call. A Decoder is not safe for concurrent use; give each goroutine
 // its own. The zero value is ready to use (with DecoderAuto).
 type Decoder struct {
-	MaxPixels int    // 0 = DefaultMaxPixels
-	Kind      string // DecoderAuto (""), DecoderTurbo or DecoderGo
+	MaxPixels int // 0 = DefaultMaxPixels
+	// MaxBytes is the memory one decode may take, estimated from the
+	// header (the file, the decoder's allocations and the RGB output);
+	// 0 = DefaultMaxDecodeBytes.
+	MaxBytes int64
+	Kind     string // DecoderAuto (""), DecoderTurbo or DecoderGo
 
 	file  []byte
 	path  []byte // path with a NUL, for open(2)
@@ -128,7 +146,8 @@ type Decoder struct {
 	out   *image.NRGBA
 	kind  string // resolved Kind
 	turbo *turboHandle
-	err   error // from resolving Kind
+	err   error  // from resolving Kind
+	used  string // the decoder of the last DecodeScaled: DecoderTurbo or DecoderGo
 }
 
 // Decode is the package-level Decode, reusing d's buffers.
@@ -161,6 +180,18 @@ func (d *Decoder) init() error {
 	return d.err
 }
 
+// resetTurbo gives d a fresh libjpeg-turbo handle after one failed on a
+// file, so that no file changes how the next ones decode. Failing to make
+// one (out of memory) is not the file's fault: the error is no
+// *ImageError, so it stops a run even with bad_images: skip.
+func (d *Decoder) resetTurbo() error {
+	if err := d.turbo.reset(); err != nil {
+		d.turbo, d.err = nil, fmt.Errorf("data: libjpeg-turbo: a fresh handle after a bad file: %w", err)
+		return d.err
+	}
+	return nil
+}
+
 // Resolved names the decoder d uses for JPEGs: DecoderTurbo or DecoderGo.
 func (d *Decoder) Resolved() (string, error) {
 	err := d.init()
@@ -168,8 +199,9 @@ func (d *Decoder) Resolved() (string, error) {
 }
 
 // DecodeHeader reads the format and size of the image in b (read from
-// path, which names it in errors) and refuses one of more than MaxPixels
-// pixels before any pixel is decoded.
+// path, which names it in errors) and refuses, before any pixel is
+// decoded, one of more than MaxPixels pixels or one whose decode would
+// take more than MaxBytes of memory.
 func (d *Decoder) DecodeHeader(path string, b []byte) (Header, error) {
 	if err := d.init(); err != nil {
 		return Header{}, err
@@ -183,9 +215,12 @@ func (d *Decoder) DecodeHeader(path string, b []byte) (Header, error) {
 		h.Format = "JPEG"
 		if d.turbo != nil {
 			w, ht, cmyk, err := d.turbo.header(b)
-			if err == nil {
+			if err == nil && w > 0 && ht > 0 {
 				h.Width, h.Height, h.Scalable = w, ht, !cmyk
 				break
+			}
+			if err := d.resetTurbo(); err != nil {
+				return Header{}, err
 			}
 			// Let image/jpeg have its say: its errors are the ones the
 			// tests and users know, and it reads some files turbo won't.
@@ -216,7 +251,35 @@ func (d *Decoder) DecodeHeader(path string, b []byte) (Header, error) {
 		return Header{}, &ImageError{path, fmt.Errorf("%w: %s of %dx%d = %d pixels exceeds the limit of %d (max_pixels)",
 			ErrTooLarge, h.Format, h.Width, h.Height, int64(h.Width)*int64(h.Height), limit)}
 	}
+	h.file = int64(len(b))
+	if h.Format == "JPEG" {
+		h.cost = jpegCost(b, h.Width, h.Height)
+	} else {
+		h.cost = pngCost(b, h.Width, h.Height)
+	}
+	turbo := h.Scalable && d.turbo != nil
+	if need := h.need(turbo); need > d.maxBytes() {
+		return Header{}, &ImageError{path, fmt.Errorf("%w: %s of %dx%d (%s) needs about %d bytes to decode, more than the limit of %d (max_decode_bytes)",
+			ErrTooLarge, h.Format, h.Width, h.Height, h.cost.what(), need, d.maxBytes())}
+	}
+	if d.out != nil && int64(cap(d.out.Pix)) > keepBytes && int64(cap(d.out.Pix)) > 4*int64(h.Width)*int64(h.Height) {
+		d.out = nil // see keepBytes
+	}
 	return h, nil
+}
+
+// keepBytes is the largest buffer a Decoder keeps for the next image when
+// that image needs less: reusing buffers saves allocating per image, but
+// one outsized image must not hold its memory for the rest of the run. A
+// worker's memory is then its current decode (within MaxBytes) plus at
+// most 2 x keepBytes of buffers it keeps.
+const keepBytes = 16 << 20
+
+func (d *Decoder) maxBytes() int64 {
+	if d.MaxBytes <= 0 {
+		return DefaultMaxDecodeBytes
+	}
+	return d.MaxBytes
 }
 
 func (d *Decoder) config(path, format string, decodeConfig func(io.Reader) (image.Config, error), b []byte) (cfg image.Config, err error) {
@@ -249,11 +312,22 @@ func (d *Decoder) DecodeScaled(path string, b []byte, h Header, scale int) (img 
 	if h.Format == "JPEG" && h.Scalable && d.turbo != nil {
 		w, ht := (h.Width+scale-1)/scale, (h.Height+scale-1)/scale
 		d.out = reuseNRGBA(d.out, w, ht)
-		if err := d.turbo.decode(b, d.out.Pix, w, ht); err == nil {
+		terr := d.turbo.decode(b, d.out.Pix, w, ht)
+		if terr == nil {
+			d.used = DecoderTurbo
 			return d.out, scale, nil
 		}
-		// A file with a flaw libjpeg-turbo warns about: image/jpeg decides.
+		if err := d.resetTurbo(); err != nil {
+			return nil, 0, err
+		}
+		// A file with a flaw libjpeg-turbo warns about: image/jpeg decides,
+		// if it can within the memory budget.
+		if need := h.need(false); need > d.maxBytes() {
+			return nil, 0, &ImageError{path, fmt.Errorf("%w: libjpeg-turbo refused it (%v), and image/jpeg would need about %d bytes to decode this %dx%d %s JPEG, more than the limit of %d (max_decode_bytes)",
+				ErrTooLarge, terr, need, h.Width, h.Height, h.cost.what(), d.maxBytes())}
+		}
 	}
+	d.used = DecoderGo
 	var decode func(io.Reader) (image.Image, error)
 	switch h.Format {
 	case "JPEG":
@@ -301,7 +375,14 @@ func reuseNRGBA(dst *image.NRGBA, w, h int) *image.NRGBA {
 // read reads the file at path into d.file, growing it only when a file is
 // larger than any before it.
 func (d *Decoder) read(path string) ([]byte, error) {
-	b, err := readFile(path, d.file, &d.path, maxFileBytes(d.MaxPixels))
+	if cap(d.file) > keepBytes {
+		d.file = nil // see keepBytes
+	}
+	limit := maxFileBytes(d.MaxPixels)
+	if d.maxBytes() < limit {
+		limit = d.maxBytes() // the file is part of a decode's memory
+	}
+	b, err := readFile(path, d.file, &d.path, limit)
 	if cap(b) > cap(d.file) {
 		d.file = b[:0]
 	}
@@ -323,14 +404,14 @@ func maxFileBytes(maxPixels int) int64 {
 	if maxPixels <= 0 {
 		maxPixels = DefaultMaxPixels
 	}
-	return 4*int64(maxPixels) + 1<<20
+	return 4*int64(min(maxPixels, MaxPixelsLimit)) + 1<<20
 }
 
 // fileSizeError is a file too large to be an image within the pixel limit.
 type fileSizeError struct{ size, limit int64 }
 
 func (e *fileSizeError) Error() string {
-	return fmt.Sprintf("the file has %d bytes, more than any image within max_pixels can take (%d)", e.size, e.limit)
+	return fmt.Sprintf("the file has %d bytes, more than any image within max_pixels and max_decode_bytes can take (%d)", e.size, e.limit)
 }
 
 func fileTooLarge(size, limit int64) error { return &fileSizeError{size, limit} }
@@ -393,9 +474,66 @@ func toNRGBA(src image.Image, dst *image.NRGBA) *image.NRGBA {
 				pix[o+4*x+3] = 255
 			}
 		}
+	// The types below go through color.NRGBAModel's arithmetic, without
+	// its Convert, which boxes every pixel into an interface: 8 to 16
+	// bytes of garbage a pixel (784 MB for a 7000x7000 16-bit PNG), beyond
+	// any budget a header can promise.
+	case *image.RGBA:
+		for y := 0; y < h; y++ {
+			o := y * dst.Stride
+			for x := 0; x < w; x++ {
+				pix[o], pix[o+1], pix[o+2] = unpremultiply(s.RGBAAt(r.Min.X+x, r.Min.Y+y).RGBA())
+				pix[o+3] = 255
+				o += 4
+			}
+		}
+	case *image.RGBA64:
+		for y := 0; y < h; y++ {
+			o := y * dst.Stride
+			for x := 0; x < w; x++ {
+				pix[o], pix[o+1], pix[o+2] = unpremultiply(s.RGBA64At(r.Min.X+x, r.Min.Y+y).RGBA())
+				pix[o+3] = 255
+				o += 4
+			}
+		}
+	case *image.NRGBA64:
+		for y := 0; y < h; y++ {
+			o := y * dst.Stride
+			for x := 0; x < w; x++ {
+				pix[o], pix[o+1], pix[o+2] = unpremultiply(s.NRGBA64At(r.Min.X+x, r.Min.Y+y).RGBA())
+				pix[o+3] = 255
+				o += 4
+			}
+		}
+	case *image.Gray16:
+		for y := 0; y < h; y++ {
+			o := y * dst.Stride
+			for x := 0; x < w; x++ {
+				pix[o], pix[o+1], pix[o+2] = unpremultiply(s.Gray16At(r.Min.X+x, r.Min.Y+y).RGBA())
+				pix[o+3] = 255
+				o += 4
+			}
+		}
+	case *image.Paletted:
+		var lut [256][3]uint8
+		for i, c := range s.Palette[:min(len(s.Palette), 256)] {
+			lut[i][0], lut[i][1], lut[i][2] = unpremultiply(c.RGBA())
+		}
+		n := len(s.Palette) // an index past the palette is an error, as in At
+		for y := 0; y < h; y++ {
+			row := s.Pix[(r.Min.Y+y-s.Rect.Min.Y)*s.Stride+r.Min.X-s.Rect.Min.X:][:w]
+			o := y * dst.Stride
+			for _, i := range row {
+				if int(i) >= n {
+					panic(fmt.Sprintf("palette index %d of a %d-colour palette", i, n))
+				}
+				c := &lut[i]
+				pix[o], pix[o+1], pix[o+2], pix[o+3] = c[0], c[1], c[2], 255
+				o += 4
+			}
+		}
 	default:
-		// RGBA (premultiplied), Paletted, 16-bit and the rest: the colour
-		// model does the un-premultiplying.
+		// The rest: the colour model does the un-premultiplying.
 		for y := 0; y < h; y++ {
 			o := y * dst.Stride
 			for x := 0; x < w; x++ {
@@ -406,4 +544,16 @@ func toNRGBA(src image.Image, dst *image.NRGBA) *image.NRGBA {
 		}
 	}
 	return dst
+}
+
+// unpremultiply is color.NRGBAModel's conversion of a colour's
+// premultiplied 16-bit components to straight 8-bit RGB.
+func unpremultiply(r, g, b, a uint32) (uint8, uint8, uint8) {
+	switch a {
+	case 0xffff:
+		return uint8(r >> 8), uint8(g >> 8), uint8(b >> 8)
+	case 0:
+		return 0, 0, 0
+	}
+	return uint8((r * 0xffff / a) >> 8), uint8((g * 0xffff / a) >> 8), uint8((b * 0xffff / a) >> 8)
 }

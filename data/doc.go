@@ -8,7 +8,9 @@
 //
 // Each sample's random numbers come from SampleRNG(seed, epoch, index): the
 // RNG belongs to the sample, not to the worker, so an epoch's batches are
-// bit-identical whatever the number of workers.
+// bit-identical whatever the number of workers. A bad image is refused or
+// skipped on its own bytes: it changes neither how later images decode nor
+// their memory budget, so batches do not depend on which worker met it.
 //
 // Batch buffers come from an Allocator: pageable Go memory by default,
 // page-locked memory from the CUDA backend when pin_memory is on. This
@@ -17,7 +19,9 @@
 // Files, by concern:
 //
 //	index.go    Scan: the ImageFolder layout, and its errors (ErrLayout, fs.ErrNotExist)
-//	decode.go   Decode/Decoder: JPEG and PNG to RGB, size limit, *ImageError
+//	decode.go   Decode/Decoder: JPEG and PNG to RGB, size limits, *ImageError
+//	cost.go     a decode's memory, estimated from the header (MaxBytes, the budget)
+//	turbo.go    libjpeg-turbo through dlopen; a fresh handle after every failure
 //	sampler.go  Permutation, SampleRNG, SampleSource (reseeded without allocating)
 //	alloc.go    Pageable, Float32s/Int32s views of a buffer
 //	loader.go   Loader, Iter, Batch: workers, the buffer pool, reordering

@@ -109,6 +109,11 @@ func classDirs(dir string) (map[string]string, error) {
 		if e.Type()&fs.ModeSymlink != 0 {
 			fi, err := os.Stat(p) // a symlinked class folder is followed once
 			isDir = err == nil && fi.IsDir()
+			if isDir {
+				if err := linkLoop(dir, p); err != nil {
+					return nil, err
+				}
+			}
 		}
 		if isDir {
 			classes[name] = p
@@ -118,6 +123,27 @@ func classDirs(dir string) (map[string]string, error) {
 		return nil, fmt.Errorf("data: split folder %s has no class folders, so no images (expected %s/<class>/*.jpg): %w", dir, dir, ErrLayout)
 	}
 	return classes, nil
+}
+
+// linkLoop refuses a class folder link that points at the split folder
+// holding it or at a folder above it (train/x -> ., train/x -> ..): read
+// as a class, it would hold every image of the split, under one label.
+func linkLoop(split, link string) error {
+	target, err := filepath.EvalSymlinks(link)
+	if err != nil {
+		return fmt.Errorf("data: class folder %s: %w", link, err)
+	}
+	real, err := filepath.EvalSymlinks(split)
+	if err != nil {
+		return fmt.Errorf("data: split folder %s: %w", split, err)
+	}
+	rel, err := filepath.Rel(target, real)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return nil // not above the split
+	}
+	to, _ := os.Readlink(link)
+	return fmt.Errorf("data: class folder %s is a link to %q (%s), a folder that holds it: a loop, not a class (it would hold every image of %s under one label); remove the link: %w",
+		link, to, target, split, ErrLayout)
 }
 
 // sameClasses checks that train and val name the same classes, naming every

@@ -208,3 +208,35 @@ func TestScanKeepsClassNameBytes(t *testing.T) {
 		t.Errorf("classes %q", tr.Classes)
 	}
 }
+
+// TestScanRefusesAClassLinkedToItsAncestor: train/x -> . (or ..) is a
+// loop, refused naming the link, not a class holding every image.
+func TestScanRefusesAClassLinkedToItsAncestor(t *testing.T) {
+	for _, target := range []string{".", "..", "../.."} {
+		t.Run(target, func(t *testing.T) {
+			root := filepath.Join(t.TempDir(), "ds")
+			mkTree(t, root, "train/a/1.jpg", "train/b/2.jpg", "val/a/1.jpg", "val/b/2.jpg", "val/x/3.jpg")
+			link := filepath.Join(root, "train", "x")
+			if err := os.Symlink(target, link); err != nil {
+				t.Skip("symlinks unavailable:", err)
+			}
+			tr, _, err := Scan(root)
+			t.Logf("what the user sees: %v", err)
+			if err == nil {
+				t.Fatalf("Scan accepted train/x -> %s: %d samples, %v", target, len(tr.Samples), tr.Classes)
+			}
+			if !errors.Is(err, ErrLayout) || !strings.Contains(err.Error(), link) || !strings.Contains(err.Error(), "loop") {
+				t.Errorf("error %v, want an ErrLayout naming %s as a loop", err, link)
+			}
+		})
+	}
+	// A link to a sibling class or a folder elsewhere is no loop.
+	root := filepath.Join(t.TempDir(), "ds")
+	mkTree(t, root, "train/a/1.jpg", "val/a/1.jpg", "val/x/2.jpg", "other/3.jpg")
+	if err := os.Symlink("../other", filepath.Join(root, "train", "x")); err != nil {
+		t.Skip("symlinks unavailable:", err)
+	}
+	if _, _, err := Scan(root); err != nil {
+		t.Errorf("train/x -> ../other: %v", err)
+	}
+}

@@ -26,6 +26,11 @@ type LoaderConfig struct {
 	Seed      uint64
 	Alloc     Allocator // nil = Pageable
 	MaxPixels int       // passed to Decode; 0 = DefaultMaxPixels
+	// MaxDecodeBytes is each decode's memory budget (Decoder.MaxBytes); 0 =
+	// DefaultMaxDecodeBytes. The loader's memory is then at most Workers
+	// (1 when 0) x (MaxDecodeBytes + 32 MiB of kept buffers), plus the
+	// batch pool, plus the transform's scratch.
+	MaxDecodeBytes int64
 	// SkipBadImages leaves an image that fails to decode out of its batch
 	// (listed in Batch.Skipped) instead of failing the epoch with its
 	// ImageError. The batch is then shorter: N counts the images kept.
@@ -151,8 +156,10 @@ func NewLoader(cfg LoaderConfig) (*Loader, error) {
 		return nil, fmt.Errorf("data: LoaderConfig.Workers is %d, must be >= 0 (0 = load inline)", cfg.Workers)
 	case cfg.Workers > 0 && cfg.Prefetch < 1:
 		return nil, fmt.Errorf("data: LoaderConfig.Prefetch is %d, must be >= 1 when Workers > 0", cfg.Prefetch)
-	case cfg.MaxPixels < 0:
-		return nil, fmt.Errorf("data: LoaderConfig.MaxPixels is %d, must be >= 0 (0 = default)", cfg.MaxPixels)
+	case cfg.MaxPixels < 0 || cfg.MaxPixels > MaxPixelsLimit:
+		return nil, fmt.Errorf("data: LoaderConfig.MaxPixels is %d, must be in [0, %d] (0 = default)", cfg.MaxPixels, MaxPixelsLimit)
+	case cfg.MaxDecodeBytes < 0:
+		return nil, fmt.Errorf("data: LoaderConfig.MaxDecodeBytes is %d, must be >= 0 (0 = default)", cfg.MaxDecodeBytes)
 	case cfg.DropLast && cfg.BatchSize > len(cfg.Index.Samples):
 		return nil, fmt.Errorf("data: LoaderConfig.BatchSize %d exceeds the %d samples of %s: with DropLast no batch is left",
 			cfg.BatchSize, len(cfg.Index.Samples), cfg.Index.Root)
@@ -221,7 +228,7 @@ func NewLoader(cfg LoaderConfig) (*Loader, error) {
 	}
 	l.ws = make([]workerState, workers)
 	for i := range l.ws {
-		l.ws[i] = workerState{dec: Decoder{MaxPixels: cfg.MaxPixels, Kind: cfg.Decoder}, src: NewSampleSource()}
+		l.ws[i] = workerState{dec: Decoder{MaxPixels: cfg.MaxPixels, MaxBytes: cfg.MaxDecodeBytes, Kind: cfg.Decoder}, src: NewSampleSource()}
 	}
 	return l, nil
 }

@@ -104,7 +104,8 @@ func loadTurbo() error {
 // turboHandle is one TurboJPEG decompressor: not safe for concurrent use,
 // so each Decoder has its own, destroyed when the Decoder is collected.
 type turboHandle struct {
-	h C.tjhandle
+	h       C.tjhandle
+	cleanup runtime.Cleanup // destroys h if t is collected first
 	// The header's outputs live here, not on the stack: a Go pointer
 	// passed to C escapes, so locals would be allocated per image.
 	w, ht, sub, cs C.int
@@ -114,13 +115,35 @@ func newTurboHandle() (*turboHandle, error) {
 	if err := loadTurbo(); err != nil {
 		return nil, err
 	}
+	t := &turboHandle{}
+	if err := t.open(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// open gives t a fresh decompressor.
+func (t *turboHandle) open() error {
 	h := C.stoke_tj_init()
 	if h == nil {
-		return nil, fmt.Errorf("tjInitDecompress failed")
+		return fmt.Errorf("tjInitDecompress failed")
 	}
-	t := &turboHandle{h: h}
-	runtime.AddCleanup(t, func(h C.tjhandle) { C.stoke_tj_destroy(h) }, h)
-	return t, nil
+	t.h = h
+	t.cleanup = runtime.AddCleanup(t, func(h C.tjhandle) { C.stoke_tj_destroy(h) }, h)
+	return nil
+}
+
+// reset replaces the decompressor with a fresh one. It must follow every
+// failed call: libjpeg-turbo 2.1 leaves a handle that failed mid-file in a
+// state where later files come out wrong. The next header then reports
+// 0x0, or the next decompression fails, and every later image of that
+// Decoder goes to image/jpeg. A decode then depends on the files before it;
+// after reset it depends on its own bytes only.
+func (t *turboHandle) reset() error {
+	t.cleanup.Stop()
+	C.stoke_tj_destroy(t.h)
+	t.h = nil
+	return t.open()
 }
 
 func (t *turboHandle) errString() string { return C.GoString(C.stoke_tj_errstr(t.h)) }

@@ -20,3 +20,5 @@ func (t *turboHandle) header(b []byte) (w, h int, cmyk bool, err error) {
 }
 
 func (t *turboHandle) decode(b []byte, dst []byte, w, h int) error { return loadTurbo() }
+
+func (t *turboHandle) reset() error { return loadTurbo() }

@@ -1,11 +1,16 @@
 package data
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"image"
 	"io"
+	"maps"
 	"math"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"testing"
 
 	"stoke/augment"
@@ -300,6 +305,99 @@ func TestLoaderTurboMatchesGo(t *testing.T) {
 		t.Logf("no DCT scaling %v: mean |diff| %.4f, max %.4f (in [0, 1] units)", noScale, sum/float64(n), worst)
 		if sum/float64(n) > 0.01 || worst > 0.15 {
 			t.Errorf("no DCT scaling %v: turbo and image/jpeg batches differ by %.4f on average and %.4f at most; want at most 0.01 and 0.15", noScale, sum/float64(n), worst)
+		}
+	}
+}
+
+// gradientJPEG is a w x h JPEG of smooth gradients (4:2:0, as image/jpeg
+// writes it), large enough that a cut can fall in its scan.
+func gradientJPEG(t testing.TB, w, h int) []byte {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	for y := range h {
+		for x := range w {
+			i := img.PixOffset(x, y)
+			img.Pix[i], img.Pix[i+1], img.Pix[i+2], img.Pix[i+3] = uint8(4*x), uint8(4*y), uint8(x^y), 255
+		}
+	}
+	return encodeJPEG(t, img)
+}
+
+// badJPEGs are broken versions of good: cut at every 7th byte (in the
+// headers, the tables and the scan) and with 24 bytes of the scan
+// overwritten at several places.
+func badJPEGs(good []byte) map[string][]byte {
+	bad := map[string][]byte{}
+	for n := 2; n < len(good)-2; n += 7 {
+		bad[fmt.Sprintf("cut at %d", n)] = good[:n]
+	}
+	sos := bytes.Index(good, []byte{0xff, 0xda})
+	for _, at := range []int{sos + 20, (sos + len(good)) / 2, len(good) - 40} {
+		b := bytes.Clone(good)
+		for i := at; i < at+24; i++ {
+			b[i] = byte(0x5a + 37*i)
+		}
+		bad[fmt.Sprintf("scan overwritten at %d", at)] = b
+	}
+	return bad
+}
+
+// decodeResult is what one file decodes to on a Decoder: the pixels, the
+// decoder that made them, or the error.
+type decodeResult struct {
+	pix  []byte
+	rect image.Rectangle
+	used string
+	err  string
+}
+
+func decodeOn(d *Decoder, path string, b []byte, scale int) decodeResult {
+	h, err := d.DecodeHeader(path, b)
+	if err != nil {
+		return decodeResult{err: err.Error()}
+	}
+	img, _, err := d.DecodeScaled(path, b, h, scale)
+	if err != nil {
+		return decodeResult{err: err.Error()}
+	}
+	return decodeResult{pix: bytes.Clone(img.Pix), rect: img.Rect, used: d.used}
+}
+
+// TestTurboBadFileChangesNothingAfterIt: a truncated or corrupt JPEG must
+// leave a Decoder's libjpeg-turbo handle as it found it. The next good
+// image decodes to the same pixels, by libjpeg-turbo, as on a fresh
+// Decoder; and a bad file decodes (or fails) the same after another bad
+// file as on a fresh Decoder. libjpeg-turbo 2.1 leaves a handle that failed
+// mid-file broken: without a reset the next header says 0x0, or the next
+// image goes to image/jpeg at full size.
+func TestTurboBadFileChangesNothingAfterIt(t *testing.T) {
+	needTurbo(t)
+	good := gradientJPEG(t, 64, 64)
+	bad := badJPEGs(good)
+	for _, scale := range []int{1, 2} {
+		want := decodeOn(&Decoder{Kind: DecoderTurbo}, "good.jpg", good, scale)
+		if want.err != "" || want.used != DecoderTurbo {
+			t.Fatalf("scale 1/%d: a fresh Decoder gives %q by %q, want the pixels by libjpeg-turbo", scale, want.err, want.used)
+		}
+		names := slices.Sorted(maps.Keys(bad))
+		for i, name := range names {
+			d := Decoder{Kind: DecoderTurbo}
+			prev := bad[names[(i+1)%len(names)]]
+			decodeOn(&d, "prev.jpg", prev, scale)
+			gotBad := decodeOn(&d, "bad.jpg", bad[name], scale)
+			if wantBad := decodeOn(&Decoder{Kind: DecoderTurbo}, "bad.jpg", bad[name], scale); !reflect.DeepEqual(gotBad, wantBad) {
+				t.Errorf("scale 1/%d, %s: after another bad file %q by %q, on a fresh Decoder %q by %q",
+					scale, name, gotBad.err, gotBad.used, wantBad.err, wantBad.used)
+			}
+			got := decodeOn(&d, "good.jpg", good, scale)
+			switch {
+			case got.err != "":
+				t.Errorf("scale 1/%d, after %s: the good image fails: %s", scale, name, got.err)
+			case got.used != DecoderTurbo:
+				t.Errorf("scale 1/%d, after %s: the good image went to %q, want %q", scale, name, got.used, DecoderTurbo)
+			case !reflect.DeepEqual(got, want):
+				t.Errorf("scale 1/%d, after %s: the good image's pixels differ from a fresh Decoder's", scale, name)
+			}
 		}
 	}
 }

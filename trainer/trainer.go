@@ -537,6 +537,7 @@ func newLoaders(cfg config.Config, trainSet, valSet *data.Index, alloc data.Allo
 		BatchSize: d.BatchSize, Workers: d.Workers, Prefetch: d.Prefetch,
 		Seed: cfg.Train.Seed, MaxPixels: d.MaxPixels, SkipBadImages: d.BadImages == "skip", Alloc: alloc, Decoder: d.Decoder, DType: dtype,
 	}
+	base.MaxDecodeBytes = int64(d.MaxDecode)
 	tc := base
 	tc.Index, tc.Transform, tc.Shuffle, tc.DropLast = trainSet, trainTf, d.Shuffle, d.DropLast
 	if train, err = data.NewLoader(tc); err != nil {
