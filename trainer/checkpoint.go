@@ -185,6 +185,7 @@ var resumeFree = map[string]bool{
 	"data.cache_dir": true, "data.bad_images": true, "data.max_pixels": true,
 	"train.epochs": true, "train.device": true, "train.non_blocking": true, "train.out": true,
 	"train.resume": true, "train.threads": true, "train.progress": true, "train.keep_checkpoints": true, "train.trace": true,
+	"train.dist": true, "train.dist_timeout": true, "train.dist_bucket_mb": true, // data.batch_size x ranks is compared instead (dist.go)
 }
 
 // compatible reports the first setting that differs between the

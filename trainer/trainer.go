@@ -32,6 +32,7 @@ import (
 	"stoke/augment"
 	"stoke/config"
 	"stoke/data"
+	"stoke/dist"
 	"stoke/model"
 	"stoke/trace"
 )
@@ -47,6 +48,9 @@ type Options struct {
 	// Trace, when set, receives a timeline of the run: loader workers
 	// building batches, the train loop waiting, copying and computing.
 	Trace *trace.Recorder
+	// Comm, when set, makes this one rank of a data-parallel run
+	// (trainer/dist.go); nil = one process.
+	Comm dist.Comm
 
 	afterStep   func(step int)        // tests: called after every training step
 	wrapBackend func(Backend) Backend // tests: stands between the loop and the model
@@ -71,6 +75,10 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid config:\n%w", err)
+	}
+	d := newDistRun(opt.Comm)
+	if !d.writer() {
+		out = io.Discard // only rank 0 reports
 	}
 	if cfg.Train.Device == "cuda" { // before any work, not after the dataset is made
 		if newCUDADevice == nil {
@@ -99,7 +107,7 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 		if start, err = loadCheckpointState(cfg.Train.Resume); err != nil {
 			return nil, err
 		}
-		if err := compatible(start.Config, cfg, out); err != nil {
+		if err := compatible(start.Config, d.resumeConfig(cfg), out); err != nil {
 			return nil, err
 		}
 		if !slices.Equal(start.Classes, trainSet.Classes) {
@@ -108,15 +116,17 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 	} else if dir, ok := latestCheckpoint(run); ok {
 		return nil, fmt.Errorf("run folder %s already holds a checkpoint (%s): continue it with --resume %s, or choose another --out", run, dir, run)
 	}
-	if err := os.MkdirAll(run, 0o755); err != nil {
-		return nil, fmt.Errorf("run folder: %w", err)
-	}
 	resolved, err := cfg.Marshal()
 	if err != nil {
 		return nil, err
 	}
-	if err := writeFileAtomic(filepath.Join(run, "config.yaml"), resolved); err != nil {
-		return nil, err
+	if d.writer() {
+		if err := os.MkdirAll(run, 0o755); err != nil {
+			return nil, fmt.Errorf("run folder: %w", err)
+		}
+		if err := writeFileAtomic(filepath.Join(run, "config.yaml"), resolved); err != nil {
+			return nil, err
+		}
 	}
 	fmt.Fprintf(out, "# resolved config (saved in %s)\n%s", filepath.Join(run, "config.yaml"), resolved)
 	fmt.Fprintf(out, "dataset %s: %d classes, %d train / %d val images\n", root, len(trainSet.Classes), len(trainSet.Samples), len(valSet.Samples))
@@ -148,10 +158,13 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 		fmt.Fprintf(out, "resumed from %s: %d epochs and %d batches done (step %d)\n", start.Dir, start.Epoch, partial.Batches, start.Step)
 	}
 	fmt.Fprintf(out, "model: %d parameters\n", net.NumParams())
+	if err := d.setup(net, cfg, out); err != nil {
+		return nil, err
+	}
 
 	// The loaders.
 	feed := newFeeder(net, cfg)
-	trainLoader, valLoader, err := newLoaders(cfg, trainSet, valSet, dev.Alloc, feed.dtype(cfg.Data.BatchDType))
+	trainLoader, valLoader, err := newLoaders(cfg, trainSet, valSet, dev.Alloc, feed.dtype(cfg.Data.BatchDType), d.split())
 	if err != nil {
 		return nil, err
 	}
@@ -159,11 +172,13 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 	defer trainLoader.Close()
 	defer valLoader.Close()
 
-	metrics, err := openMetrics(run, firstEpoch)
-	if err != nil {
-		return nil, err
+	var metrics *metricsFile
+	if d.writer() {
+		if metrics, err = openMetrics(run, firstEpoch); err != nil {
+			return nil, err
+		}
+		defer metrics.Close()
 	}
-	defer metrics.Close()
 
 	opt.Trace.Thread(loopRow, "train loop")
 	opt.Trace.Thread(modelRow, "model ("+dev.Name+")")
@@ -174,8 +189,11 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 	bar := newProgress(out, cfg.Train.Progress)
 	sum := &Summary{RunDir: run}
 	save := func(epochsDone int, p progressState) (string, error) {
+		if !d.writer() {
+			return "", nil
+		}
 		return saveCheckpoint(run, checkpointState{
-			Epoch: epochsDone, Step: step, Partial: p, Config: cfg, Classes: trainSet.Classes,
+			Epoch: epochsDone, Step: step, Partial: p, Config: d.checkpointConfig(cfg), Classes: trainSet.Classes,
 			Params: net.Params(), Optim: net.OptimizerState(),
 		}, cfg.Train.KeepCkpts)
 	}
@@ -189,7 +207,7 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 			// Only an interruption between steps leaves a state worth a
 			// checkpoint; a failed step (a NaN loss, say) does not.
 			interrupted := ctx.Err() != nil && errors.Is(err, ctx.Err())
-			if !interrupted {
+			if !interrupted || d.parallel() { // ranks stop at different steps: keep the last epoch's checkpoint
 				return sum, err
 			}
 			if step == stepsBefore { // nothing new since the last checkpoint
@@ -205,8 +223,14 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 			}
 			return sum, &InterruptedError{Checkpoint: dir, Run: run, Err: err}
 		}
+		if err := d.reduceTrain(&tr); err != nil {
+			return sum, err
+		}
 		t1 := time.Now()
 		ev, err := evaluate(ctx, feed, valLoader, epoch)
+		if err == nil {
+			err = d.reduceEval(&ev)
+		}
 		if err != nil {
 			if ctx.Err() != nil && errors.Is(err, ctx.Err()) { // the epoch's training is done: keep it
 				if dir, serr := save(epoch, tr.progressState); serr == nil {
@@ -217,8 +241,10 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 		}
 		opt.Trace.Span(modelRow, "eval", fmt.Sprintf("evaluate epoch %d", epoch+1), t1, time.Now(), nil)
 		m := epochMetrics(epoch, cfg.Train.Epochs, tr, ev, time.Since(t0), sched.lr(step-1))
-		if err := metrics.Write(m); err != nil {
-			return sum, err
+		if metrics != nil {
+			if err := metrics.Write(m); err != nil {
+				return sum, err
+			}
 		}
 		dir, err := save(epoch+1, progressState{})
 		if err != nil {
@@ -231,6 +257,7 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 		// the collector's next goal (costs a few ms an epoch).
 		debug.FreeOSMemory()
 		bar.EpochDone(m)
+		d.epochDone(out)
 		sum.Epochs = append(sum.Epochs, m)
 		if opt.AfterEpoch != nil && !opt.AfterEpoch(m) {
 			break
@@ -434,6 +461,10 @@ func evaluate(ctx context.Context, feed *feeder, loader *data.Loader, epoch int)
 			return r, err
 		}
 		n := b.N
+		if n == 0 { // a rank's empty slice of the last batch (data.Split)
+			b.Release()
+			continue
+		}
 		res, err := feed.eval(b)
 		b.Release()
 		if err != nil {
@@ -450,7 +481,7 @@ func evaluate(ctx context.Context, feed *feeder, loader *data.Loader, epoch int)
 
 // newLoaders builds the training loader (random augmentation, shuffled) and
 // the validation loader (resize + centre crop, in order).
-func newLoaders(cfg config.Config, trainSet, valSet *data.Index, alloc data.Allocator, dtype string) (train, val *data.Loader, err error) {
+func newLoaders(cfg config.Config, trainSet, valSet *data.Index, alloc data.Allocator, dtype string, split data.Split) (train, val *data.Loader, err error) {
 	a, d := cfg.Augment, cfg.Data
 	mean, std := vec3(a.Mean), vec3(a.Std)
 	tp := augment.DefaultTrainParams(d.ImageSize)
@@ -470,6 +501,7 @@ func newLoaders(cfg config.Config, trainSet, valSet *data.Index, alloc data.Allo
 	base := data.LoaderConfig{
 		BatchSize: d.BatchSize, Workers: d.Workers, Prefetch: d.Prefetch,
 		Seed: cfg.Train.Seed, MaxPixels: d.MaxPixels, SkipBadImages: d.BadImages == "skip", Alloc: alloc, Decoder: d.Decoder, DType: dtype,
+		Split: split,
 	}
 	tc := base
 	tc.Index, tc.Transform, tc.Shuffle, tc.DropLast = trainSet, trainTf, d.Shuffle, d.DropLast
