@@ -50,6 +50,27 @@ func (d *distRun) split() data.Split {
 	return data.Split{Rank: d.comm.Rank(), Ranks: d.comm.Size()}
 }
 
+// openDataset opens the dataset on rank 0 first and on the others after:
+// a generated dataset is then made once, by rank 0, in a shared cache.
+func (d *distRun) openDataset(cfg config.Data, out io.Writer) (root string, train, val *data.Index, err error) {
+	if !d.parallel() {
+		return openDataset(cfg, out)
+	}
+	if !d.writer() {
+		if err := d.comm.Barrier(); err != nil {
+			return "", nil, nil, fmt.Errorf("waiting for rank 0's dataset: %w", err)
+		}
+	}
+	root, train, val, err = openDataset(cfg, out)
+	if d.writer() {
+		// Even after an error: the others are waiting (the error ends the job).
+		if berr := d.comm.Barrier(); berr != nil && err == nil {
+			err = berr
+		}
+	}
+	return root, train, val, err
+}
+
 // gradSyncer is a backend whose training step takes a model.GradSync: the
 // CPU model. The CUDA backend does not take one yet.
 type gradSyncer interface {

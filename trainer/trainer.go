@@ -92,7 +92,7 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(cfg.Train.Threads))
 	}
 	// The dataset.
-	root, trainSet, valSet, err := openDataset(cfg.Data, out)
+	root, trainSet, valSet, err := d.openDataset(cfg.Data, out)
 	if err != nil {
 		return nil, err
 	}

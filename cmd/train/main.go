@@ -88,14 +88,28 @@ func trainCmd(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 
+	comm, err := openComm(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "train: %v\n", err)
+		return 1
+	}
 	ctx, stop := interruptContext(stderr)
 	defer stop()
-	opt := trainer.Options{Out: stdout}
-	if cfg.Train.Trace != "" {
+	opt := trainer.Options{Out: stdout, Comm: comm}
+	if comm.Rank() != 0 {
+		stdout = io.Discard // rank 0 speaks for the run
+	}
+	if cfg.Train.Trace != "" && comm.Rank() == 0 {
 		opt.Trace = trace.New(0)
 		defer writeTrace(opt.Trace, cfg, stdout, stderr)
 	}
 	sum, err := trainer.Run(ctx, cfg, opt)
+	if err != nil && comm.Size() > 1 {
+		comm.Abort(err) // ends every rank, naming this one and why; does not return
+	}
+	if cerr := comm.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
 	if err != nil {
 		var intr *trainer.InterruptedError
 		if errors.As(err, &intr) {
