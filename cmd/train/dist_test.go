@@ -272,3 +272,36 @@ func TestMPIKilledRankEndsTheJob(t *testing.T) {
 	}
 	_ = fmt.Sprint
 }
+
+// TestMPIBenchDist: bench-dist runs 1 and 2 ranks and reports img/s, the
+// allreduce time per step, its overlapped share and the allreduce alone.
+func TestMPIBenchDist(t *testing.T) {
+	mpirunCmd(t, 2) // skips without mpirun or under -race
+	out := t.TempDir()
+	args := append([]string{"bench-dist", "--ranks", "1,2", "--bucket-mb", "25,0.02", "--out", out, "--"}, small(t, "unused")...)
+	o := runOrFail(t, command(args...))
+	b, err := os.ReadFile(filepath.Join(out, "bench-dist.json"))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, o)
+	}
+	var rows []struct {
+		Ranks       int
+		ImgPerSec   float64 `json:"img_per_s"`
+		AllreduceMS float64 `json:"allreduce_ms_per_step"`
+		Overlap     float64 `json:"overlap_share"`
+		Buckets     int
+		AloneUS     float64 `json:"allreduce_alone_us"`
+	}
+	if err := json.Unmarshal(b, &rows); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 3 || rows[0].Ranks != 1 || rows[1].Buckets != 1 || rows[2].Buckets < 2 {
+		t.Fatalf("rows %+v\n%s", rows, o)
+	}
+	for _, r := range rows {
+		if r.ImgPerSec <= 0 || (r.Ranks > 1 && (r.AllreduceMS <= 0 || r.AloneUS <= 0 || r.Overlap < 0 || r.Overlap > 1)) {
+			t.Errorf("implausible row %+v", r)
+		}
+	}
+	t.Logf("\n%s", o)
+}

@@ -6,6 +6,7 @@
 //	train eval --checkpoint RUN               a checkpoint's accuracy on a validation split
 //	train bench-data --config FILE            the loader alone: img/s per worker count, µs per stage
 //	train bench-step --config FILE            the model alone: ms per training step, peak RSS
+//	train bench-dist [--ranks 1,2]            data parallel: img/s on 1 and N ranks, allreduce time, overlap
 //
 // Run `train --help` for every setting.
 package main
@@ -46,12 +47,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return benchData(args[1:], stdout, stderr)
 		case "bench-step":
 			return benchStep(args[1:], stdout, stderr)
+		case "bench-dist":
+			return benchDist(args[1:], stdout, stderr)
+		case "bench-allreduce": // run by bench-dist under mpirun
+			return benchAllreduce(args[1:], stdout, stderr)
 		case "train":
 			args = args[1:]
 		case "help":
 			args = []string{"--help"}
 		default:
-			fmt.Fprintf(stderr, "train: unknown command %q; commands: train (default), gen-data, bench, bench-data, bench-step, eval; see `train --help`\n", args[0])
+			fmt.Fprintf(stderr, "train: unknown command %q; commands: train (default), gen-data, bench, bench-data, bench-step, bench-dist, eval; see `train --help`\n", args[0])
 			return 2
 		}
 	}
