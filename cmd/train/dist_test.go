@@ -305,3 +305,41 @@ func TestMPIBenchDist(t *testing.T) {
 	}
 	t.Logf("\n%s", o)
 }
+
+// TestMPIBadImageEndsTheJob: an undecodable image under bad_images: fail
+// stops the rank that reads it, which names itself and the file and
+// aborts the job; the other rank, waiting in a collective, is ended too.
+func TestMPIBadImageEndsTheJob(t *testing.T) {
+	mpirunCmd(t, 2) // skips without mpirun or under -race
+	root := filepath.Join(t.TempDir(), "ds")
+	runOrFail(t, command("gen-data", "--out", root, "--classes", "2", "--train", "40", "--val", "4", "--size", "24"))
+	files, _ := filepath.Glob(filepath.Join(root, "train", "*", "*.jpg"))
+	if len(files) == 0 {
+		t.Fatal("gen-data wrote no JPEGs")
+	}
+	bad := files[len(files)/2]
+	if err := os.WriteFile(bad, []byte("not a JPEG"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := mpirunCmd(t, 2, "--data", root, "--out", filepath.Join(t.TempDir(), "run"), "--image-size", "16", "--batch-size", "8",
+		"--model.conv", "[{channels: 4, kernel: 3, pool: true}]", "--train.progress", "plain", "--epochs", "3", "--train.dist", "mpi")
+	t0 := time.Now()
+	out, err := cmd.CombinedOutput()
+	took := time.Since(t0)
+	if err == nil {
+		t.Fatalf("the job with a bad image exited 0:\n%s", out)
+	}
+	if !strings.Contains(string(out), " of 2: ") || !strings.Contains(string(out), filepath.Base(bad)) || !strings.Contains(string(out), "aborting the job") {
+		t.Fatalf("want the failing rank, the file and the abort named:\n%s", out)
+	}
+	t.Logf("ended in %v: %s", took.Round(time.Millisecond), firstLine(string(out), "aborting the job"))
+}
+
+func firstLine(s, sub string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			return l
+		}
+	}
+	return ""
+}
