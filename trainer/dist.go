@@ -121,6 +121,16 @@ func (d *distRun) checkpointConfig(cfg config.Config) config.Config {
 // resumeConfig is cfg as a checkpoint would record it, to compare with one.
 func (d *distRun) resumeConfig(cfg config.Config) config.Config { return d.checkpointConfig(cfg) }
 
+// ownShare is this rank's share of an interrupted epoch's figures (a
+// one-process checkpoint resumed on several ranks): rank 0 carries them,
+// the others start from zero, so that the epoch's sum counts them once.
+func (d *distRun) ownShare(p progressState) progressState {
+	if d.writer() {
+		return p
+	}
+	return progressState{Batches: p.Batches}
+}
+
 // reduceTrain sums the epoch's training figures over the ranks (the
 // timings stay rank 0's).
 func (d *distRun) reduceTrain(r *trainResult) error {

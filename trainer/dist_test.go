@@ -181,3 +181,37 @@ func TestOnlyRankZeroWrites(t *testing.T) {
 		t.Errorf("rank 1 wrote %s (stat: %v)", dirs[1], err)
 	}
 }
+
+// TestInterruptedOneRankResumesOnTwo: a 1 × 8 run interrupted mid-epoch
+// resumes on 2 × 4 and ends as the uninterrupted 1 × 8 run: the partial
+// epoch's figures are counted once (rank 0 carries them), not per rank.
+func TestInterruptedOneRankResumesOnTwo(t *testing.T) {
+	full := tinyConfig(t)
+	if _, err := Run(context.Background(), full, Options{Out: new(bytes.Buffer)}); err != nil {
+		t.Fatal(err)
+	}
+	c := tinyConfig(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	_, err := Run(ctx, c, Options{Out: new(bytes.Buffer), afterStep: func(step int) {
+		if step == 2 {
+			cancel()
+		}
+	}})
+	cancel()
+	var intr *InterruptedError
+	if !errors.As(err, &intr) {
+		t.Fatalf("error %v, want an InterruptedError", err)
+	}
+	c.Train.Resume = c.Train.Out
+	c.Data.BatchSize = 4
+	runRanks(t, 2, c, nil)
+	if d := maxRelDiff(t, lastWeights(t, c.Train.Out), lastWeights(t, full.Train.Out)); d > distTolerance {
+		t.Errorf("weights differ by %.3g", d)
+	}
+	a, b := metricsLines(t, c.Train.Out), metricsLines(t, full.Train.Out)
+	for e := range b {
+		if e >= len(a) || a[e].TrainAcc != b[e].TrainAcc || !closeTo(a[e].TrainLoss, b[e].TrainLoss, 1e-5) {
+			t.Fatalf("epoch %d: resumed on 2 ranks %+v\nuninterrupted %+v", e+1, a, b)
+		}
+	}
+}

@@ -154,7 +154,7 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 		if err := net.Load(start.Params, start.Optim); err != nil {
 			return nil, fmt.Errorf("resume from %s: %w", start.Dir, err)
 		}
-		firstEpoch, step, partial = start.Epoch, start.Step, start.Partial
+		firstEpoch, step, partial = start.Epoch, start.Step, d.ownShare(start.Partial)
 		fmt.Fprintf(out, "resumed from %s: %d epochs and %d batches done (step %d)\n", start.Dir, start.Epoch, partial.Batches, start.Step)
 	}
 	fmt.Fprintf(out, "model: %d parameters\n", net.NumParams())
