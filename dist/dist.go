@@ -4,7 +4,7 @@
 // (PyTorch DDP and Horovod use the same ones) — over the engines clusters
 // already run: MPI between processes and nodes (Open MPI's libmpi, loaded at
 // run time, mpi.go) and NCCL between GPUs (libnccl.so.2, loaded at run time
-// in the stokecuda build, nccl_cuda.go). No collective algorithm is written
+// in the stokecuda build, nccl.go). No collective algorithm is written
 // here: the engines own those.
 //
 // Single is the one-process world; Local is a world of goroutines in one
