@@ -3,12 +3,57 @@
 package dist
 
 import (
+	"errors"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 )
+
+func init() {
+	// Under mpirun: rank 0 draws the id, MPI carries it, every rank joins;
+	// the stand-in refuses an id that is not the one it made.
+	workerModes["nccl"] = func(c Comm) error {
+		n, err := OpenNCCL(c, os.Getenv("STOKE_NCCL_STANDIN"))
+		if err != nil {
+			return err
+		}
+		if n.Rank() != c.Rank() || n.Size() != c.Size() {
+			return fmt.Errorf("NCCL rank %d of %d, MPI rank %d of %d", n.Rank(), n.Size(), c.Rank(), c.Size())
+		}
+		if err := n.AllreduceSum(0, 1, 0); err == nil || !strings.Contains(err.Error(), "world of one") {
+			return errors.Join(errors.New("the stand-in's 2-rank allreduce was not refused"), err)
+		}
+		return n.Close()
+	}
+}
+
+func buildStandIn(t *testing.T) string {
+	t.Helper()
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Skip("SKIPPED: no C compiler to build the NCCL stand-in")
+	}
+	lib := filepath.Join(t.TempDir(), "libnccl-standin.so.2")
+	if out, err := exec.Command(cc, "-shared", "-fPIC", "-o", lib, "testdata/nccl_standin.c").CombinedOutput(); err != nil {
+		t.Fatalf("building the stand-in: %v\n%s", err, out)
+	}
+	return lib
+}
+
+// TestMPINCCLIdTravelsOverMPI: on 2 ranks under mpirun, the id rank 0's
+// (stand-in) NCCL made reaches rank 1 intact through MPI, and both join.
+func TestMPINCCLIdTravelsOverMPI(t *testing.T) {
+	lib := buildStandIn(t)
+	out, _, err := mpirun(t, 2, "nccl", 60*time.Second, "STOKE_NCCL_STANDIN="+lib)
+	if err != nil || !strings.Contains(out, "rank 1 of 2 ok (nccl)") || !strings.Contains(out, "rank 0 of 2 ok (nccl)") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+}
 
 func TestNCCLMissingLibrarySaysWhat(t *testing.T) {
 	// A name of its own: the process loads NCCL once, and the stand-in test may run first.
@@ -35,15 +80,7 @@ func openNCCLFresh(t *testing.T, lib string) (*NCCL, error) {
 // the destroy. What it cannot show — real GPUs, streams, more than one
 // rank — needs a machine with NCCL.
 func TestNCCLStandIn(t *testing.T) {
-	cc, err := exec.LookPath("cc")
-	if err != nil {
-		t.Skip("SKIPPED: no C compiler to build the NCCL stand-in")
-	}
-	lib := filepath.Join(t.TempDir(), "libnccl-standin.so.2")
-	if out, err := exec.Command(cc, "-shared", "-fPIC", "-o", lib, "testdata/nccl_standin.c").CombinedOutput(); err != nil {
-		t.Fatalf("building the stand-in: %v\n%s", err, out)
-	}
-	n, err := openNCCLFresh(t, lib)
+	n, err := openNCCLFresh(t, buildStandIn(t))
 	if err != nil {
 		t.Fatal(err)
 	}

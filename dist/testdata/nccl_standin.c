@@ -1,6 +1,7 @@
 // A CPU stand-in for libnccl.so.2, for testing stoke's NCCL binding
-// (dist/nccl.go) on machines without a GPU: a world of one rank whose
-// "device memory" is host memory. It checks what a real NCCL would need
+// (dist/nccl.go) on machines without a GPU: collectives in a world of one
+// rank whose "device memory" is host memory; communicators of more ranks
+// can be made (to test the id's way over MPI) but not used. It checks what a real NCCL would need
 // (the id it made, float32 and sum, rank 0 of 1) and fails otherwise with
 // an error string of its own, so that the binding's error path is exercised too.
 #include <stddef.h>
@@ -23,7 +24,7 @@ int ncclGetUniqueId(ncclUniqueId *id) {
 
 int ncclCommInitRank(void **comm, int n, ncclUniqueId id, int rank) {
 	if (memcmp(id.internal, magic, sizeof magic) != 0 || id.internal[127] != 0x5a) return fail("stand-in: the unique id is not the one ncclGetUniqueId made (passed by value, 128 bytes)");
-	if (n != 1 || rank != 0) return fail("stand-in: only a world of one rank");
+	if (n < 1 || rank < 0 || rank >= n) return fail("stand-in: rank out of range");
 	the_comm.rank = rank;
 	the_comm.n = n;
 	*comm = &the_comm;
@@ -32,6 +33,7 @@ int ncclCommInitRank(void **comm, int n, ncclUniqueId id, int rank) {
 
 int ncclAllReduce(const void *send, void *recv, size_t count, int dtype, int op, void *comm, void *stream) {
 	if (comm != &the_comm) return fail("stand-in: unknown communicator");
+	if (the_comm.n != 1) return fail("stand-in: collectives need a world of one rank");
 	if (dtype != 7) return fail("stand-in: want ncclFloat32 (7)");
 	if (op != 0) return fail("stand-in: want ncclSum (0)");
 	(void)stream;
@@ -42,6 +44,7 @@ int ncclAllReduce(const void *send, void *recv, size_t count, int dtype, int op,
 int ncclBroadcast(const void *send, void *recv, size_t count, int dtype, int root, void *comm, void *stream) {
 	if (comm != &the_comm) return fail("stand-in: unknown communicator");
 	if (dtype != 7) return fail("stand-in: want ncclFloat32 (7)");
+	if (the_comm.n != 1) return fail("stand-in: collectives need a world of one rank");
 	if (root != 0) return fail("stand-in: root must be rank 0 of 1");
 	(void)stream;
 	memmove(recv, send, count * 4);
