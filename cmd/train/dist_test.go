@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"encoding/json"
-	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -270,7 +269,6 @@ func TestMPIKilledRankEndsTheJob(t *testing.T) {
 	if took > 15*time.Second || !strings.Contains(out.String(), "rank 1") {
 		t.Errorf("took %v (want < 15 s) and/or the output does not name rank 1:\n%s", took, out.String())
 	}
-	_ = fmt.Sprint
 }
 
 // TestMPIBenchDist: bench-dist runs 1 and 2 ranks and reports img/s, the
