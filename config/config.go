@@ -90,6 +90,10 @@ type Train struct {
 	Progress    string `yaml:"progress" help:"auto (a live bar on a terminal, plain lines otherwise), bar, plain or none"`
 	KeepCkpts   int    `yaml:"keep_checkpoints" help:"per-epoch checkpoints kept in the run folder (the newest always is)"`
 	Trace       string `yaml:"trace" help:"write a timeline of the run (loader workers, waits, steps) to this file, in Chrome trace-event JSON for https://ui.perfetto.dev; relative to the run folder"`
+	// Data-parallel training (docs/distributed.md).
+	Dist         string  `yaml:"dist" help:"data-parallel training: auto (mpi when started by mpirun or srun with several ranks, else none), none, mpi (Open MPI, loaded at run time) or nccl (GPUs; stokecuda build); data.batch_size is per rank" flag:"dist"`
+	DistTimeout  float64 `yaml:"dist_timeout" help:"seconds a collective may take before the job ends, naming the rank that waited (a dead or stuck rank)"`
+	DistBucketMB float64 `yaml:"dist_bucket_mb" help:"gradients are summed across ranks in buckets of about this many MB, each started as soon as backward has produced it (PyTorch DDP's bucket_cap_mb)"`
 }
 
 // Default is the configuration every file and flag starts from: the
@@ -130,6 +134,7 @@ func Default() Config {
 			{Channels: 64, Kernel: 3},
 		}},
 		Optim: Optim{LR: 0.1, Momentum: 0.9, WeightDecay: 5e-4, WarmupEpochs: 1},
-		Train: Train{Epochs: 12, Device: "cpu", Seed: 1, Out: "runs/default", Progress: "auto", KeepCkpts: 2},
+		Train: Train{Epochs: 12, Device: "cpu", Seed: 1, Out: "runs/default", Progress: "auto", KeepCkpts: 2,
+			Dist: "auto", DistTimeout: 300, DistBucketMB: 25},
 	}
 }

@@ -119,6 +119,9 @@ func TestValidateNamesFields(t *testing.T) {
 		{"model.conv[0].kernel", func(c *Config) { c.Model.Conv[0].Kernel = 2 }},
 		{"train.device", func(c *Config) { c.Train.Device = "tpu" }},
 		{"data.bad_images", func(c *Config) { c.Data.BadImages = "ignore" }},
+		{"train.dist", func(c *Config) { c.Train.Dist = "gloo" }},
+		{"train.dist_timeout", func(c *Config) { c.Train.DistTimeout = 0 }},
+		{"train.dist_bucket_mb", func(c *Config) { c.Train.DistBucketMB = -1 }},
 	} {
 		c := Default()
 		tc.mut(&c)

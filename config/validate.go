@@ -172,5 +172,16 @@ func (c *Config) Validate() error {
 		bad("train.progress", "must be auto, bar, plain or none, got %q", t.Progress)
 	}
 	positive("train.keep_checkpoints", t.KeepCkpts)
+	switch t.Dist {
+	case "auto", "none", "mpi", "nccl":
+	default:
+		bad("train.dist", "must be auto, none, mpi or nccl, got %q", t.Dist)
+	}
+	if finite("train.dist_timeout", t.DistTimeout) && t.DistTimeout <= 0 {
+		bad("train.dist_timeout", "must be > 0 seconds, got %v", t.DistTimeout)
+	}
+	if finite("train.dist_bucket_mb", t.DistBucketMB) && t.DistBucketMB <= 0 {
+		bad("train.dist_bucket_mb", "must be > 0, got %v", t.DistBucketMB)
+	}
 	return errors.Join(errs...)
 }

@@ -46,6 +46,10 @@ type LoaderConfig struct {
 	// NoDCTScale decodes every JPEG at full size even when a RegionTransform
 	// would allow a reduced one (for comparisons; slower).
 	NoDCTScale bool
+	// Split makes this the loader of one rank of a data-parallel run: its
+	// batches are its slice of each global batch of BatchSize·Split.Ranks
+	// samples (Split's comment); the zero Split is the whole of each batch.
+	Split Split
 }
 
 // The batch element types (LoaderConfig.DType).
@@ -160,9 +164,12 @@ func NewLoader(cfg LoaderConfig) (*Loader, error) {
 		return nil, fmt.Errorf("data: LoaderConfig.MaxPixels is %d, must be in [0, %d] (0 = default)", cfg.MaxPixels, MaxPixelsLimit)
 	case cfg.MaxDecodeBytes < 0:
 		return nil, fmt.Errorf("data: LoaderConfig.MaxDecodeBytes is %d, must be >= 0 (0 = default)", cfg.MaxDecodeBytes)
-	case cfg.DropLast && cfg.BatchSize > len(cfg.Index.Samples):
-		return nil, fmt.Errorf("data: LoaderConfig.BatchSize %d exceeds the %d samples of %s: with DropLast no batch is left",
-			cfg.BatchSize, len(cfg.Index.Samples), cfg.Index.Root)
+	case cfg.DropLast && cfg.BatchSize*cfg.Split.ranks() > len(cfg.Index.Samples):
+		return nil, fmt.Errorf("data: LoaderConfig.BatchSize %d (x %d ranks) exceeds the %d samples of %s: with DropLast no batch is left",
+			cfg.BatchSize, cfg.Split.ranks(), len(cfg.Index.Samples), cfg.Index.Root)
+	}
+	if err := cfg.Split.Check(); err != nil {
+		return nil, err
 	}
 	if _, err := checkDecoderKind(cfg.Decoder); err != nil {
 		return nil, err
@@ -184,10 +191,7 @@ func NewLoader(cfg LoaderConfig) (*Loader, error) {
 	s := cfg.Transform.Size()
 	n := len(cfg.Index.Samples)
 	l := &Loader{cfg: cfg, sampleLen: 3 * s * s, perm: make([]int, n), region: rt}
-	l.nb = n / cfg.BatchSize
-	if !cfg.DropLast && n%cfg.BatchSize != 0 {
-		l.nb++
-	}
+	l.nb = cfg.Split.NumBatches(n, cfg.BatchSize, cfg.DropLast)
 	poolSize, workers := 2, 1
 	if cfg.Workers > 0 {
 		poolSize, workers = cfg.Workers*cfg.Prefetch, cfg.Workers
@@ -399,8 +403,7 @@ func (l *Loader) build(it *Iter, b *Batch, j, worker int, ws *workerState) error
 	b.Epoch, b.Index, b.Worker = it.epoch, j, worker
 	b.Start = time.Now()
 	b.Samples, b.Skipped = b.Samples[:0], b.Skipped[:0]
-	lo := j * l.cfg.BatchSize
-	hi := min(lo+l.cfg.BatchSize, len(it.perm))
+	lo, hi := l.cfg.Split.Range(j, l.cfg.BatchSize, len(it.perm))
 	n := 0
 	for _, idx := range it.perm[lo:hi] {
 		if it.stopped() {

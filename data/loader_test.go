@@ -532,3 +532,55 @@ func BenchmarkLoader(b *testing.B) {
 		})
 	}
 }
+
+// TestLoaderSplitSeesTheOneRankBatches: 2 ranks x batch 4 yield, batch for
+// batch and bit for bit, the halves of 1 rank x batch 8 (21 samples: the
+// last global batch has 5, so rank 0 takes 4 and rank 1 one; with batch 8
+// per rank the last holds 5, all rank 0's, and rank 1's is empty).
+func TestLoaderSplitSeesTheOneRankBatches(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	_, train := testDataset(t) // 21 samples
+	for _, b := range []int{4, 8} {
+		for _, workers := range []int{0, 2} {
+			base := LoaderConfig{Index: train, Transform: testTransform{4}, Workers: workers, Prefetch: 1, Shuffle: true, Seed: 9}
+			one := base
+			one.BatchSize = 2 * b
+			lone, err := NewLoader(one)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := drain(t, lone, 2)
+			lone.Close()
+			var got [2][]snapshot
+			for r := range 2 {
+				c := base
+				c.BatchSize, c.Split = b, Split{Rank: r, Ranks: 2}
+				l, err := NewLoader(c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if l.NumBatches() != len(want) {
+					t.Fatalf("rank %d: %d batches, one rank %d", r, l.NumBatches(), len(want))
+				}
+				got[r] = drain(t, l, 2)
+				l.Close()
+			}
+			per := 3 * 4 * 4
+			for j, w := range want {
+				g0, g1 := got[0][j], got[1][j]
+				if g0.N+g1.N != w.N || !slices.Equal(append(slices.Clone(g0.Samples), g1.Samples...), w.Samples) {
+					t.Fatalf("b=%d workers=%d batch %d: ranks have %v + %v, one rank %v", b, workers, j, g0.Samples, g1.Samples, w.Samples)
+				}
+				if !slices.Equal(g0.X[:g0.N*per], w.X[:g0.N*per]) || !slices.Equal(g1.X[:g1.N*per], w.X[g0.N*per:w.N*per]) {
+					t.Fatalf("b=%d workers=%d batch %d: pixels differ from the one-rank batch", b, workers, j)
+				}
+				if !slices.Equal(append(slices.Clone(g0.Labels[:g0.N]), g1.Labels[:g1.N]...), w.Labels[:w.N]) {
+					t.Fatalf("b=%d batch %d: labels differ", b, j)
+				}
+			}
+			if last := got[1][len(want)-1]; b == 8 && last.N != 0 {
+				t.Fatalf("b=8: rank 1's last batch has %d samples, want an empty one", last.N)
+			}
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package data
 
 import (
+	"fmt"
 	"math/bits"
 	"math/rand/v2"
 )
@@ -98,4 +99,49 @@ func NewSampleSource() *SampleSource {
 func (s *SampleSource) For(seed uint64, epoch, index int) *rand.Rand {
 	s.pcg.Seed(mixSeed(tagSample, seed, uint64(epoch), uint64(index)))
 	return s.rng
+}
+
+// Split is one rank's part of a data-parallel run of Ranks processes: every
+// rank draws the same Permutation; global batch j is the B·Ranks samples
+// perm[j·B·Ranks : (j+1)·B·Ranks] (B the per-rank batch size), of which
+// rank r trains [r·B, (r+1)·B). N ranks × batch B therefore see exactly the
+// batches of 1 rank × batch N·B, and the last short global batch and
+// drop_last are those of the one-process run: a rank whose slice of the
+// short batch is empty gets an empty batch (N = 0), which it must still
+// step with (its gradient is zero), rather than the repeated samples of
+// PyTorch's DistributedSampler, which pads and strides indices[rank::world].
+// The zero Split is the one-process run.
+type Split struct {
+	Rank, Ranks int
+}
+
+func (s Split) ranks() int { return max(s.Ranks, 1) }
+
+// Check reports a Split that names no rank of its world.
+func (s Split) Check() error {
+	if s.Ranks < 0 || s.Rank < 0 || s.Rank >= s.ranks() {
+		return fmt.Errorf("data: Split is rank %d of %d ranks", s.Rank, s.Ranks)
+	}
+	return nil
+}
+
+// NumBatches is the number of global batches of an epoch over n samples,
+// batch samples per rank: the same on every rank.
+func (s Split) NumBatches(n, batch int, dropLast bool) int {
+	g := batch * s.ranks()
+	nb := n / g
+	if !dropLast && n%g != 0 {
+		nb++
+	}
+	return nb
+}
+
+// Range is the positions [lo, hi) in the epoch's permutation of n samples
+// that this rank trains in global batch j; lo == hi when its slice of a
+// short last batch is empty.
+func (s Split) Range(j, batch, n int) (lo, hi int) {
+	g := batch * s.ranks()
+	end := min((j+1)*g, n)
+	lo = min(j*g+s.Rank*batch, end)
+	return lo, min(lo+batch, end)
 }

@@ -119,3 +119,42 @@ func TestPageable(t *testing.T) {
 		}
 	}
 }
+
+// TestSplitCoversTheOneRankBatches: for every n, batch and rank count, the
+// ranks' ranges of global batch j, in rank order, are exactly batch j of
+// one rank with batch·ranks, and there are as many global batches.
+func TestSplitCoversTheOneRankBatches(t *testing.T) {
+	for _, n := range []int{1, 5, 21, 64, 100} {
+		for _, b := range []int{1, 3, 8, 32} {
+			for _, ranks := range []int{1, 2, 3, 4} {
+				for _, dropLast := range []bool{false, true} {
+					one := Split{}
+					if dropLast && b*ranks > n {
+						continue // refused by NewLoader
+					}
+					nb := Split{Ranks: ranks}.NumBatches(n, b, dropLast)
+					if want := one.NumBatches(n, b*ranks, dropLast); nb != want {
+						t.Fatalf("n=%d b=%d ranks=%d dropLast=%v: %d global batches, one rank has %d", n, b, ranks, dropLast, nb, want)
+					}
+					for j := range nb {
+						wlo, whi := one.Range(j, b*ranks, n)
+						at := wlo
+						for r := range ranks {
+							lo, hi := Split{Rank: r, Ranks: ranks}.Range(j, b, n)
+							if lo != at || hi < lo || hi-lo > b {
+								t.Fatalf("n=%d b=%d ranks=%d batch %d: rank %d has [%d,%d), want it to start at %d with at most %d", n, b, ranks, j, r, lo, hi, at, b)
+							}
+							at = hi
+						}
+						if at != whi {
+							t.Fatalf("n=%d b=%d ranks=%d batch %d: ranks end at %d, one rank's batch at %d", n, b, ranks, j, at, whi)
+						}
+					}
+				}
+			}
+		}
+	}
+	if err := (Split{Rank: 2, Ranks: 2}).Check(); err == nil {
+		t.Error("rank 2 of 2 passed Check")
+	}
+}

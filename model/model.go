@@ -53,6 +53,7 @@ type param struct {
 	grad       *G.Node
 	data       []float32
 	mom        []float32
+	gradData   []float32 // the gradient op's own output buffer (GradSync)
 }
 
 // Model is a CNN built as one gorgonia graph with a fixed batch size, and
@@ -71,6 +72,7 @@ type Model struct {
 	params  []*param
 	steps   int64 // optimizer steps taken; the first one seeds momentum
 	closed  bool
+	sync    GradSync // between backward and update (data parallel); nil = none
 }
 
 // buildMu serialises graph construction: gorgonia's builders share
@@ -195,6 +197,7 @@ func (m *Model) build() error {
 	}()
 	m.train = G.NewTapeMachine(m.g)
 	m.forward = G.NewTapeMachine(m.g.SubgraphRoots(m.logits))
+	m.hookGradients()
 	return err
 }
 
@@ -205,6 +208,9 @@ func (m *Model) build() error {
 func (m *Model) TrainStep(x []float32, labels []int32, n int, lr float32) (StepResult, error) {
 	if !(lr >= 0) || math.IsInf(float64(lr), 0) {
 		return StepResult{}, fmt.Errorf("model.TrainStep: learning rate must be finite and >= 0, got %v", lr)
+	}
+	if m.sync != nil {
+		return m.trainStepSync(x, labels, n, lr)
 	}
 	loss, logits, grads, err := m.backward(x, labels, n)
 	if err != nil {

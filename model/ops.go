@@ -36,6 +36,7 @@ type kernelOp struct {
 	do      func(in []G.Value) error
 	diff    func(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error) // nil: not differentiable
 	wrt     []bool
+	after   func() // called once do has run (a gradient op: hand it to the GradSync)
 }
 
 // opSet makes the model's ops, numbering them.
@@ -89,6 +90,9 @@ func (op *kernelOp) Do(vals ...G.Value) (G.Value, error) {
 	}
 	if err := op.do(vals); err != nil {
 		return nil, fmt.Errorf("%s: %w", op.name, err)
+	}
+	if op.after != nil {
+		op.after()
 	}
 	return op.out, nil
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 
+	"stoke/data"
 	"stoke/model"
 )
 
@@ -51,7 +52,7 @@ func Evaluate(ctx context.Context, from, dataRoot string, out io.Writer) (*EvalR
 		return nil, fmt.Errorf("%s: %w", st.Dir, err)
 	}
 	feed := newFeeder(dev.Backend, cfg)
-	trainLoader, valLoader, err := newLoaders(cfg, trainSet, valSet, dev.Alloc, feed.dtype(cfg.Data.BatchDType))
+	trainLoader, valLoader, err := newLoaders(cfg, trainSet, valSet, dev.Alloc, feed.dtype(cfg.Data.BatchDType), data.Split{})
 	if err != nil {
 		return nil, err
 	}

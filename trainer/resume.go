@@ -78,18 +78,28 @@ func sameFolder(a, b string) bool {
 	return aa == ab
 }
 
-// ResumeBase is the config `--resume path` continues with, before the
-// command line: the run folder's own config.yaml (the run as last asked
-// for), or the checkpoint's config where config.yaml is missing or does
-// not parse; and the run folder the path belongs to.
-func ResumeBase(path string) (config.Config, string, error) {
+// ResumeBase is the config `--resume path` continues with on a launch of
+// ranks processes, before the command line: the run folder's own
+// config.yaml (the run as last asked for), or the checkpoint's config where
+// config.yaml is missing or does not parse; and the run folder the path
+// belongs to. A checkpoint records the global batch (data.batch_size x
+// ranks); where the launch has another number of ranks than the run had,
+// data.batch_size is the per-rank batch that keeps that global batch, so
+// that 1 rank x 64 continues a run of 2 x 32 (docs/distributed.md).
+func ResumeBase(path string, ranks int) (config.Config, string, error) {
 	run := runOf(path)
-	if cfg, err := config.Load(filepath.Join(run, "config.yaml")); err == nil {
-		return cfg, run, nil
+	cfg, cerr := config.Load(filepath.Join(run, "config.yaml"))
+	st, serr := loadCheckpointState(path)
+	switch {
+	case serr != nil && cerr != nil:
+		return config.Config{}, "", serr
+	case serr != nil:
+		return cfg, run, nil // the trainer reports the checkpoint's problem, after the command line's
+	case cerr != nil:
+		cfg = st.Config
 	}
-	st, err := loadCheckpointState(path)
-	if err != nil {
-		return config.Config{}, "", err
+	if global := st.Config.Data.BatchSize; ranks >= 1 && global%ranks == 0 {
+		cfg.Data.BatchSize = global / ranks
 	}
-	return st.Config, run, nil
+	return cfg, run, nil
 }

@@ -32,6 +32,7 @@ import (
 	"stoke/augment"
 	"stoke/config"
 	"stoke/data"
+	"stoke/dist"
 	"stoke/model"
 	"stoke/trace"
 )
@@ -47,6 +48,9 @@ type Options struct {
 	// Trace, when set, receives a timeline of the run: loader workers
 	// building batches, the train loop waiting, copying and computing.
 	Trace *trace.Recorder
+	// Comm, when set, makes this one rank of a data-parallel run
+	// (trainer/dist.go); nil = one process.
+	Comm dist.Comm
 
 	afterStep   func(step int)        // tests: called after every training step
 	wrapBackend func(Backend) Backend // tests: stands between the loop and the model
@@ -75,6 +79,10 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid config:\n%w", err)
 	}
+	d := newDistRun(opt.Comm)
+	if !d.writer() {
+		out = io.Discard // only rank 0 reports
+	}
 	if cfg.Train.Device == "cuda" { // before any work, not after the dataset is made
 		if newCUDADevice == nil {
 			return nil, ErrNoCUDA
@@ -95,7 +103,7 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 		if start, err = loadCheckpointState(cfg.Train.Resume); err != nil {
 			return nil, err
 		}
-		if err := compatible(start, cfg); err != nil {
+		if err := compatible(start, d.resumeConfig(cfg)); err != nil {
 			return nil, err
 		}
 		if start.Epoch >= cfg.Train.Epochs { // nothing to do: touch nothing
@@ -104,21 +112,23 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 		}
 		sameRun = sameFolder(runOf(cfg.Train.Resume), run)
 	}
-	folder, err := claimRunFolder(run, sameRun, out)
-	if err != nil {
-		var used *usedFolderError
-		if errors.As(err, &used) && start != nil {
-			return nil, fmt.Errorf("cannot resume %s into --out %s: that folder holds another run (%s), and the two would be mixed; continue that one with --resume %s, or choose an empty --out", cfg.Train.Resume, run, strings.Join(used.Found, ", "), run)
+	if d.writer() { // rank 0 holds the run folder for every rank
+		folder, err := claimRunFolder(run, sameRun, out)
+		if err != nil {
+			var used *usedFolderError
+			if errors.As(err, &used) && start != nil {
+				return nil, fmt.Errorf("cannot resume %s into --out %s: that folder holds another run (%s), and the two would be mixed; continue that one with --resume %s, or choose an empty --out", cfg.Train.Resume, run, strings.Join(used.Found, ", "), run)
+			}
+			return nil, err
 		}
-		return nil, err
+		defer folder.release()
 	}
-	defer folder.release()
 	// A fresh run that ends before its first checkpoint (an error in
 	// set-up, an interrupt before the first step) takes back the files it
 	// wrote, so that the same command can simply be run again.
 	checkpointed := false
 	defer func() {
-		if start == nil && !checkpointed {
+		if start == nil && !checkpointed && d.writer() {
 			for _, name := range []string{"config.yaml", "metrics.jsonl"} {
 				os.Remove(filepath.Join(run, name))
 			}
@@ -129,7 +139,7 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 	}
 
 	// The dataset.
-	root, trainSet, valSet, err := openDataset(ctx, cfg.Data, out)
+	root, trainSet, valSet, err := d.openDataset(ctx, cfg.Data, out)
 	if err != nil {
 		return nil, err
 	}
@@ -153,8 +163,13 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 	if err != nil {
 		return nil, err
 	}
-	if err := writeFileAtomic(filepath.Join(run, "config.yaml"), resolved); err != nil {
-		return nil, err
+	if d.writer() {
+		if err := os.MkdirAll(run, 0o755); err != nil {
+			return nil, fmt.Errorf("run folder: %w", err)
+		}
+		if err := writeFileAtomic(filepath.Join(run, "config.yaml"), resolved); err != nil {
+			return nil, err
+		}
 	}
 	fmt.Fprintf(out, "# resolved config (saved in %s)\n%s", filepath.Join(run, "config.yaml"), resolved)
 	fmt.Fprintf(out, "dataset %s: %d classes, %d train / %d val images\n", root, len(trainSet.Classes), len(trainSet.Samples), len(valSet.Samples))
@@ -185,14 +200,17 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 		if err := net.Load(start.Params, start.Optim); err != nil {
 			return nil, fmt.Errorf("resume from %s: %w", start.Dir, err)
 		}
-		firstEpoch, step, partial = start.Epoch, start.Step, start.Partial
+		firstEpoch, step, partial = start.Epoch, start.Step, d.ownShare(start.Partial)
 		fmt.Fprintf(out, "resumed from %s: %d epochs and %d batches done (step %d)\n", start.Dir, start.Epoch, partial.Batches, start.Step)
 	}
 	fmt.Fprintf(out, "model: %d parameters\n", net.NumParams())
+	if err := d.setup(net, cfg, out); err != nil {
+		return nil, err
+	}
 
 	// The loaders.
 	feed := newFeeder(net, cfg)
-	trainLoader, valLoader, err := newLoaders(cfg, trainSet, valSet, dev.Alloc, feed.dtype(cfg.Data.BatchDType))
+	trainLoader, valLoader, err := newLoaders(cfg, trainSet, valSet, dev.Alloc, feed.dtype(cfg.Data.BatchDType), d.split())
 	if err != nil {
 		return nil, err
 	}
@@ -206,18 +224,20 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 		return nil, fmt.Errorf("resume: %s is inconsistent: step %d, but %d epochs of %d steps and %d batches make %d", filepath.Join(start.Dir, stateFile), start.Step, start.Epoch, trainLoader.NumBatches(), start.Partial.Batches, start.Epoch*trainLoader.NumBatches()+start.Partial.Batches)
 	}
 
-	if start != nil && !sameRun { // a resume into a new folder takes the run's earlier epochs along
+	if start != nil && !sameRun && d.writer() { // a resume into a new folder takes the run's earlier epochs along
 		if b, err := os.ReadFile(filepath.Join(runOf(cfg.Train.Resume), "metrics.jsonl")); err == nil {
 			if err := writeFileAtomic(filepath.Join(run, "metrics.jsonl"), b); err != nil {
 				return nil, err
 			}
 		}
 	}
-	metrics, err := openMetrics(run, firstEpoch)
-	if err != nil {
-		return nil, err
+	var metrics *metricsFile
+	if d.writer() {
+		if metrics, err = openMetrics(run, firstEpoch); err != nil {
+			return nil, err
+		}
+		defer metrics.Close()
 	}
-	defer metrics.Close()
 
 	opt.Trace.Thread(loopRow, "train loop")
 	opt.Trace.Thread(modelRow, "model ("+dev.Name+")")
@@ -228,8 +248,11 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 	bar := newProgress(out, cfg.Train.Progress)
 	sum := &Summary{RunDir: run}
 	save := func(epochsDone int, p progressState) (string, error) {
+		if !d.writer() {
+			return "", nil
+		}
 		dir, err := saveCheckpoint(run, checkpointState{
-			Epoch: epochsDone, Step: step, StepsPerEpoch: trainLoader.NumBatches(), Partial: p, Config: cfg,
+			Epoch: epochsDone, Step: step, StepsPerEpoch: trainLoader.NumBatches(), Partial: p, Config: d.checkpointConfig(cfg),
 			Classes: trainSet.Classes, Decoder: decoder, Dataset: files,
 			Params: net.Params(), Optim: net.OptimizerState(),
 		}, cfg.Train.KeepCkpts)
@@ -246,7 +269,7 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 			// Only an interruption between steps leaves a state worth a
 			// checkpoint; a failed step (a NaN loss, say) does not.
 			interrupted := ctx.Err() != nil && errors.Is(err, ctx.Err())
-			if !interrupted {
+			if !interrupted || d.parallel() { // ranks stop at different steps: keep the last epoch's checkpoint
 				return sum, err
 			}
 			if step == stepsBefore { // nothing new since the last checkpoint
@@ -262,8 +285,14 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 			}
 			return sum, &InterruptedError{Checkpoint: dir, Run: run, Err: err}
 		}
+		if err := d.reduceTrain(&tr); err != nil {
+			return sum, err
+		}
 		t1 := time.Now()
 		ev, err := evaluate(ctx, feed, valLoader, epoch)
+		if err == nil {
+			err = d.reduceEval(&ev)
+		}
 		if err != nil {
 			if ctx.Err() != nil && errors.Is(err, ctx.Err()) { // the epoch's training is done: keep it
 				dir, serr := save(epoch, tr.progressState)
@@ -276,8 +305,10 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 		}
 		opt.Trace.Span(modelRow, "eval", fmt.Sprintf("evaluate epoch %d", epoch+1), t1, time.Now(), nil)
 		m := epochMetrics(epoch, cfg.Train.Epochs, tr, ev, time.Since(t0), sched.lr(step-1))
-		if err := metrics.Write(m); err != nil {
-			return sum, err
+		if metrics != nil {
+			if err := metrics.Write(m); err != nil {
+				return sum, err
+			}
 		}
 		dir, err := save(epoch+1, progressState{})
 		if err != nil {
@@ -290,6 +321,7 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 		// the collector's next goal (costs a few ms an epoch).
 		debug.FreeOSMemory()
 		bar.EpochDone(m)
+		d.epochDone(out)
 		sum.Epochs = append(sum.Epochs, m)
 		if opt.AfterEpoch != nil && !opt.AfterEpoch(m) {
 			break
@@ -500,6 +532,10 @@ func evaluate(ctx context.Context, feed *feeder, loader *data.Loader, epoch int)
 			return r, err
 		}
 		n := b.N
+		if n == 0 { // a rank's empty slice of the last batch (data.Split)
+			b.Release()
+			continue
+		}
 		res, err := feed.eval(b)
 		b.Release()
 		if err != nil {
@@ -516,7 +552,7 @@ func evaluate(ctx context.Context, feed *feeder, loader *data.Loader, epoch int)
 
 // newLoaders builds the training loader (random augmentation, shuffled) and
 // the validation loader (resize + centre crop, in order).
-func newLoaders(cfg config.Config, trainSet, valSet *data.Index, alloc data.Allocator, dtype string) (train, val *data.Loader, err error) {
+func newLoaders(cfg config.Config, trainSet, valSet *data.Index, alloc data.Allocator, dtype string, split data.Split) (train, val *data.Loader, err error) {
 	a, d := cfg.Augment, cfg.Data
 	mean, std := vec3(a.Mean), vec3(a.Std)
 	tp := augment.DefaultTrainParams(d.ImageSize)
@@ -536,6 +572,7 @@ func newLoaders(cfg config.Config, trainSet, valSet *data.Index, alloc data.Allo
 	base := data.LoaderConfig{
 		BatchSize: d.BatchSize, Workers: d.Workers, Prefetch: d.Prefetch,
 		Seed: cfg.Train.Seed, MaxPixels: d.MaxPixels, SkipBadImages: d.BadImages == "skip", Alloc: alloc, Decoder: d.Decoder, DType: dtype,
+		Split: split,
 	}
 	base.MaxDecodeBytes = int64(d.MaxDecode)
 	tc := base

@@ -6,6 +6,7 @@
 //	train eval --checkpoint RUN               a checkpoint's accuracy on a validation split
 //	train bench-data --config FILE            the loader alone: img/s per worker count, µs per stage
 //	train bench-step --config FILE            the model alone: ms per training step, peak RSS
+//	train bench-dist [--ranks 1,2]            data parallel: img/s on 1 and N ranks, allreduce time, overlap
 //
 // Run `train --help` for every setting.
 package main
@@ -26,6 +27,7 @@ import (
 
 	"stoke/config"
 	"stoke/configs"
+	"stoke/dist"
 	"stoke/trace"
 	"stoke/trainer"
 )
@@ -48,12 +50,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return benchData(args[1:], stdout, stderr)
 		case "bench-step":
 			return benchStep(args[1:], stdout, stderr)
+		case "bench-dist":
+			return benchDist(args[1:], stdout, stderr)
+		case "bench-allreduce": // run by bench-dist under mpirun
+			return benchAllreduce(args[1:], stdout, stderr)
 		case "train":
 			args = args[1:]
 		case "help":
 			args = []string{"--help"}
 		default:
-			fmt.Fprintf(stderr, "train: unknown command %q; commands: train (default), gen-data, bench, bench-data, bench-step, eval; see `train --help`\n", args[0])
+			fmt.Fprintf(stderr, "train: unknown command %q; commands: train (default), gen-data, bench, bench-data, bench-step, bench-dist, eval; see `train --help`\n", args[0])
 			return 2
 		}
 	}
@@ -99,11 +105,19 @@ func trainCmd(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 
+	comm, err := openComm(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "train: %v\n", err)
+		return 1
+	}
 	ctx, stop := interruptContext(stderr)
 	defer stop()
-	opt := trainer.Options{Out: stdout}
+	opt := trainer.Options{Out: stdout, Comm: comm}
+	if comm.Rank() != 0 {
+		stdout = io.Discard // rank 0 speaks for the run
+	}
 	keepTrace := true
-	if cfg.Train.Trace != "" {
+	if cfg.Train.Trace != "" && comm.Rank() == 0 {
 		opt.Trace = trace.New(0)
 		defer func() {
 			if keepTrace {
@@ -113,6 +127,12 @@ func trainCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	fresh := newRunFolder(cfg.Train.Out)
 	sum, err := trainer.Run(ctx, cfg, opt)
+	if err != nil && comm.Size() > 1 {
+		comm.Abort(err) // ends every rank, naming this one and why; does not return
+	}
+	if cerr := comm.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
 	if err != nil {
 		var intr *trainer.InterruptedError
 		if errors.As(err, &intr) {
@@ -156,7 +176,7 @@ func resumeFlag(overrides []config.Override, file config.Config) string {
 // with the run on everything else; its changeable settings (train.out,
 // data.workers, ...) are the run's. Every disagreement is listed at once.
 func resumeConfig(resume string, file *config.Config, fileName string, overrides []config.Override) (config.Config, error) {
-	base, run, err := trainer.ResumeBase(resume)
+	base, run, err := trainer.ResumeBase(resume, launchRanks())
 	if err != nil {
 		return config.Config{}, err
 	}
@@ -176,6 +196,16 @@ func resumeConfig(resume string, file *config.Config, fileName string, overrides
 			resume, len(bad), filepath.Join(run, "config.yaml"), strings.Join(bad, "\n  "), strings.Join(config.ResumeChangeableList(), ", "))
 	}
 	return cfg, nil
+}
+
+// launchRanks is the number of ranks this process was launched among (1
+// without a launcher), read from the launcher's environment before any
+// communicator opens; a resume compares the global batch with it.
+func launchRanks() int {
+	if l, err := dist.Detect(nil); err == nil && l.Size > 1 {
+		return l.Size
+	}
+	return 1
 }
 
 // writeTrace saves the run's timeline, also when the run failed or was
