@@ -70,21 +70,26 @@ func hpass(a *axis, row []float32, x0 int, out []float32, sw int, flip bool) {
 }
 
 // vpass resizes vertically into one output row: acc[x] = min(sum over taps
-// t of w[t] * in[t*stride + x], 1), the sum in tap order from 0, for x <
+// t of w[t] * in[off[t] + x], 1), the sum in tap order from 0, for x <
 // len(acc). The weights carry the 1/255 that takes bytes to [0, 1]; they
 // are positive and sum to 1, so only rounding can push a value past 1.
-func vpass(acc, in []float32, stride int, w []float32) {
+func vpass(acc, in []float32, off []int, w []float32) {
 	L := len(acc)
 	if L == 0 {
 		return
 	}
-	if len(w) == 0 || (len(w)-1)*stride+L > len(in) {
-		panic("augment: vpass taps outside the rows")
+	if len(w) == 0 || len(off) < len(w) {
+		panic("augment: vpass needs a row per tap")
+	}
+	for _, o := range off[:len(w)] {
+		if o < 0 || o+L > len(in) {
+			panic("augment: vpass taps outside the rows")
+		}
 	}
 	n := 0
 	if useAVX2 {
 		if n = L &^ 7; n > 0 {
-			vpassAVX2(&acc[0], &in[0], stride, &w[0], len(w), n)
+			vpassAVX2(&acc[0], &in[0], &off[0], &w[0], len(w), n)
 		}
 	}
 	if n == L {
@@ -93,7 +98,7 @@ func vpass(acc, in []float32, stride int, w []float32) {
 	tail := acc[n:]
 	clear(tail)
 	for t, wt := range w {
-		src := in[t*stride+n : t*stride+L]
+		src := in[off[t]+n : off[t]+L]
 		for x := range tail {
 			tail[x] += float32(wt * src[x])
 		}

@@ -16,7 +16,7 @@ func widenAVX2(dst *float32, src *uint8, n int)
 func hpassAVX2(out, row *float32, start, n *int32, w *float32, k, x0, sw int, flip bool)
 
 //go:noescape
-func vpassAVX2(acc, in *float32, stride int, w *float32, taps, n int)
+func vpassAVX2(acc, in *float32, off *int, w *float32, taps, n int)
 
 //go:noescape
 func storeF32AVX2(dst, src *float32, n int, m, inv float32)

@@ -115,15 +115,14 @@ hstore:
 	JL   hloop
 	RET
 
-// func vpassAVX2(acc, in *float32, stride int, w *float32, taps, n int)
+// func vpassAVX2(acc, in *float32, off *int, w *float32, taps, n int)
 //
-// acc[x] = min(sum_t w[t] * in[t*stride + x], 1): 32 values at a time
-// (four independent sums over the taps), then 8.
+// acc[x] = min(sum_t w[t] * in[off[t] + x], 1): 32 values at a time (four
+// independent sums over the taps), then 8.
 TEXT ·vpassAVX2(SB), NOSPLIT, $0-48
 	MOVQ acc+0(FP), DI
 	MOVQ in+8(FP), SI
-	MOVQ stride+16(FP), R8
-	SHLQ $2, R8
+	MOVQ off+16(FP), R8
 	MOVQ w+24(FP), R9
 	MOVQ taps+32(FP), R10
 	MOVQ n+40(FP), CX
@@ -135,10 +134,12 @@ vloop32:
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
-	MOVQ SI, R11
+	MOVQ R8, BX
 	MOVQ R9, R12
 	MOVQ R10, R13
 vtap32:
+	MOVQ (BX), R11
+	LEAQ (SI)(R11*4), R11
 	VBROADCASTSS (R12), Y4
 	VMULPS (R11), Y4, Y5
 	VMULPS 32(R11), Y4, Y6
@@ -148,7 +149,7 @@ vtap32:
 	VADDPS Y6, Y1, Y1
 	VADDPS Y7, Y2, Y2
 	VADDPS Y8, Y3, Y3
-	ADDQ R8, R11
+	ADDQ $8, BX
 	ADDQ $4, R12
 	DECQ R13
 	JNZ  vtap32
@@ -168,14 +169,16 @@ vloop8:
 	TESTQ CX, CX
 	JZ    vdone
 	VXORPS Y0, Y0, Y0
-	MOVQ SI, R11
+	MOVQ R8, BX
 	MOVQ R9, R12
 	MOVQ R10, R13
 vtap8:
+	MOVQ (BX), R11
+	LEAQ (SI)(R11*4), R11
 	VBROADCASTSS (R12), Y4
 	VMULPS (R11), Y4, Y5
 	VADDPS Y5, Y0, Y0
-	ADDQ R8, R11
+	ADDQ $8, BX
 	ADDQ $4, R12
 	DECQ R13
 	JNZ  vtap8

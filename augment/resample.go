@@ -99,6 +99,19 @@ func (a *axis) computeBox(lo, hi int, in0, in1 float64, outFull, outStart, count
 // span returns the input range [lo, hi) that the taps of a touch.
 func (a *axis) span() (lo, hi int) { return a.lo, a.hi }
 
+// window returns how many consecutive inputs the outputs, taken in order,
+// need to keep at hand: k where the taps move monotonically (they always
+// do here; the check keeps the ring in resampleBox safe if that changed),
+// else the whole span.
+func (a *axis) window() int {
+	for i := 1; i < len(a.start); i++ {
+		if a.start[i] < a.start[i-1] {
+			return a.hi - a.lo
+		}
+	}
+	return max(1, min(a.k, a.hi-a.lo))
+}
+
 func triangle(x float64) float64 {
 	x = math.Abs(x)
 	if x < 1 {
@@ -119,8 +132,9 @@ func grow[T any](s []T, n int) []T {
 type scratch struct {
 	x, y   axis
 	wy     []float32 // one output row's vertical weights, times 1/255
+	off    []int     // where in tmp each of its taps' rows is
 	row    []float32 // one source row, RGBA floats 0..255
-	tmp    []float32 // source rows resized horizontally, R, G, B planes a row
+	tmp    []float32 // a ring of source rows resized horizontally, R, G, B planes a row
 	acc    []float32 // one output row, R, G, B planes
 	planes []float32 // [0, 1] CHW planes for contrast, with uint8 output
 }
@@ -200,26 +214,21 @@ func resampleBox(s *scratch, img image.Image, bx srcBox, outW, outH int, win ima
 	s.x.computeBox(bx.px.Min.X, bx.px.Max.X, bx.x0, bx.x1, outW, win.Min.X, sw)
 	s.y.computeBox(bx.px.Min.Y, bx.px.Max.Y, bx.y0, bx.y1, outH, win.Min.Y, sh)
 	x0, x1 := s.x.span()
-	y0, y1 := s.y.span()
+	y0, _ := s.y.span()
 
-	// Horizontal pass over the source rows the vertical taps need, each
-	// row widened to RGBA floats first (the decoder's bytes are read in
-	// place, a row at a time).
+	// The horizontal pass runs a source row at a time as the vertical
+	// taps come to need it, into a ring of R rows: the vertical taps move
+	// down monotonically, k rows at most, so only the last R rows are ever
+	// read again, and the working set (ring, output row, image) stays in
+	// cache. Each row is widened to RGBA floats first (the decoder's
+	// bytes are read in place, a row at a time).
 	rowLen := 3 * sw
-	s.tmp = grow(s.tmp, (y1-y0)*rowLen)
+	R := s.y.window()
+	s.tmp = grow(s.tmp, R*rowLen)
 	s.row = grow(s.row, 4*(x1-x0))
 	m, fast := img.(*image.NRGBA)
-	for y := y0; y < y1; y++ {
-		if fast {
-			o := m.PixOffset(x0, y)
-			widen(s.row, m.Pix[o:o+4*(x1-x0)])
-		} else {
-			loadRow(img, x0, x1, y, s.row)
-		}
-		hpass(&s.x, s.row, x0, s.tmp[(y-y0)*rowLen:(y-y0+1)*rowLen], sw, flip)
-	}
+	next := y0 // the next source row to resize horizontally
 
-	// Vertical pass, then the colour ops that need no whole-image value.
 	var pre, post []int
 	if jit != nil {
 		pre, post = jit.plan()
@@ -237,22 +246,36 @@ func resampleBox(s *scratch, img image.Image, bx srcBox, outW, outH int, win ima
 	var sum [8]float64
 	s.acc = grow(s.acc, rowLen)
 	s.wy = grow(s.wy, s.y.k)
-	R, G, B := s.acc[:sw], s.acc[sw:2*sw], s.acc[2*sw:]
+	s.off = grow(s.off, s.y.k)
+	R0, G0, B0 := s.acc[:sw], s.acc[sw:2*sw], s.acc[2*sw:]
 	for i := range sh {
-		w := s.wy[:s.y.n[i]]
+		a, n := int(s.y.start[i]), int(s.y.n[i])
+		for ; next < a+n; next++ {
+			if fast {
+				o := m.PixOffset(x0, next)
+				widen(s.row, m.Pix[o:o+4*(x1-x0)])
+			} else {
+				loadRow(img, x0, x1, next, s.row)
+			}
+			r := (next - y0) % R
+			hpass(&s.x, s.row, x0, s.tmp[r*rowLen:(r+1)*rowLen], sw, flip)
+		}
+		// Vertical pass, then the colour ops that need no whole-image value.
+		w, off := s.wy[:n], s.off[:n]
 		for t := range w {
 			w[t] = s.y.w[i*s.y.k+t] * (1.0 / 255)
+			off[t] = (a + t - y0) % R * rowLen
 		}
-		vpass(s.acc, s.tmp[(int(s.y.start[i])-y0)*rowLen:], rowLen, w)
+		vpass(s.acc, s.tmp, off, w)
 		if jit != nil {
-			jit.apply(pre, R, G, B, 0)
+			jit.apply(pre, R0, G0, B0, 0)
 			if post != nil {
-				graySum(R, G, B, &sum)
+				graySum(R0, G0, B0, &sum)
 			}
 		}
-		dst.put(0, i*sw, R)
-		dst.put(1, plane+i*sw, G)
-		dst.put(2, 2*plane+i*sw, B)
+		dst.put(0, i*sw, R0)
+		dst.put(1, plane+i*sw, G0)
+		dst.put(2, 2*plane+i*sw, B0)
 	}
 	if post != nil {
 		jit.finish(post, dst.F32, plane, jit.contrastTarget(&sum, plane), out)
