@@ -23,10 +23,12 @@ import (
 //
 //	read         the file's bytes (page cache)
 //	decode       header + pixels, at the DCT scale the crop allows
-//	crop_resize  crop + antialiased resize + flip + normalize (or quantize)
+//	crop_resize  crop + antialiased resize + flip + normalize (or quantize),
+//	             written into a batch-sized buffer, slot after slot
 //	jitter       what colour jitter adds to that
 //	collate      the rest of the loader's time per image at 0 workers
-//	             (batch slots, RNG seeding, labels, hand-over)
+//	             (RNG seeding, labels, clearing, hand-over, and whatever
+//	             the stages cost in the loader beyond their time here)
 func benchData(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bench-data", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -222,35 +224,53 @@ func loaderRate(lc data.LoaderConfig, n int) (float64, error) {
 }
 
 // measureStages times each stage over the first n samples of the epoch-0
-// order, one stage at a time, as the loader would run them.
+// order, one stage at a time, as the loader would run them. To keep the
+// stages' costs honest at every output size, each output goes to a slot of
+// a batch-sized buffer in turn, as in the loader (at 224 px a batch is
+// 38 MB: rewriting one small buffer that stays in cache would hide the
+// cost of the writes), and the transforms with and without jitter take
+// turns at running first on each decoded image, so that neither is always
+// the one that finds it in cache.
 func measureStages(lc data.LoaderConfig, plain data.RegionTransform, n int) (stageCosts, error) {
 	full := lc.Transform.(data.RegionTransform)
 	dec := data.Decoder{MaxPixels: lc.MaxPixels, Kind: lc.Decoder}
 	src := data.NewSampleSource()
 	perm := data.Permutation(len(lc.Index.Samples), lc.Seed, 0, lc.Shuffle)[:n]
 	s := full.Size()
-	f32 := make([]float32, 3*s*s)
-	u8 := make([]uint8, 3*s*s)
-	out := func() ([]float32, []uint8) {
-		if lc.DType == data.DTypeUint8 {
-			return nil, u8
-		}
-		return f32, nil
+	sample := 3 * s * s
+	slots := max(lc.BatchSize, 2)
+	var f32 []float32
+	var u8 []uint8
+	if lc.DType == data.DTypeUint8 {
+		u8 = make([]uint8, slots*sample)
+	} else {
+		f32 = make([]float32, slots*sample)
 	}
-	us := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(n) }
+	slot := 0
+	out := func() ([]float32, []uint8) {
+		k := slot % slots
+		slot++
+		if u8 != nil {
+			return nil, u8[k*sample : (k+1)*sample]
+		}
+		return f32[k*sample : (k+1)*sample], nil
+	}
+	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 / float64(n) }
 	var st stageCosts
 
-	// read
+	// read (the copies, which the loader does not make, are not timed)
 	files := make([][]byte, n)
-	t0 := time.Now()
+	var dRead time.Duration
 	for i, k := range perm {
+		t := time.Now()
 		b, err := dec.ReadFile(lc.Index.Samples[k].Path)
 		if err != nil {
 			return st, err
 		}
+		dRead += time.Since(t)
 		files[i] = append([]byte(nil), b...)
 	}
-	st.Read = us(time.Since(t0))
+	st.Read = us(dRead)
 
 	// decode: the same crops the loader draws, so the same DCT scales
 	var dDecode, dPlain, dFull time.Duration
@@ -271,24 +291,28 @@ func measureStages(lc data.LoaderConfig, plain data.RegionTransform, n int) (sta
 		if err != nil {
 			return st, err
 		}
-		t1 := time.Now()
-		dDecode += t1.Sub(t)
-		// crop+resize without jitter, then the full transform, on the same
+		dDecode += time.Since(t)
+		// crop+resize without jitter, and the full transform, on the same
 		// decoded image and crop (the rng replays the crop's draws).
-		rng = src.For(lc.Seed, 0, k)
-		plain.Region(h.Width, h.Height, rng)
-		a, b := out()
-		if err := plain.ApplyRegion(img, scale, r, rng, a, b); err != nil {
+		apply := func(tf data.RegionTransform, d *time.Duration) error {
+			rng := src.For(lc.Seed, 0, k)
+			tf.Region(h.Width, h.Height, rng)
+			a, b := out()
+			t := time.Now()
+			err := tf.ApplyRegion(img, scale, r, rng, a, b)
+			*d += time.Since(t)
+			return err
+		}
+		first, second, d1, d2 := plain, full, &dPlain, &dFull
+		if i%2 == 1 {
+			first, second, d1, d2 = full, plain, &dFull, &dPlain
+		}
+		if err := apply(first, d1); err != nil {
 			return st, err
 		}
-		t2 := time.Now()
-		dPlain += t2.Sub(t1)
-		rng = src.For(lc.Seed, 0, k)
-		full.Region(h.Width, h.Height, rng)
-		if err := full.ApplyRegion(img, scale, r, rng, a, b); err != nil {
+		if err := apply(second, d2); err != nil {
 			return st, err
 		}
-		dFull += time.Since(t2)
 	}
 	st.Decode = us(dDecode)
 	st.CropResize = us(dPlain)
