@@ -205,9 +205,9 @@ func resample(img image.Image, src image.Rectangle, outW, outH int, win image.Re
 
 // resampleBox resizes the box bx of img to outW x outH, applies jit (if
 // not nil) and writes the window win of the result as out says. Two passes
-// over the pixels: horizontal, from the image's rows into s.tmp; vertical,
-// a row at a time into s.acc, where the colour ops that can run at once do,
-// then out. When contrast is on, the rows go to [0, 1] planes instead, and
+// over the pixels: horizontal, from the image's rows into a ring of rows in
+// s.tmp; vertical, an output row at a time into s.acc, where the colour ops
+// that can run at once do, then out. When contrast is on, the rows go to [0, 1] planes instead, and
 // a third pass runs contrast and the ops after it and writes out.
 func resampleBox(s *scratch, img image.Image, bx srcBox, outW, outH int, win image.Rectangle, flip bool, out output, jit *jitter) {
 	sw, sh := win.Dx(), win.Dy()
@@ -250,6 +250,9 @@ func resampleBox(s *scratch, img image.Image, bx srcBox, outW, outH int, win ima
 	R0, G0, B0 := s.acc[:sw], s.acc[sw:2*sw], s.acc[2*sw:]
 	for i := range sh {
 		a, n := int(s.y.start[i]), int(s.y.n[i])
+		if a < next-R {
+			panic("augment: the vertical taps moved back past the ring of rows")
+		}
 		for ; next < a+n; next++ {
 			if fast {
 				o := m.PixOffset(x0, next)
