@@ -12,7 +12,8 @@ import (
 // TestBenchDataStages runs `train bench-data` on the small dataset with
 // colour jitter on, for both batch types: a JSON line per worker count,
 // each with a rate and every stage measured (the crop+resize and the
-// jitter written slot after slot into a batch-sized buffer).
+// jitter written slot after slot into a batch-sized buffer), and the
+// 0-worker loader's own cost on the stages' clock.
 func TestBenchDataStages(t *testing.T) {
 	root, err := smallDataset()
 	if err != nil {
@@ -48,6 +49,9 @@ func TestBenchDataStages(t *testing.T) {
 			}
 			if num("read_us") <= 0 || num("decode_us") <= 0 || num("crop_resize_us") <= 0 || num("jitter_us") < 0 || num("collate_us") < 0 {
 				t.Errorf("%s line %d: a stage not measured: %s", dtype, i, line)
+			}
+			if c, _ := m["stage_clock"].(string); c == "" || num("loader_us") <= 0 {
+				t.Errorf("%s line %d: clock %q, loader %v µs: %s", dtype, i, c, num("loader_us"), line)
 			}
 		}
 	}
