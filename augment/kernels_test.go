@@ -194,8 +194,10 @@ func randomImage(rng *rand.Rand, w, h int, offset bool) *image.NRGBA {
 // [0, 1] units before normalization, when the contrast mean's last bit
 // differs (the lanes sum in another order; kernels.go): a float32 ulp of
 // the mean, times at most f <= 2.6 in the ops after it, each clamp or
-// blend adding at most an ulp of its own. Measured: at most ~2e-7. For
-// uint8 output the same can move a value across a rounding edge: 1 level.
+// blend adding at most an ulp of its own. For uint8 output the same can
+// move a value across a rounding edge: 1 level. Seen so far: no difference
+// at all, in these tests, the fuzzer's runs, or 3600 images of 64 and 224
+// px with ColorJitter(0.4, 0.4, 0.4) against the legacy code.
 const legacyTolerance = 1e-6
 
 // compareLegacy checks got against want (normalized with std, or uint8)
