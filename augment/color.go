@@ -23,6 +23,7 @@ type jitter struct {
 	order  [numOps]int
 	on     [numOps]bool
 	factor [numOps]float32
+	ops    [numOps]int // plan's storage
 }
 
 // drawJitter draws the op order (a Fisher-Yates shuffle, three IntN calls'
@@ -45,116 +46,79 @@ func drawJitter(strength [numOps]float64, rng *rand.Rand) jitter {
 	return j
 }
 
-// finish applies the jitter to three CHW planes of n pixels in [0, 1] and
-// writes the result as out says (normalized float32, in place or not, or
-// quantized uint8), in one pass over memory: pixels go through in chunks
-// small enough to stay in L1, each chunk through the enabled ops in the
-// drawn order, then normalize or quantize. Contrast needs the mean gray
-// level of the image as it stands when contrast's turn comes, so when
-// contrast is on, a read-only pass computes it first.
-//
-// The arithmetic is torchvision's, op by op, in float32, with the same
-// clamps as applying each op to the whole image in turn (adjust_brightness,
-// adjust_contrast, adjust_saturation); only the order of memory traffic
-// differs, so the values are the same, bit for bit.
-// loadChunk copies pixels lo..lo+m of each of the three planes of pix (CHW,
-// n pixels a plane) into buf and returns the three filled slices.
-func loadChunk(buf *[3][256]float32, pix []float32, n, lo, m int) (r, g, b []float32) {
-	r, g, b = buf[0][:m], buf[1][:m], buf[2][:m]
-	copy(r, pix[lo:lo+m])
-	copy(g, pix[n+lo:n+lo+m])
-	copy(b, pix[2*n+lo:2*n+lo+m])
-	return r, g, b
-}
-
-func (j *jitter) finish(pix []float32, n int, out output) {
-	const chunk = 256
-	var buf [3][chunk]float32
-	var ops [numOps]int
-	k := 0
+// plan lists the enabled ops in the drawn order and splits the list at
+// contrast: the ops before it can run as soon as a row of the resize is out
+// (with the row's luma summed for contrast's mean), the rest only once the
+// whole image has been through them. Without contrast every op is in pre.
+func (j *jitter) plan() (pre, post []int) {
+	k, split := 0, -1
 	for _, op := range j.order {
 		if j.on[op] {
-			ops[k] = op
+			if op == opContrast {
+				split = k
+			}
+			j.ops[k] = op
 			k++
 		}
 	}
-	active := ops[:k]
-	var contrastM float32 // (1-f) * mean gray before contrast
-	if j.on[opContrast] {
-		var before []int
-		for i, op := range active {
-			if op == opContrast {
-				before = active[:i]
-			}
-		}
-		var sum float64
-		for lo := 0; lo < n; lo += chunk {
-			m := min(chunk, n-lo)
-			r, g, b := loadChunk(&buf, pix, n, lo, m)
-			for _, op := range before {
-				j.run(op, r, g, b, 0)
-			}
-			for i := range m {
-				sum += float64(gray(r[i], g[i], b[i]))
-			}
-		}
-		contrastM = (1 - j.factor[opContrast]) * float32(sum/float64(n))
+	if split < 0 {
+		return j.ops[:k], nil
 	}
+	return j.ops[:split], j.ops[split:k]
+}
+
+// apply runs ops, in order, on the pixels r[i], g[i], b[i]; contrastM is
+// (1-f) times the mean gray level, contrast's blend target. The arithmetic
+// is torchvision's, op by op, in float32, with its clamps after each op
+// (adjust_brightness, adjust_contrast, adjust_saturation); applying the ops
+// chunk by chunk rather than each to the whole image in turn changes only
+// the order of memory traffic, not a bit of the values.
+func (j *jitter) apply(ops []int, r, g, b []float32, contrastM float32) {
+	for _, op := range ops {
+		f := j.factor[op]
+		switch op {
+		case opBrightness:
+			brightness(r, f)
+			brightness(g, f)
+			brightness(b, f)
+		case opContrast:
+			contrast(r, f, contrastM)
+			contrast(g, f, contrastM)
+			contrast(b, f, contrastM)
+		default:
+			saturation(r, g, b, f)
+		}
+	}
+}
+
+// contrastTarget is (1-f) times the mean gray level, from graySum's lanes
+// over n pixels. The lanes make the sum's rounding differ from a plain
+// sequential float64 sum (the code before the vector kernels): the mean,
+// rounded to float32, can then differ in its last bit, about once in 10^4
+// images; see TestMatchesLegacy for the tolerance this leaves.
+func (j *jitter) contrastTarget(s *[8]float64, n int) float32 {
+	return (1 - j.factor[opContrast]) * float32(laneTotal(s)/float64(n))
+}
+
+// finish runs post (contrast and the ops after it) over three CHW planes of
+// n pixels, in chunks small enough to stay in L1, and writes them out.
+func (j *jitter) finish(post []int, pix []float32, n int, contrastM float32, out output) {
+	const chunk = 512
 	for lo := 0; lo < n; lo += chunk {
-		m := min(chunk, n-lo)
-		r, g, b := loadChunk(&buf, pix, n, lo, m)
-		for _, op := range active {
-			j.run(op, r, g, b, contrastM)
-		}
-		for c, p := range [3][]float32{r, g, b} {
-			o := c*n + lo
-			switch {
-			case out.U8 != nil:
-				d := out.U8[o : o+m]
-				for i, v := range p {
-					d[i] = uint8(v*255 + 0.5)
-				}
-			case out.plain:
-				copy(out.F32[o:o+m], p)
-			default:
-				d := out.F32[o : o+m]
-				mc, inv := out.mean[c], out.inv[c]
-				for i, v := range p {
-					d[i] = (v - mc) * inv
-				}
-			}
-		}
+		hi := min(lo+chunk, n)
+		r, g, b := pix[lo:hi], pix[n+lo:n+hi], pix[2*n+lo:2*n+hi]
+		j.apply(post, r, g, b, contrastM)
+		out.put(0, lo, r)
+		out.put(1, n+lo, g)
+		out.put(2, 2*n+lo, b)
 	}
 }
 
-// run applies one op to a chunk of pixels; contrastM is (1-f)*mean gray.
-func (j *jitter) run(op int, r, g, b []float32, contrastM float32) {
-	f := j.factor[op]
-	switch op {
-	case opBrightness: // adjust_brightness: img * f, clamped
-		for _, p := range [3][]float32{r, g, b} {
-			for i, v := range p {
-				p[i] = clamp01(v * f)
-			}
-		}
-	case opContrast: // adjust_contrast: f*img + (1-f)*mean gray of the image
-		for _, p := range [3][]float32{r, g, b} {
-			for i, v := range p {
-				p[i] = clamp01(f*v + contrastM)
-			}
-		}
-	default: // adjust_saturation: f*img + (1-f)*the pixel's gray
-		g, b = g[:len(r)], b[:len(r)]
-		for i := range r {
-			m := (1 - f) * gray(r[i], g[i], b[i])
-			r[i] = clamp01(f*r[i] + m)
-			g[i] = clamp01(f*g[i] + m)
-			b[i] = clamp01(f*b[i] + m)
-		}
-	}
+// gray is the luma; the conversions keep the rounding of each step (see
+// kernels.go).
+func gray(r, g, b float32) float32 {
+	return float32(float32(grayW[0]*r)+float32(grayW[1]*g)) + float32(grayW[2]*b)
 }
-
-func gray(r, g, b float32) float32 { return 0.299*r + 0.587*g + 0.114*b }
 
 // clamp01 clamps v to [0, 1].
 // The builtins compile to branch-free MAXSS/MINSS: jittered values land on

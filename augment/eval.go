@@ -81,7 +81,7 @@ func (e *Eval) ApplyRegion(img image.Image, scale int, src image.Rectangle, _ *r
 	sc := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(sc)
 	out := output{F32: f32, U8: u8, mean: e.p.Mean, inv: invStd(e.p.Std)}
-	resampleBox(sc, img, boxOf(img.Bounds(), src, scale), w, h, centerCrop(w, h, e.p.Size), false, out)
+	resampleBox(sc, img, boxOf(img.Bounds(), src, scale), w, h, centerCrop(w, h, e.p.Size), false, out, nil)
 	return nil
 }
 

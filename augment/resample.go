@@ -34,6 +34,7 @@ type axis struct {
 	start, n []int32
 	w        []float32
 	k        int
+	lo, hi   int // the input range the taps touch
 }
 
 // compute fills a for the outputs outStart .. outStart+count-1 of a resize
@@ -88,16 +89,27 @@ func (a *axis) computeBox(lo, hi int, in0, in1 float64, outFull, outStart, count
 			a.w[i*a.k+j] = float32(w / total)
 		}
 	}
+	a.lo, a.hi = math.MaxInt, 0
+	for i := range count {
+		a.lo = min(a.lo, int(a.start[i]))
+		a.hi = max(a.hi, int(a.start[i]+a.n[i]))
+	}
 }
 
 // span returns the input range [lo, hi) that the taps of a touch.
-func (a *axis) span() (lo, hi int) {
-	lo, hi = math.MaxInt, 0
-	for i := range a.start {
-		lo = min(lo, int(a.start[i]))
-		hi = max(hi, int(a.start[i]+a.n[i]))
+func (a *axis) span() (lo, hi int) { return a.lo, a.hi }
+
+// window returns how many consecutive inputs the outputs, taken in order,
+// need to keep at hand: k where the taps move monotonically (they always
+// do here; the check keeps the ring in resampleBox safe if that changed),
+// else the whole span.
+func (a *axis) window() int {
+	for i := 1; i < len(a.start); i++ {
+		if a.start[i] < a.start[i-1] {
+			return a.hi - a.lo
+		}
 	}
-	return lo, hi
+	return max(1, min(a.k, a.hi-a.lo))
 }
 
 func triangle(x float64) float64 {
@@ -119,10 +131,12 @@ func grow[T any](s []T, n int) []T {
 // Apply allocates nothing in steady state and stays safe for concurrent use.
 type scratch struct {
 	x, y   axis
-	row    []float32 // one source row, RGB interleaved, 0..255 (generic images only)
-	tmp    []float32 // source rows resized horizontally, RGB interleaved
-	acc    []float32 // one output row being accumulated, RGB planes
-	planes []float32 // [0, 1] CHW planes before jitter, for uint8 output
+	wy     []float32 // one output row's vertical weights, times 1/255
+	off    []int     // where in tmp each of its taps' rows is
+	row    []float32 // one source row, RGBA floats 0..255
+	tmp    []float32 // a ring of source rows resized horizontally, R, G, B planes a row
+	acc    []float32 // one output row, R, G, B planes
+	planes []float32 // [0, 1] CHW planes for contrast, with uint8 output
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
@@ -156,16 +170,26 @@ func boxOf(b image.Rectangle, src image.Rectangle, scale int) srcBox {
 }
 
 // output says where and how resample writes its result. Exactly one of F32
-// and U8 is set; both hold three CHW planes of the window's size.
-//
-//   - plain: F32 gets values in [0, 1] (the state colour jitter works on);
-//   - otherwise F32 gets (v - Mean) * Inv, normalized, or U8 gets
-//     round(255 v), quantized for normalization on the device.
+// and U8 is set; both hold three CHW planes of the window's size. F32 gets
+// (v - mean) * inv, normalized (mean 0 and inv 1 give the values in [0, 1]
+// themselves, the state colour jitter works on); U8 gets round(255 v),
+// quantized for normalization on the device.
 type output struct {
 	F32       []float32
 	U8        []uint8
-	plain     bool
 	mean, inv [3]float32
+}
+
+// plain is an output of the [0, 1] values themselves.
+func plain(dst []float32) output { return output{F32: dst, inv: [3]float32{1, 1, 1}} }
+
+// put writes the values p of channel c at offset at of the output.
+func (o *output) put(c, at int, p []float32) {
+	if o.U8 != nil {
+		storeU8(o.U8[at:at+len(p)], p)
+		return
+	}
+	storeF32(o.F32[at:at+len(p)], p, o.mean[c], o.inv[c])
 }
 
 // resample resizes the src rectangle of img (absolute coordinates) to
@@ -176,132 +200,101 @@ func resample(img image.Image, src image.Rectangle, outW, outH int, win image.Re
 	s := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(s)
 	bx := boxOf(img.Bounds(), src.Sub(img.Bounds().Min), 1)
-	resampleBox(s, img, bx, outW, outH, win, flip, output{F32: dst, plain: true})
+	resampleBox(s, img, bx, outW, outH, win, flip, plain(dst), nil)
 }
 
-// resampleBox resizes the box bx of img to outW x outH and writes the
-// window win of the result as out says. Two passes: horizontal, from the
-// image's pixels into s.tmp; vertical, from s.tmp into out.
-func resampleBox(s *scratch, img image.Image, bx srcBox, outW, outH int, win image.Rectangle, flip bool, out output) {
+// resampleBox resizes the box bx of img to outW x outH, applies jit (if
+// not nil) and writes the window win of the result as out says. Two passes
+// over the pixels: horizontal, from the image's rows into a ring of rows in
+// s.tmp; vertical, an output row at a time into s.acc, where the colour ops
+// that can run at once do, then out. When contrast is on, the rows go to [0, 1] planes instead, and
+// a third pass runs contrast and the ops after it and writes out.
+func resampleBox(s *scratch, img image.Image, bx srcBox, outW, outH int, win image.Rectangle, flip bool, out output, jit *jitter) {
 	sw, sh := win.Dx(), win.Dy()
 	s.x.computeBox(bx.px.Min.X, bx.px.Max.X, bx.x0, bx.x1, outW, win.Min.X, sw)
 	s.y.computeBox(bx.px.Min.Y, bx.px.Max.Y, bx.y0, bx.y1, outH, win.Min.Y, sh)
 	x0, x1 := s.x.span()
-	y0, y1 := s.y.span()
+	y0, _ := s.y.span()
 
-	// Horizontal pass over the source rows the vertical taps need.
+	// The horizontal pass runs a source row at a time as the vertical
+	// taps come to need it, into a ring of R rows: the vertical taps move
+	// down monotonically, k rows at most, so only the last R rows are ever
+	// read again, and the working set (ring, output row, image) stays in
+	// cache. Each row is widened to RGBA floats first (the decoder's
+	// bytes are read in place, a row at a time).
 	rowLen := 3 * sw
-	s.tmp = grow(s.tmp, (y1-y0)*rowLen)
+	R := s.y.window()
+	s.tmp = grow(s.tmp, R*rowLen)
+	s.row = grow(s.row, 4*(x1-x0))
 	m, fast := img.(*image.NRGBA)
-	if !fast {
-		s.row = grow(s.row, 3*(x1-x0))
-	}
-	for y := y0; y < y1; y++ {
-		tmp := s.tmp[(y-y0)*rowLen : (y-y0+1)*rowLen]
-		if fast {
-			row := m.Pix[m.PixOffset(x0, y) : m.PixOffset(x0, y)+4*(x1-x0)]
-			hpassRGBA(&s.x, row, x0, tmp, sw, flip)
-			continue
-		}
-		loadRow(img, x0, x1, y, s.row)
-		hpassRGB(&s.x, s.row, x0, tmp, sw, flip)
-	}
+	next := y0 // the next source row to resize horizontally
 
-	// Vertical pass, a row at a time into s.acc, then out.
+	var pre, post []int
+	if jit != nil {
+		pre, post = jit.plan()
+	}
 	plane := sw * sh
-	s.acc = grow(s.acc, 3*sw)
-	R, G, B := s.acc[:sw], s.acc[sw:2*sw], s.acc[2*sw:3*sw]
+	dst := out
+	if post != nil { // contrast: [0, 1] planes first
+		if out.F32 != nil {
+			dst = plain(out.F32)
+		} else {
+			s.planes = grow(s.planes, 3*plane)
+			dst = plain(s.planes)
+		}
+	}
+	var sum [8]float64
+	s.acc = grow(s.acc, rowLen)
+	s.wy = grow(s.wy, s.y.k)
+	s.off = grow(s.off, s.y.k)
+	R0, G0, B0 := s.acc[:sw], s.acc[sw:2*sw], s.acc[2*sw:]
 	for i := range sh {
-		clear(s.acc)
-		w := s.y.w[i*s.y.k : i*s.y.k+int(s.y.n[i])]
-		for t, wt := range w {
-			wt *= 1.0 / 255
-			y := int(s.y.start[i]) + t - y0
-			in := s.tmp[y*rowLen : (y+1)*rowLen]
-			for j := range sw {
-				p := in[3*j : 3*j+3 : 3*j+3]
-				R[j] += wt * p[0]
-				G[j] += wt * p[1]
-				B[j] += wt * p[2]
+		a, n := int(s.y.start[i]), int(s.y.n[i])
+		if a < next-R {
+			panic("augment: the vertical taps moved back past the ring of rows")
+		}
+		for ; next < a+n; next++ {
+			if fast {
+				o := m.PixOffset(x0, next)
+				widen(s.row, m.Pix[o:o+4*(x1-x0)])
+			} else {
+				loadRow(img, x0, x1, next, s.row)
+			}
+			r := (next - y0) % R
+			hpass(&s.x, s.row, x0, s.tmp[r*rowLen:(r+1)*rowLen], sw, flip)
+		}
+		// Vertical pass, then the colour ops that need no whole-image value.
+		w, off := s.wy[:n], s.off[:n]
+		for t := range w {
+			w[t] = s.y.w[i*s.y.k+t] * (1.0 / 255)
+			off[t] = (a + t - y0) % R * rowLen
+		}
+		vpass(s.acc, s.tmp, off, w)
+		if jit != nil {
+			jit.apply(pre, R0, G0, B0, 0)
+			if post != nil {
+				graySum(R0, G0, B0, &sum)
 			}
 		}
-		// The weights are positive and sum to 1, so only rounding can
-		// push a value past 1.
-		for c, acc := range [3][]float32{R, G, B} {
-			o := c*plane + i*sw
-			switch {
-			case out.U8 != nil:
-				dst := out.U8[o : o+sw]
-				for j, v := range acc {
-					dst[j] = uint8(min(v, 1)*255 + 0.5)
-				}
-			case out.plain:
-				dst := out.F32[o : o+sw]
-				for j, v := range acc {
-					dst[j] = min(v, 1)
-				}
-			default:
-				dst := out.F32[o : o+sw]
-				m, inv := out.mean[c], out.inv[c]
-				for j, v := range acc {
-					dst[j] = (min(v, 1) - m) * inv
-				}
-			}
-		}
+		dst.put(0, i*sw, R0)
+		dst.put(1, plane+i*sw, G0)
+		dst.put(2, 2*plane+i*sw, B0)
+	}
+	if post != nil {
+		jit.finish(post, dst.F32, plane, jit.contrastTarget(&sum, plane), out)
 	}
 }
 
-// hpassRGBA resizes one row of RGBA bytes (starting at pixel x0) into sw
-// RGB floats in 0..255, mirrored when flip.
-func hpassRGBA(a *axis, row []uint8, x0 int, out []float32, sw int, flip bool) {
-	for j := range sw {
-		w := a.w[j*a.k : j*a.k+int(a.n[j])]
-		in := row[4*(int(a.start[j])-x0):]
-		in = in[:4*len(w)]
-		var r, g, b float32
-		for t, wt := range w {
-			p := in[4*t : 4*t+3 : 4*t+3]
-			r += wt * float32(p[0])
-			g += wt * float32(p[1])
-			b += wt * float32(p[2])
-		}
-		o := j
-		if flip {
-			o = sw - 1 - j
-		}
-		out[3*o], out[3*o+1], out[3*o+2] = r, g, b
-	}
-}
-
-// hpassRGB is hpassRGBA for a row of RGB floats.
-func hpassRGB(a *axis, row []float32, x0 int, out []float32, sw int, flip bool) {
-	for j := range sw {
-		w := a.w[j*a.k : j*a.k+int(a.n[j])]
-		in := row[3*(int(a.start[j])-x0):]
-		var r, g, b float32
-		for t, wt := range w {
-			p := in[3*t : 3*t+3 : 3*t+3]
-			r += wt * p[0]
-			g += wt * p[1]
-			b += wt * p[2]
-		}
-		o := j
-		if flip {
-			o = sw - 1 - j
-		}
-		out[3*o], out[3*o+1], out[3*o+2] = r, g, b
-	}
-}
-
-// loadRow reads pixels x0 .. x1-1 of row y of img as RGB floats in 0..255,
-// with alpha dropped after un-premultiplying, as Pillow's convert("RGB").
+// loadRow reads pixels x0 .. x1-1 of row y of img as RGBA floats in 0..255
+// (alpha left as it was: the resize ignores it), with alpha dropped after
+// un-premultiplying, as Pillow's convert("RGB").
 func loadRow(img image.Image, x0, x1, y int, row []float32) {
 	switch m := img.(type) {
 	case *image.NRGBA:
 		p := m.Pix[m.PixOffset(x0, y):]
 		for i := range x1 - x0 {
 			q := p[4*i : 4*i+3 : 4*i+3]
-			row[3*i], row[3*i+1], row[3*i+2] = float32(q[0]), float32(q[1]), float32(q[2])
+			row[4*i], row[4*i+1], row[4*i+2] = float32(q[0]), float32(q[1]), float32(q[2])
 		}
 	case *image.RGBA:
 		p := m.Pix[m.PixOffset(x0, y):]
@@ -311,25 +304,25 @@ func loadRow(img image.Image, x0, x1, y int, row []float32) {
 			if a != 0xff && a != 0 {
 				r, g, b = r*0xff/a, g*0xff/a, b*0xff/a
 			}
-			row[3*i], row[3*i+1], row[3*i+2] = float32(r), float32(g), float32(b)
+			row[4*i], row[4*i+1], row[4*i+2] = float32(r), float32(g), float32(b)
 		}
 	case *image.YCbCr:
 		for i := range x1 - x0 {
 			yi, ci := m.YOffset(x0+i, y), m.COffset(x0+i, y)
 			r, g, b := color.YCbCrToRGB(m.Y[yi], m.Cb[ci], m.Cr[ci])
-			row[3*i], row[3*i+1], row[3*i+2] = float32(r), float32(g), float32(b)
+			row[4*i], row[4*i+1], row[4*i+2] = float32(r), float32(g), float32(b)
 		}
 	case *image.Gray:
 		p := m.Pix[m.PixOffset(x0, y):]
 		for i := range x1 - x0 {
 			v := float32(p[i])
-			row[3*i], row[3*i+1], row[3*i+2] = v, v, v
+			row[4*i], row[4*i+1], row[4*i+2] = v, v, v
 		}
 	default:
 		// Any other image type: correct, but slow and allocating.
 		for i := range x1 - x0 {
 			c := color.NRGBAModel.Convert(img.At(x0+i, y)).(color.NRGBA)
-			row[3*i], row[3*i+1], row[3*i+2] = float32(c.R), float32(c.G), float32(c.B)
+			row[4*i], row[4*i+1], row[4*i+2] = float32(c.R), float32(c.G), float32(c.B)
 		}
 	}
 }

@@ -117,9 +117,9 @@ func (t *Train) Region(w, h int, rng *rand.Rand) (src image.Rectangle, outW, out
 // Region drew. It writes the output into exactly one of f32 (normalized) or
 // u8 (round(255 v), for normalization on the device; see NormalizeU8), each
 // 3*Size()*Size() long, CHW. Crop, resize, flip, jitter and normalize run
-// in two passes without jitter (horizontal resize; vertical resize +
-// normalize or quantize) and at most four with it (the colour ops and
-// normalize are one pass; contrast adds a read-only pass for its mean).
+// in two passes over the pixels (horizontal resize; vertical resize, colour
+// ops, normalize or quantize), three when contrast is on (its mean gray
+// level must be known before it runs: see resampleBox).
 func (t *Train) ApplyRegion(img image.Image, scale int, src image.Rectangle, rng *rand.Rand, f32 []float32, u8 []uint8) error {
 	if err := checkRegion(t.p.Size, img, scale, f32, u8); err != nil {
 		return err
@@ -135,20 +135,12 @@ func (t *Train) ApplyRegion(img image.Image, scale int, src image.Rectangle, rng
 	s := t.p.Size
 	sc := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(sc)
-	bx := boxOf(img.Bounds(), src, scale)
 	out := output{F32: f32, U8: u8, mean: t.p.Mean, inv: invStd(t.p.Std)}
-	win := image.Rect(0, 0, s, s)
-	if !t.anyJit {
-		resampleBox(sc, img, bx, s, s, win, flip, out)
-		return nil
+	var jp *jitter
+	if t.anyJit {
+		jp = &jit
 	}
-	planes := f32
-	if planes == nil {
-		sc.planes = grow(sc.planes, 3*s*s)
-		planes = sc.planes
-	}
-	resampleBox(sc, img, bx, s, s, win, flip, output{F32: planes, plain: true})
-	jit.finish(planes, s*s, out)
+	resampleBox(sc, img, boxOf(img.Bounds(), src, scale), s, s, image.Rect(0, 0, s, s), flip, out, jp)
 	return nil
 }
 

@@ -24,10 +24,17 @@ import (
 //
 //	read         the file's bytes (page cache)
 //	decode       header + pixels, at the DCT scale the crop allows
-//	crop_resize  crop + antialiased resize + flip + normalize (or quantize)
+//	crop_resize  crop + antialiased resize + flip + normalize (or quantize),
+//	             written into a batch-sized buffer, slot after slot
 //	jitter       what colour jitter adds to that
 //	collate      the rest of the loader's time per image at 0 workers
-//	             (batch slots, RNG seeding, labels, hand-over)
+//	             (RNG seeding, labels, clearing, hand-over, and whatever
+//	             the stages cost in the loader beyond their time here)
+//
+// The stages and the 0-worker loader they are subtracted from are timed on
+// the thread's CPU time where there is one (Linux): on a machine shared with
+// other work, wall time would charge the waits for a core to whichever stage
+// was running. img/s is wall time, as a user sees it.
 func benchData(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bench-data", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -117,19 +124,21 @@ func benchData(args []string, stdout, stderr io.Writer) int {
 	}
 
 	var st stageCosts
+	clk := newStageClock()
 	if *stages {
-		if st, err = measureStages(lc, plainTf, min(*images, len(idx.Samples))); err != nil {
+		if st, err = measureStages(lc, plainTf, min(*images, len(idx.Samples)), clk); err != nil {
 			return fail(1, "%v", err)
 		}
 	}
 	for i, w := range workers {
 		lc.Workers = w
-		rate, err := loaderRate(lc, *images)
+		rate, perImage, err := loaderRate(lc, *images, clk)
 		if err != nil {
 			return fail(1, "%v", err)
 		}
 		if w == 0 && *stages {
-			st.Collate = max(0, 1e6/rate-st.Read-st.Decode-st.CropResize-st.Jitter)
+			st.Loader = perImage
+			st.Collate = max(0, perImage-st.Read-st.Decode-st.CropResize-st.Jitter)
 		}
 		if *asJSON {
 			line, _ := json.Marshal(benchLine{Workers: w, ImageSize: cfg.Data.ImageSize, ImgPerS: rate, DType: *dtype,
@@ -138,21 +147,24 @@ func benchData(args []string, stdout, stderr io.Writer) int {
 			continue
 		}
 		if i == 0 && *stages {
-			fmt.Fprintf(stdout, "per image, one goroutine: read %.0f µs, decode %.0f µs, crop+resize %.0f µs, jitter %.0f µs, collate %.0f µs\n",
-				st.Read, st.Decode, st.CropResize, st.Jitter, st.Collate)
+			fmt.Fprintf(stdout, "per image, one goroutine (%s): read %.0f µs, decode %.0f µs, crop+resize %.0f µs, jitter %.0f µs, collate %.0f µs; loader at 0 workers %.0f µs\n",
+				st.Clock, st.Read, st.Decode, st.CropResize, st.Jitter, st.Collate, st.Loader)
 		}
 		fmt.Fprintf(stdout, "workers %d: %7.0f img/s\n", w, rate)
 	}
 	return 0
 }
 
-// stageCosts are µs per image.
+// stageCosts are µs per image, on Clock ("thread CPU time" or "wall
+// clock").
 type stageCosts struct {
+	Clock      string  `json:"stage_clock"`
 	Read       float64 `json:"read_us"`
 	Decode     float64 `json:"decode_us"`
 	CropResize float64 `json:"crop_resize_us"`
 	Jitter     float64 `json:"jitter_us"`
 	Collate    float64 `json:"collate_us"`
+	Loader     float64 `json:"loader_us"` // the whole 0-worker loader, per image
 }
 
 type benchLine struct {
@@ -199,15 +211,21 @@ func benchTransforms(cfg config.Config) (full, plain data.RegionTransform, err e
 }
 
 // loaderRate runs the loader for at least n images after a warm-up batch
-// and returns images per second.
-func loaderRate(lc data.LoaderConfig, n int) (float64, error) {
+// and returns images per second and, at 0 workers (the loader runs on the
+// calling goroutine, locked to its thread here), µs per image on clk.
+func loaderRate(lc data.LoaderConfig, n int, clk stageClock) (rate, perImage float64, err error) {
 	l, err := data.NewLoader(lc)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer l.Close()
+	if lc.Workers == 0 {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+	}
 	ctx := context.Background()
 	var start time.Time
+	var c0 time.Duration
 	seen := -1 // the warm-up batch does not count
 	for epoch := 0; ; epoch++ {
 		it := l.Epoch(ctx, epoch)
@@ -218,17 +236,18 @@ func loaderRate(lc data.LoaderConfig, n int) (float64, error) {
 			}
 			if err != nil {
 				it.Close()
-				return 0, err
+				return 0, 0, err
 			}
 			if seen < 0 {
-				seen, start = 0, time.Now()
+				seen, start, c0 = 0, time.Now(), clk.now()
 			} else {
 				seen += b.N
 			}
 			b.Release()
 			if seen >= n {
 				it.Close()
-				return float64(seen) / time.Since(start).Seconds(), nil
+				perImage = float64((clk.now() - c0).Nanoseconds()) / 1e3 / float64(seen)
+				return float64(seen) / time.Since(start).Seconds(), perImage, nil
 			}
 		}
 		it.Close()
@@ -236,41 +255,62 @@ func loaderRate(lc data.LoaderConfig, n int) (float64, error) {
 }
 
 // measureStages times each stage over the first n samples of the epoch-0
-// order, one stage at a time, as the loader would run them.
-func measureStages(lc data.LoaderConfig, plain data.RegionTransform, n int) (stageCosts, error) {
+// order, one stage at a time, as the loader would run them. To keep the
+// stages' costs honest at every output size, each output goes to a slot of
+// a batch-sized buffer in turn, as in the loader (at 224 px a batch is
+// 38 MB: rewriting one small buffer that stays in cache would hide the
+// cost of the writes), and the transforms with and without jitter take
+// turns at running first on each decoded image, so that neither is always
+// the one that finds it in cache. The goroutine keeps to one thread, so
+// that clk can be its CPU time.
+func measureStages(lc data.LoaderConfig, plain data.RegionTransform, n int, clk stageClock) (stageCosts, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	full := lc.Transform.(data.RegionTransform)
 	dec := data.Decoder{MaxPixels: lc.MaxPixels, Kind: lc.Decoder}
 	src := data.NewSampleSource()
 	perm := data.Permutation(len(lc.Index.Samples), lc.Seed, 0, lc.Shuffle)[:n]
 	s := full.Size()
-	f32 := make([]float32, 3*s*s)
-	u8 := make([]uint8, 3*s*s)
-	out := func() ([]float32, []uint8) {
-		if lc.DType == data.DTypeUint8 {
-			return nil, u8
-		}
-		return f32, nil
+	sample := 3 * s * s
+	slots := max(lc.BatchSize, 2)
+	var f32 []float32
+	var u8 []uint8
+	if lc.DType == data.DTypeUint8 {
+		u8 = make([]uint8, slots*sample)
+	} else {
+		f32 = make([]float32, slots*sample)
 	}
-	us := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(n) }
-	var st stageCosts
+	slot := 0
+	out := func() ([]float32, []uint8) {
+		k := slot % slots
+		slot++
+		if u8 != nil {
+			return nil, u8[k*sample : (k+1)*sample]
+		}
+		return f32[k*sample : (k+1)*sample], nil
+	}
+	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 / float64(n) }
+	st := stageCosts{Clock: clk.String()}
 
-	// read
+	// read (the copies, which the loader does not make, are not timed)
 	files := make([][]byte, n)
-	t0 := time.Now()
+	var dRead time.Duration
 	for i, k := range perm {
+		t := clk.now()
 		b, err := dec.ReadFile(lc.Index.Samples[k].Path)
 		if err != nil {
 			return st, err
 		}
+		dRead += clk.now() - t
 		files[i] = append([]byte(nil), b...)
 	}
-	st.Read = us(time.Since(t0))
+	st.Read = us(dRead)
 
 	// decode: the same crops the loader draws, so the same DCT scales
 	var dDecode, dPlain, dFull time.Duration
 	for i, k := range perm {
 		path := lc.Index.Samples[k].Path
-		t := time.Now()
+		t := clk.now()
 		h, err := dec.DecodeHeader(path, files[i])
 		if err != nil {
 			return st, err
@@ -285,27 +325,59 @@ func measureStages(lc data.LoaderConfig, plain data.RegionTransform, n int) (sta
 		if err != nil {
 			return st, err
 		}
-		t1 := time.Now()
-		dDecode += t1.Sub(t)
-		// crop+resize without jitter, then the full transform, on the same
+		dDecode += clk.now() - t
+		// crop+resize without jitter, and the full transform, on the same
 		// decoded image and crop (the rng replays the crop's draws).
-		rng = src.For(lc.Seed, 0, k)
-		plain.Region(h.Width, h.Height, rng)
-		a, b := out()
-		if err := plain.ApplyRegion(img, scale, r, rng, a, b); err != nil {
+		apply := func(tf data.RegionTransform, d *time.Duration) error {
+			rng := src.For(lc.Seed, 0, k)
+			tf.Region(h.Width, h.Height, rng)
+			a, b := out()
+			t := clk.now()
+			err := tf.ApplyRegion(img, scale, r, rng, a, b)
+			*d += clk.now() - t
+			return err
+		}
+		first, second, d1, d2 := plain, full, &dPlain, &dFull
+		if i%2 == 1 {
+			first, second, d1, d2 = full, plain, &dFull, &dPlain
+		}
+		if err := apply(first, d1); err != nil {
 			return st, err
 		}
-		t2 := time.Now()
-		dPlain += t2.Sub(t1)
-		rng = src.For(lc.Seed, 0, k)
-		full.Region(h.Width, h.Height, rng)
-		if err := full.ApplyRegion(img, scale, r, rng, a, b); err != nil {
+		if err := apply(second, d2); err != nil {
 			return st, err
 		}
-		dFull += time.Since(t2)
 	}
 	st.Decode = us(dDecode)
 	st.CropResize = us(dPlain)
 	st.Jitter = max(0, us(dFull)-us(dPlain))
 	return st, nil
+}
+
+// stageClock times the stages: the thread's CPU time where the OS gives it
+// (Linux), else the wall clock. Other processes on the machine then inflate
+// neither the stages nor the collate remainder, measured on the same clock.
+type stageClock struct {
+	cpu   bool
+	wall0 time.Time
+}
+
+func newStageClock() stageClock {
+	_, ok := threadCPU()
+	return stageClock{cpu: ok, wall0: time.Now()}
+}
+
+func (c stageClock) now() time.Duration {
+	if c.cpu {
+		d, _ := threadCPU()
+		return d
+	}
+	return time.Since(c.wall0)
+}
+
+func (c stageClock) String() string {
+	if c.cpu {
+		return "thread CPU time"
+	}
+	return "wall clock"
 }
