@@ -1,3 +1,8 @@
+//go:build unix
+
+// The MPI tests launch mpirun in a process group of their own (Setpgid):
+// Open MPI runs on Unix only.
+
 package dist
 
 import (
