@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# build.sh: build the stand-in libcuda.so.1 (a CPU implementation of the CUDA
+# driver calls stoke makes, running kernels.cu compiled for the host) into
+# OUTDIR. Then any stokecuda binary uses it with LD_LIBRARY_PATH=OUTDIR.
+#
+#   cudaops/cudasim/build.sh OUTDIR [KERNELS.cu]
+#
+# KERNELS.cu defaults to cudaops/kernels.cu; the mutation checks of
+# scripts/gpu-sim.sh pass a deliberately broken copy. Needs g++ (C++20) and
+# the CUDA 11.8 header from scripts/cuda-toolchain.sh.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+out="${1:?usage: build.sh OUTDIR [KERNELS.cu]}"
+src="${2:-$here/../kernels.cu}"
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"
+cache="${STOKE_CUDA_CACHE:-$HOME/.cache/stoke/cuda-11.8}"
+[ -s "$cache/include/cuda.h" ] || { echo "cudasim: no cuda.h in $cache/include; run scripts/cuda-toolchain.sh" >&2; exit 1; }
+command -v g++ >/dev/null || { echo "cudasim: g++ not found (apt-get install g++)" >&2; exit 1; }
+
+# Every pointer the kernels declare becomes a bounds-checked dptr<T>: the
+# same source, each access checked against the allocation it points into.
+sed -E 's/(const )?(unsigned char|float|int) \*/dptr<\1\2> /g' "$src" >"$out/kernels.host.inc"
+# One STOKE_KERNEL(name, uses __syncthreads) per __global__ function.
+awk '
+	/__global__ void [A-Za-z_0-9]+\(/ { if (name != "") print "STOKE_KERNEL(" name ", " bar ")"; match($0, /__global__ void [A-Za-z_0-9]+/); name = substr($0, RSTART + 16, RLENGTH - 16); bar = "false" }
+	/__syncthreads\(\)/ { bar = "true" }
+	END { if (name != "") print "STOKE_KERNEL(" name ", " bar ")" }
+' "$out/kernels.host.inc" >"$out/kernels.list.inc"
+[ -s "$out/kernels.list.inc" ] || { echo "cudasim: no __global__ kernels in $src" >&2; exit 1; }
+
+flags=(-std=c++20 -O2 -g -fPIC -pthread -mtls-dialect=gnu2 -Wall -Wno-unused-function -Wno-unknown-pragmas -Wno-sign-compare -I"$here" -I"$cache/include")
+g++ "${flags[@]}" -c -o "$out/driver.o" "$here/driver.cc"
+g++ "${flags[@]}" -Wno-unused-variable -DKERNELS_SRC="\"$out/kernels.host.inc\"" -DKERNELS_LIST="\"$out/kernels.list.inc\"" \
+	-c -o "$out/kernels.o" "$here/kernels_host.cc"
+g++ -shared -pthread -Wl,-soname,libcuda.so.1 -o "$out/libcuda.so.1" "$out/driver.o" "$out/kernels.o"
+echo "cudasim: $out/libcuda.so.1 ($(wc -l <"$out/kernels.list.inc") kernels from $src)" >&2
