@@ -29,9 +29,16 @@ awk '
 ' "$out/kernels.host.inc" >"$out/kernels.list.inc"
 [ -s "$out/kernels.list.inc" ] || { echo "cudasim: no __global__ kernels in $src" >&2; exit 1; }
 
-flags=(-std=c++20 -O2 -g -fPIC -pthread -mtls-dialect=gnu2 -Wall -Wno-unused-function -Wno-unknown-pragmas -Wno-sign-compare -I"$here" -I"$cache/include")
-g++ "${flags[@]}" -c -o "$out/driver.o" "$here/driver.cc"
-g++ "${flags[@]}" -Wno-unused-variable -DKERNELS_SRC="\"$out/kernels.host.inc\"" -DKERNELS_LIST="\"$out/kernels.list.inc\"" \
-	-c -o "$out/kernels.o" "$here/kernels_host.cc"
-g++ -shared -pthread -Wl,-soname,libcuda.so.1 -o "$out/libcuda.so.1" "$out/driver.o" "$out/kernels.o"
+flags=(-std=c++20 -O3 -march=native -g -fPIC -pthread -Wall -Wno-unused-function -Wno-unknown-pragmas -Wno-sign-compare
+	-I"$here" -I"$cache/include")
+# The driver and the scheduler: small thread-locals, initial-exec (fast).
+g++ "${flags[@]}" -ftls-model=initial-exec -c -o "$out/driver.o" "$here/driver.cc"
+g++ "${flags[@]}" -ftls-model=initial-exec -c -o "$out/exec.o" "$here/exec.cc"
+# The kernels: their __shared__ arrays are thread-locals too big for glibc's
+# static TLS surplus, so they get a library of their own (TLS descriptors).
+g++ "${flags[@]}" -mtls-dialect=gnu2 -Wno-unused-variable -DKERNELS_SRC="\"$out/kernels.host.inc\"" \
+	-DKERNELS_LIST="\"$out/kernels.list.inc\"" -c -o "$out/kernels.o" "$here/kernels_host.cc"
+g++ -shared -pthread -Wl,-soname,libcudasim-kernels.so -o "$out/libcudasim-kernels.so" "$out/kernels.o"
+g++ -shared -pthread -Wl,-soname,libcuda.so.1 -Wl,-rpath,'$ORIGIN' -o "$out/libcuda.so.1" "$out/driver.o" "$out/exec.o" \
+	-L"$out" -lcudasim-kernels
 echo "cudasim: $out/libcuda.so.1 ($(wc -l <"$out/kernels.list.inc") kernels from $src)" >&2

@@ -141,6 +141,8 @@ struct Stream {
 	uint64_t enq = 0, done = 0;
 	bool stop = false, dead = false;
 	std::thread th;
+	int chaos;              // seed, 0 = off (STOKE_CUDASIM_CHAOS when the stream was created)
+	unsigned chaos_max_us;  // the longest delay before an operation
 	uint64_t rng;
 };
 
@@ -162,8 +164,6 @@ char *g_arena = nullptr;
 size_t g_arena_size = size_t(64) << 30, g_arena_next = 0;
 constexpr size_t kDeviceMemory = size_t(16) << 30;
 bool g_inited = false;
-int g_chaos_seed = 0;
-unsigned g_chaos_max_us = 2000;
 
 Stream *as_stream(CUstream h) { return reinterpret_cast<Stream *>(h); }
 
@@ -186,7 +186,7 @@ void worker(Stream *s) {
 		if (s->q.empty()) break;
 		Op op = std::move(s->q.front());
 		s->q.pop_front();
-		unsigned delay = g_chaos_seed ? (unsigned)(splitmix(s->rng) % (g_chaos_max_us + 1)) : 0;
+		unsigned delay = s->chaos ? (unsigned)(splitmix(s->rng) % (s->chaos_max_us + 1)) : 0;
 		lk.unlock();
 		if (delay) std::this_thread::sleep_for(std::chrono::microseconds(delay));
 		op.fn();
@@ -196,13 +196,19 @@ void worker(Stream *s) {
 	}
 }
 
+// Chaos mode is read when a stream is created, so a test can switch it on
+// for the streams of one backend (os.Setenv reaches C's environment).
 Stream *new_stream(CUctx_st *ctx, bool legacy, bool nonblocking) {
 	Stream *s = new Stream{};
+	const char *e = getenv("STOKE_CUDASIM_CHAOS"), *m = getenv("STOKE_CUDASIM_CHAOS_US");
+	s->chaos = e ? atoi(e) : 0;
+	s->chaos_max_us = m ? (unsigned)atoi(m) : 2000;
+	if (s->chaos) report_note("chaos mode on a new stream: seed %d, delays up to %u us per operation", s->chaos, s->chaos_max_us);
 	s->id = legacy ? 0 : g_next_stream_id++;
 	s->legacy = legacy;
 	s->nonblocking = nonblocking;
 	s->ctx = ctx;
-	s->rng = (uint64_t)g_chaos_seed * 1000003u + (uint64_t)s->id;
+	s->rng = (uint64_t)s->chaos * 1000003u + (uint64_t)s->id;
 	s->th = std::thread(worker, s);
 	return s;
 }
@@ -319,13 +325,6 @@ HostAlloc *pinned_of(const void *p, size_t n) {
 	return &it->second;
 }
 
-void chaos_from_env() {
-	const char *e = getenv("STOKE_CUDASIM_CHAOS");
-	g_chaos_seed = e ? atoi(e) : 0;
-	const char *m = getenv("STOKE_CUDASIM_CHAOS_US");
-	if (m) g_chaos_max_us = (unsigned)atoi(m);
-}
-
 } // namespace
 
 extern "C" {
@@ -344,8 +343,6 @@ CUresult cuInit(unsigned int flags) {
 		}
 		g_arena_next = 1 << 20;
 		g_inited = true;
-		chaos_from_env();
-		if (g_chaos_seed) report_note("chaos mode: seed %d, delays up to %u us per stream operation", g_chaos_seed, g_chaos_max_us);
 	}
 	return CUDA_SUCCESS;
 }
@@ -907,7 +904,7 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, uns
 	LaunchArgs a{};
 	a.grid[0] = gx, a.grid[1] = gy, a.grid[2] = gz;
 	a.block[0] = bx, a.block[1] = by, a.block[2] = bz;
-	a.seed = g_chaos_seed;
+	a.seed = s->chaos;
 	// cu passes every argument in an 8-byte slot, consecutive in one array:
 	// when the pointers say so, a 4-byte parameter's upper half must be 0
 	// (anything else is a pointer or a 64-bit value in an int's place).
