@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# gpu-sim.sh: run stoke's GPU path on a machine without a GPU, under the CPU
+# stand-in for the CUDA driver (cudaops/cudasim, loaded through
+# LD_LIBRARY_PATH by the unchanged stokecuda binaries). In order:
+#   1. the GPU test binary (cudaops.test): kernel parity, whole-step parity
+#      with the CPU model, uint8 path, pinned-buffer reuse, loss falls, copy
+#      order, the missing-copy-wait catch; only the tests that time real
+#      hardware may skip;
+#   2. mutations: kernels.cu with an index off by one must fail kernel
+#      parity, and one reading past its buffer must be reported out of bounds;
+#   3. `train --device cuda`, 2 quickstart epochs, pin_memory + non_blocking
+#      on, then off; each run's final weights against a `--device cpu` run
+#      (largest relative difference <= 1e-4);
+#   4. `train bench --device cuda --epochs 1 --rounds 1`: every variant runs
+#      (its figures are the host's, and the table says so).
+# Each step's output is in $STOKE_GPU_SIM_DIR (default /tmp/stoke-gpu-sim);
+# the last line is the summary. Exit 0 when every step passed, 1 otherwise.
+# Needs g++ and the CUDA 11.8 header (scripts/cuda-toolchain.sh).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+t0=$(date +%s)
+work="${STOKE_GPU_SIM_DIR:-/tmp/stoke-gpu-sim}"
+rm -rf "$work" && mkdir -p "$work" || exit 1
+tc=$(scripts/cuda-toolchain.sh --env) || { echo "gpu-sim: no CUDA header (scripts/cuda-toolchain.sh failed)"; exit 3; }
+eval "$tc"
+export GOFLAGS="${GOFLAGS:--buildvcs=false}"
+set -e
+cudaops/cudasim/build.sh "$work/lib"
+go test -c -tags stokecuda -o "$work/cudaops.test" ./cudaops
+go build -tags stokecuda -o "$work/train" ./cmd/train
+go build -o "$work/cmpweights" ./cudaops/cudasim/cmpweights
+set +e
+sim="$work/lib"
+summary=()
+failed=0
+fail() { echo "gpu-sim: FAIL: $*"; summary+=("FAIL $1"); failed=1; }
+# stand_in_errors: lines where the stand-in caught a bug (none allowed in a passing step).
+stand_in_errors() { grep -c '^cudasim: error' "$1"; }
+
+echo "== gpu-sim 1/4: the GPU tests under the stand-in"
+log="$work/tests.log"
+(cd cudaops && LD_LIBRARY_PATH="$sim" timeout 600 "$work/cudaops.test" -test.v -test.count=1 -test.timeout 590s) >"$log" 2>&1
+rc=$?
+grep -E '^(--- |ok|FAIL|PASS)|^cudasim: error' "$log"
+passed=$(grep -c '^--- PASS' "$log")
+skipped=$(grep '^--- SKIP' "$log" | awk '{print $3}' | tr '\n' ' ')
+missing=""
+for t in TestGPUKernelParity TestGPUNetMatchesModel TestGPUU8MatchesFloat TestGPUU8AsyncCopy TestGPUTrainingLossFalls \
+	TestGPUCopyOrder TestStandInCatchesMissingCopyWait; do
+	grep -q "^--- PASS: $t " "$log" || missing+="$t "
+done
+extra_skips=$(echo "$skipped" | tr ' ' '\n' | grep -v -x -e '' -e TestGPUBandwidth -e TestGPUOverlap | tr '\n' ' ')
+if [ "$rc" != 0 ] || [ -n "$missing" ] || [ -n "$extra_skips" ] || [ "$(stand_in_errors "$log")" != 0 ]; then
+	fail tests "exit $rc; not passed: ${missing:-none}; unexpected skips: ${extra_skips:-none}; stand-in errors: $(stand_in_errors "$log") (see $log)"
+else
+	summary+=("tests: $passed passed, skipped (hardware timing): ${skipped:-none}")
+fi
+
+echo "== gpu-sim 2/4: mutations the stand-in must catch"
+mutate() { # name, sed expression on kernels.cu, what the parity run's output must show
+	local name=$1 expr=$2 want=$3 dir="$work/mut-$1"
+	mkdir -p "$dir"
+	sed -E "$expr" cudaops/kernels.cu >"$dir/kernels.cu"
+	if cmp -s cudaops/kernels.cu "$dir/kernels.cu"; then
+		fail "mutation-$name" "the sed expression did not change kernels.cu: update scripts/gpu-sim.sh"
+		return
+	fi
+	cudaops/cudasim/build.sh "$dir/lib" "$dir/kernels.cu" 2>"$dir/build.log" || { fail "mutation-$name" "build failed ($dir/build.log)"; return; }
+	(cd cudaops && LD_LIBRARY_PATH="$dir/lib" timeout 120 "$work/cudaops.test" -test.run '^TestGPUKernelParity$' -test.count=1) >"$dir/out.log" 2>&1
+	local rc=$?
+	if [ "$rc" != 0 ] && grep -q -E "$want" "$dir/out.log"; then
+		echo "mutation $name: caught ($(grep -m1 -E "$want" "$dir/out.log" | sed 's/^ *//' | cut -c1-150))"
+		summary+=("mutation $name caught")
+	else
+		fail "mutation-$name" "kernel parity passed (exit $rc) with $name ($dir/out.log)"
+	fi
+}
+# bias_relu reads the next channel's bias: in bounds, wrong values.
+mutate off-by-one 's/\+ bias\[c\];/+ bias[(c + 1) % Cout];/' 'bias_relu.*(differ|want|got|mismatch)|--- FAIL'
+# avg_pool reads one element past each plane: past the end of x for the last.
+mutate out-of-bounds 's/s \+= x\[i \* HW \+ p\];/s += x[i * HW + p + 1];/' 'cudasim: error: kernel avg_pool: out-of-bounds'
+
+echo "== gpu-sim 3/4: train --device cuda, 2 quickstart epochs, against --device cpu"
+train() { # name, args...
+	local name=$1
+	shift
+	LD_LIBRARY_PATH="$sim" timeout 900 "$work/train" --config configs/quickstart.yaml --epochs 2 --out "$work/run-$name" \
+		--train.progress plain "$@" >"$work/run-$name.log" 2>&1
+}
+train cpu --device cpu || fail train-cpu "exit $? ($work/run-cpu.log)"
+tail -1 "$work/run-cpu.log"
+for mode in on off; do
+	[ "$mode" = on ] && sw=true || sw=false
+	s=$(date +%s)
+	if train "cuda-$mode" --device cuda --pin-memory=$sw --non-blocking=$sw; then
+		grep -m1 '^device:' "$work/run-cuda-$mode.log"
+		tail -1 "$work/run-cuda-$mode.log"
+		if [ "$(stand_in_errors "$work/run-cuda-$mode.log")" != 0 ]; then
+			fail "train-cuda-$mode" "the stand-in reported errors ($work/run-cuda-$mode.log)"
+		elif cmp=$("$work/cmpweights" -tol 1e-4 "$work/run-cuda-$mode" "$work/run-cpu"); then
+			echo "pin_memory+non_blocking $mode: $cmp ($(($(date +%s) - s)) s)"
+			summary+=("train cuda ($mode) = cpu: ${cmp#weights: }")
+		else
+			fail "train-cuda-$mode" "final weights differ from --device cpu: $cmp"
+		fi
+	else
+		fail "train-cuda-$mode" "exit $? ($work/run-cuda-$mode.log)"
+		tail -5 "$work/run-cuda-$mode.log"
+	fi
+done
+
+echo "== gpu-sim 4/4: train bench --device cuda --epochs 1"
+log="$work/bench.log"
+LD_LIBRARY_PATH="$sim" timeout 900 "$work/train" bench --device cuda --epochs 1 --rounds 1 --python "" --out "$work/bench" >"$log" 2>&1
+rc=$?
+cat "$work/bench/bench.md" 2>/dev/null
+variants=$(grep -c '^| stoke ' "$work/bench/bench.md" 2>/dev/null)
+if [ "$rc" = 0 ] && [ "${variants:-0}" -ge 5 ] && [ "$(stand_in_errors "$log")" = 0 ]; then
+	summary+=("bench: $variants variants")
+else
+	fail bench "exit $rc, ${variants:-0} variants in bench.md ($log)"
+	tail -5 "$log"
+fi
+
+verdict=PASS
+[ "$failed" = 0 ] || verdict=FAIL
+line=$(printf '%s; ' "${summary[@]}")
+echo "gpu-sim: $verdict in $(($(date +%s) - t0)) s: ${line%; } (logs in $work)"
+exit "$failed"
