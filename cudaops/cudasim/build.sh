@@ -36,7 +36,7 @@ g++ "${flags[@]}" -ftls-model=initial-exec -c -o "$out/driver.o" "$here/driver.c
 g++ "${flags[@]}" -ftls-model=initial-exec -c -o "$out/exec.o" "$here/exec.cc"
 # The kernels: their __shared__ arrays are thread-locals too big for glibc's
 # static TLS surplus, so they get a library of their own (TLS descriptors).
-g++ "${flags[@]}" -mtls-dialect=gnu2 -Wno-unused-variable -DKERNELS_SRC="\"$out/kernels.host.inc\"" \
+g++ "${flags[@]}" -mtls-dialect=gnu2 -ftls-model=local-dynamic -Wno-unused-variable -DKERNELS_SRC="\"$out/kernels.host.inc\"" \
 	-DKERNELS_LIST="\"$out/kernels.list.inc\"" -c -o "$out/kernels.o" "$here/kernels_host.cc"
 g++ -shared -pthread -Wl,-soname,libcudasim-kernels.so -o "$out/libcudasim-kernels.so" "$out/kernels.o"
 g++ -shared -pthread -Wl,-soname,libcuda.so.1 -Wl,-rpath,'$ORIGIN' -o "$out/libcuda.so.1" "$out/driver.o" "$out/exec.o" \

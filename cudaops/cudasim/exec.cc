@@ -24,7 +24,7 @@
 
 namespace cudasim {
 
-thread_local dim3 t_thread, t_block, t_blockDim, t_gridDim;
+constinit thread_local dim3 t_thread, t_block, t_blockDim, t_gridDim;
 
 // ---- fibers: a minimal x86-64 context switch (callee-saved registers and
 // the stack pointer). glibc's swapcontext makes a system call per switch

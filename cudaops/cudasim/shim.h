@@ -22,7 +22,7 @@ struct dim3 {
 // The running CUDA thread's coordinates (set by the block scheduler).
 // They live in libcuda.so.1 (exec.cc), initial-exec: one %fs-relative load.
 #define CUDASIM_IE __attribute__((tls_model("initial-exec")))
-extern thread_local dim3 t_thread CUDASIM_IE, t_block CUDASIM_IE, t_blockDim CUDASIM_IE, t_gridDim CUDASIM_IE;
+extern constinit thread_local dim3 t_thread CUDASIM_IE, t_block CUDASIM_IE, t_blockDim CUDASIM_IE, t_gridDim CUDASIM_IE;
 
 // oob reports an access outside p's allocation and returns a harmless place
 // to read or write (the launch then fails with CUDA_ERROR_ILLEGAL_ADDRESS).

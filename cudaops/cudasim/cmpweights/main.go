@@ -1,20 +1,23 @@
 // Command cmpweights compares two runs' final weights (the model.safetensors
 // their latest.json names): for each tensor, the largest difference relative
-// to the largest weight of the second run's tensor. scripts/gpu-sim.sh uses it
-// to check a --device cuda run under the stand-in against a --device cpu run.
+// to the largest weight of the second run's tensor; and their last epoch's
+// train loss (metrics.jsonl). scripts/gpu-sim.sh uses it to check a --device
+// cuda run under the stand-in against a --device cpu run.
 //
-//	go run ./cudaops/cudasim/cmpweights [-tol 1e-4] RUN_A RUN_B
+//	go run ./cudaops/cudasim/cmpweights [-tol 1e-4] [-loss-tol 1] RUN_A RUN_B
 //
-// It prints the worst tensor and exits 1 above the tolerance.
+// It prints both figures and exits 1 when either is above its tolerance.
 package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"stoke/model"
 )
@@ -32,8 +35,25 @@ func weights(run string) ([]model.NamedTensor, error) {
 	return ts, err
 }
 
+// lastLoss is the train loss of the run's last epoch.
+func lastLoss(run string) (float64, error) {
+	b, err := os.ReadFile(filepath.Join(run, "metrics.jsonl"))
+	if err != nil {
+		return 0, err
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	var m struct {
+		TrainLoss float64 `json:"train_loss"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &m); err != nil {
+		return 0, fmt.Errorf("%s/metrics.jsonl: %v", run, err)
+	}
+	return m.TrainLoss, nil
+}
+
 func main() {
-	tol := flag.Float64("tol", 1e-4, "largest relative difference allowed")
+	tol := flag.Float64("tol", 1e-4, "largest relative difference of the weights allowed")
+	lossTol := flag.Float64("loss-tol", 1, "largest relative difference of the last train loss allowed")
 	flag.Parse()
 	if flag.NArg() != 2 {
 		fmt.Fprintln(os.Stderr, "usage: cmpweights [-tol 1e-4] RUN_A RUN_B")
@@ -67,8 +87,16 @@ func main() {
 			worst, worstName = rel, a[i].Name
 		}
 	}
-	fmt.Printf("weights: largest relative difference %.2e (%s), %d tensors\n", worst, worstName, len(a))
-	if !(worst <= *tol) {
+	la, err1 := lastLoss(flag.Arg(0))
+	lb, err2 := lastLoss(flag.Arg(1))
+	if err := errors.Join(err1, err2); err != nil {
+		fmt.Fprintln(os.Stderr, "cmpweights:", err)
+		os.Exit(2)
+	}
+	lossRel := math.Abs(la-lb) / math.Abs(lb)
+	fmt.Printf("weights: largest relative difference %.2e (%s), %d tensors; last train loss %.4f vs %.4f (%.2e relative)\n",
+		worst, worstName, len(a), la, lb, lossRel)
+	if !(worst <= *tol) || !(lossRel <= *lossTol) {
 		os.Exit(1)
 	}
 }
