@@ -1,6 +1,6 @@
 // driver.cc: a stand-in for libcuda.so.1 on a machine without a GPU. It
 // implements the driver calls stoke makes with the semantics the CUDA
-// driver API documents, and checks them (see README.md beside this file):
+// driver API documents, and checks them (docs/cuda.md has the details):
 //   - the current context is per OS thread; a call that needs one fails
 //     with CUDA_ERROR_INVALID_CONTEXT without it;
 //   - each stream is a worker thread running its queue in order; events

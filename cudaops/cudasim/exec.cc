@@ -72,14 +72,38 @@ struct Sched {
 	char *stacks = nullptr;
 	size_t nstacks = 0;
 	Job *job = nullptr;
+	// The round in progress: fibers switch straight to the next live one in
+	// order (half the switches of going through the scheduler each time).
+	const size_t *order = nullptr;
+	long pos = 0, n = 0;
+	size_t alive = 0;
+	int line = -1;
+	bool diverged = false;
 };
 static thread_local Sched t_sched;
+
+// next runs the next live fiber of the round, or returns to the scheduler
+// at its end; save is where the caller's stack pointer goes.
+static void next(Sched &s, void **save) {
+	while (++s.pos < s.n) {
+		Fiber &f = s.fibers[s.order[s.pos]];
+		if (f.state == DONE) continue;
+		f.state = RUNNING;
+		s.cur = &f;
+		t_thread = f.idx;
+		cudasim_switch(save, f.sp);
+		return;
+	}
+	s.cur = nullptr;
+	cudasim_switch(save, s.sched_sp);
+}
 
 static void fiber_main() {
 	Sched &s = t_sched;
 	s.fn(s.arg);
 	s.cur->state = DONE;
-	cudasim_switch(&s.cur->sp, s.sched_sp);
+	s.alive--;
+	next(s, &s.cur->sp);
 	__builtin_trap(); // a finished fiber is never resumed
 }
 
@@ -107,8 +131,11 @@ void sync(int line) {
 		abort();
 	}
 	s.cur->state = AT_BARRIER;
-	s.cur->line = line;
-	cudasim_switch(&s.cur->sp, s.sched_sp);
+	if (s.line == -1)
+		s.line = line;
+	else if (line != s.line)
+		s.diverged = true;
+	next(s, &s.cur->sp);
 }
 
 static uint64_t splitmix(uint64_t &x) {
@@ -150,29 +177,17 @@ void run_fibers(Job &j, void (*fn)(void *), void *arg) {
 	std::vector<size_t> order(n);
 	for (size_t k = 0; k < n; k++) order[k] = k;
 	uint64_t rng = (uint64_t)a.seed * 0x100000001b3ull + (uint64_t)t_block.x * 7919 + t_block.y * 104729 + t_block.z;
-	size_t alive = n;
-	while (alive > 0) {
+	s.alive = n;
+	s.order = order.data();
+	s.n = (long)n;
+	while (s.alive > 0) {
 		if (a.seed) // chaos: a different interleaving each round
 			for (size_t k = n - 1; k > 0; k--) std::swap(order[k], order[splitmix(rng) % (k + 1)]);
-		int line = -1;
-		bool diverged = false;
-		for (size_t k : order) {
-			Fiber &f = s.fibers[k];
-			if (f.state == DONE) continue;
-			f.state = RUNNING;
-			s.cur = &f;
-			t_thread = f.idx;
-			cudasim_switch(&s.sched_sp, f.sp);
-			if (f.state == DONE) {
-				alive--;
-			} else if (line == -1) {
-				line = f.line;
-			} else if (f.line != line) {
-				diverged = true;
-			}
-		}
-		s.cur = nullptr;
-		if (diverged) {
+		s.line = -1;
+		s.diverged = false;
+		s.pos = -1;
+		next(s, &s.sched_sp); // returns when every live fiber reached a barrier or its end
+		if (s.diverged) {
 			if (j.reports++ < 3)
 				report_error("kernel %s: threads of block (%u,%u,%u) wait at different __syncthreads (divergent barrier)",
 					     j.def->name, t_block.x, t_block.y, t_block.z);
