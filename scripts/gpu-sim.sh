@@ -10,7 +10,7 @@
 #      parity, and one reading past its buffer must be reported out of bounds;
 #   3. `train --device cuda`, pin_memory + non_blocking on, then off, against
 #      `--device cpu`: 10 steps, final weights within 1e-4 relative; then 2
-#      quickstart epochs, final train loss within 1e-2 relative (the weights'
+#      quickstart epochs, final train loss within 5e-2 relative (the weights'
 #      difference is printed beside what a 1e-7 nudge does on the CPU alone);
 #   4. `train bench --device cuda --epochs 1 --rounds 1`: every variant runs
 #      (its figures are the host's, and the table says so).
@@ -47,14 +47,14 @@ passed=$(grep -c '^--- PASS' "$log")
 skipped=$(grep '^--- SKIP' "$log" | awk '{print $3}' | tr '\n' ' ')
 missing=""
 for t in TestGPUKernelParity TestGPUNetMatchesModel TestGPUU8MatchesFloat TestGPUU8AsyncCopy TestGPUTrainingLossFalls \
-	TestGPUCopyOrder TestStandInCatchesMissingCopyWait; do
+	TestGPUCopyOrder TestStandInCatchesMissingCopyWait TestStandInCopySemantics TestStandInNullStream TestStandInReports; do
 	grep -q "^--- PASS: $t " "$log" || missing+="$t "
 done
 extra_skips=$(echo "$skipped" | tr ' ' '\n' | grep -v -x -e '' -e TestGPUBandwidth -e TestGPUOverlap | tr '\n' ' ')
 if [ "$rc" != 0 ] || [ -n "$missing" ] || [ -n "$extra_skips" ] || [ "$(stand_in_errors "$log")" != 0 ]; then
 	fail tests "exit $rc; not passed: ${missing:-none}; unexpected skips: ${extra_skips:-none}; stand-in errors: $(stand_in_errors "$log") (see $log)"
 else
-	summary+=("tests: $passed passed, skipped (hardware timing): ${skipped:-none}")
+	summary+=("tests: $passed passed, skipped (hardware timing): ${skipped% }")
 fi
 
 echo "== gpu-sim 2/4: mutations the stand-in must catch"
@@ -96,7 +96,7 @@ compare() { # name, reference, cmpweights flags, what
 		fail "$name" "the stand-in reported errors ($work/run-$name.log)"
 	elif out=$("$work/cmpweights" $flags "$work/run-$name" "$work/run-$ref"); then
 		echo "$name: $out"
-		summary+=("$what: ${out#weights: }")
+		summary+=("$what: weights $(echo "$out" | sed -E 's/.*difference ([^ ]+) .*/\1/'), loss $(echo "$out" | sed -E 's/.*\(([^ ]+) relative\)$/\1/')")
 	else
 		fail "$name" "$out"
 	fi
@@ -108,26 +108,26 @@ train short-cpu --device cpu "${short[@]}" || fail short-cpu "exit $? ($work/run
 for mode in on off; do
 	[ "$mode" = on ] && sw=true || sw=false
 	if train "short-cuda-$mode" --device cuda --pin-memory=$sw --non-blocking=$sw "${short[@]}"; then
-		compare "short-cuda-$mode" short-cpu "-tol 1e-4 -loss-tol 1e-4" "10 steps cuda ($mode) = cpu"
+		compare "short-cuda-$mode" short-cpu "-tol 1e-4 -loss-tol 1e-4" "10 steps cuda $mode vs cpu"
 	else
 		fail "short-cuda-$mode" "exit $? ($work/run-short-cuda-$mode.log)"
 	fi
 done
 # b) the quickstart, 2 epochs (126 steps). Training amplifies rounding: on the
 #    CPU alone, moving augment.mean[0] by 1e-7 changes the final weights by
-#    ~6e-2 (relative, largest tensor). So the GPU run must end with the CPU's
-#    loss (1e-2 relative); its weight difference is printed beside the CPU's
-#    own sensitivity (the run with the nudged mean).
+#    ~6e-2 (relative, largest tensor) and the last train loss by 1.5e-2. So
+#    the GPU run must end with the CPU's loss to 5e-2 relative; its weight
+#    difference is printed beside the CPU's own sensitivity (the nudged run).
 train cpu --device cpu --epochs 2 || fail train-cpu "exit $? ($work/run-cpu.log)"
 train cpu-nudged --device cpu --epochs 2 --augment.mean=0.4850001,0.456,0.406 || fail train-cpu-nudged "exit $?"
-compare cpu-nudged cpu "-tol 1 -loss-tol 1" "cpu with mean[0]+1e-7 vs cpu"
+compare cpu-nudged cpu "-tol 1 -loss-tol 1" "2 epochs cpu with mean[0]+1e-7 vs cpu"
 for mode in on off; do
 	[ "$mode" = on ] && sw=true || sw=false
 	s=$(date +%s)
 	if train "cuda-$mode" --device cuda --pin-memory=$sw --non-blocking=$sw --epochs 2; then
 		grep -m1 '^device:' "$work/run-cuda-$mode.log"
 		grep '^epoch 2/2 ' "$work/run-cuda-$mode.log" | tr '\r' '\n' | grep 'train loss' | tail -1
-		compare "cuda-$mode" cpu "-tol 1 -loss-tol 1e-2" "quickstart 2 epochs cuda ($mode, $(($(date +%s) - s)) s) vs cpu"
+		compare "cuda-$mode" cpu "-tol 1 -loss-tol 5e-2" "2 epochs cuda $mode ($(($(date +%s) - s)) s) vs cpu"
 	else
 		fail "train-cuda-$mode" "exit $? ($work/run-cuda-$mode.log)"
 		tail -5 "$work/run-cuda-$mode.log"
