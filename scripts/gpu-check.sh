@@ -2,7 +2,7 @@
 # gpu-check.sh: build here (x86-64, -tags stokecuda) everything the GPU check
 # runs, into .gpu/ (ignored by git), and print the one command that runs it
 # on a machine with only the NVIDIA driver (no Go, no network). On that
-# machine `bash .gpu/run.sh` runs, in under 10 minutes, writing .gpu-log.txt
+# machine `bash .gpu/run.sh` runs, in under 10 minutes, writing .gpu/log.txt
 # (and $OUT/gpu-check.log when $OUT is set), cheapest part first:
 #   - compute-sanitizer memcheck and racecheck over the kernel parity test,
 #     when the machine has it;
@@ -18,21 +18,21 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 eval "$(scripts/cuda-toolchain.sh --env)"
-grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || { mkdir -p .git/info; echo '/.gpu/' >>.git/info/exclude; }
 rm -rf .gpu && mkdir -p .gpu
+echo '*' >.gpu/.gitignore # .gpu/ ignores itself (no write to git's own files; works in a worktree too)
 flags=(-tags stokecuda -trimpath -ldflags=-s\ -w)
 go test -c "${flags[@]}" -o .gpu/cudaops.test ./cudaops
 go build "${flags[@]}" -o .gpu/train ./cmd/train
 cat >.gpu/run.sh <<'RUN'
 #!/usr/bin/env bash
 # Runs the GPU check (built by scripts/gpu-check.sh), cheapest part first, and
-# writes each part's result as it finishes (.gpu-log.txt, and $OUT/ when set),
+# writes each part's result as it finishes (.gpu/log.txt, and $OUT/ when set),
 # so a part that runs out of time still leaves the earlier ones' evidence.
 # Time limits: 60+60 (sanitizers) + 30 + 150 + 60 + 120 = 480 s, inside one
 # 10-minute call. Exit 0 only when every part exited 0 and every GPU test
 # passed (a skip counts as a failure here: this is the GPU).
 cd "$(dirname "$0")/.."
-log=.gpu-log.txt
+log=.gpu/log.txt
 : >"$log"
 status=()
 save() { # copy the evidence so far to $OUT
@@ -84,5 +84,5 @@ RUN
 chmod +x .gpu/run.sh
 du -sh .gpu/* >&2
 echo "Built .gpu/ ($(du -sm .gpu | cut -f1) MiB). On a machine with the NVIDIA driver, from the repo root:"
-echo "  bash .gpu/run.sh            # < 10 min; log in .gpu-log.txt"
+echo "  bash .gpu/run.sh            # < 10 min; log in .gpu/log.txt"
 echo "With the device tool: run(command=\"bash .gpu/run.sh\", carry=[\".gpu\"], timeout_s=600)"
