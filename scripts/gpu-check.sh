@@ -50,7 +50,7 @@ part() { # name, time limit (s), command...: runs it, logs its exit status
 	timeout "$limit" "$@" >>"$log" 2>&1
 	local rc=$?
 	echo "$name: exit $rc" >>"$log"
-	status+=("$name=$rc")
+	status+=("$name: exit $rc")
 	save
 	return $rc
 }
@@ -72,12 +72,13 @@ part "trainer: 2 epochs on the GPU, pin_memory + non_blocking" 60 .gpu/train --d
 part "bench: the post's experiment on the GPU" 120 .gpu/train bench --config configs/blog.yaml --device cuda --rounds 1 \
 	--python python3 --out /tmp/stoke-gpu-bench
 ok=1
-for s in "${status[@]}"; do [ "${s##*=}" = 0 ] || ok=0; done
+for s in "${status[@]}"; do [ "${s##* }" = 0 ] || ok=0; done
 # Every GPU test must have passed: a skip here means the device was not used.
 grep -E '^--- SKIP: TestGPU' "$log" >/dev/null && { echo "GPU tests skipped on the GPU machine:" >>"$log"; grep -E '^--- SKIP: TestGPU' "$log" >>"$log"; ok=0; }
 grep -q '^--- PASS: TestGPUNetMatchesModel' "$log" || ok=0
 [ "$ok" = 1 ] && verdict=PASS || verdict=FAIL
-echo "gpu-check: $verdict (${status[*]})" | tee -a "$log"
+summary=$(printf '%s; ' "${status[@]}")
+echo "gpu-check: $verdict (${summary%; })" | tee -a "$log"
 save
 [ "$ok" = 1 ]
 RUN
