@@ -218,6 +218,9 @@ func runStoke(ctx context.Context, opt Options, v Variant, round int) (Result, e
 	if ran.Train.Device != "cuda" && (v.PinMemory || v.NonBlocking) && v.Workers == 0 {
 		r.Note = "no GPU: this switch cannot act on the cpu"
 	}
+	if strings.Contains(out.String(), "device: stoke cudasim") { // scripts/gpu-sim.sh
+		r.Note = "CPU stand-in for the GPU (cudasim): host timings, not GPU figures"
+	}
 	return r, nil
 }
 

@@ -16,14 +16,16 @@ import (
 
 // Backend trains the CNN on a GPU: the trainer's Backend (and StepTimer).
 //
-// A step: the batch goes to the device on the copy stream (non_blocking:
-// cuMemcpyHtoDAsync, events around it) or synchronously (cuMemcpyHtoD); the
-// compute stream waits for the copy's event, then runs forward, backward and
-// SGD, and copies the logits and per-row losses into pinned host memory.
-// StartStep returns as soon as the batch has left the host buffer (its copy
-// event completed), so the caller may reuse that buffer and fetch the next
-// batch while the GPU computes; Wait gives the step's result. The device
-// input is double-buffered: copying batch N+1 overlaps computing batch N.
+// A step: with non_blocking the batch goes to the device on the copy stream
+// (cuMemcpyHtoDAsync, events around it) and the compute stream waits for the
+// copy's event; blocking, the copy goes on the compute stream itself, after
+// the previous step's compute (PyTorch's .to(device)). The compute stream
+// then runs forward, backward and SGD, and copies the logits and per-row
+// losses into pinned host memory. StartStep returns as soon as the batch has
+// left the host buffer (its copy event completed), so the caller may reuse
+// that buffer and fetch the next batch while the GPU computes; Wait gives
+// the step's result. The device input is double-buffered: with non_blocking,
+// copying batch N+1 overlaps computing batch N; blocking, it cannot.
 //
 // The U8 methods take uint8 batches (round(255·v), CHW, a quarter of the
 // bytes): the bytes go to a double-buffered device uint8 input the same way,
@@ -54,6 +56,11 @@ type slot struct {
 	pending                  *Pending
 	hostMem                  [][]byte
 }
+
+// testSkipCopyWait, set only by a test, leaves out the compute stream's
+// wait for the copy's event: under the stand-in's chaos mode the step then
+// reads a half-copied batch, which the test must detect.
+var testSkipCopyWait bool
 
 // Pending is a step in flight.
 type Pending struct {
@@ -127,7 +134,13 @@ func NewBackend(d *Device, spec model.Spec, opt model.Options, nonBlocking bool,
 			}
 			b.slots[k] = s
 		}
-		return b.nt.load(params, state)
+		if err := b.nt.load(params, state); err != nil {
+			return err
+		}
+		// The zeroing (cuMemsetD32Async) and the uploads above are queued on
+		// the compute stream, while a step's first copy may go on the copy
+		// stream: finish them before any step can start.
+		return b.compute.Synchronize()
 	})
 	if err != nil {
 		b.Close()
@@ -202,20 +215,28 @@ func (b *Backend) start(src unsafe.Pointer, bytes int64, u8 bool, labels []int32
 				return err
 			}
 		} else {
-			// Blocking: the host waits for the copy (the legacy stream).
+			// Blocking, as PyTorch's .to(device) without non_blocking: the
+			// copy goes on the compute stream, so it starts only after the
+			// previous step's compute, and the host waits for it below. (The
+			// legacy NULL stream would not do: it does not synchronize with
+			// the compute stream, which is CU_STREAM_NON_BLOCKING.)
 			if err := first(
-				s.copyStart.Record(cu.Stream{}),
-				cu.MemcpyHtoD(dst, src, bytes),
-				cu.MemcpyHtoD(s.labels.p, unsafe.Pointer(&s.hostLabels[0]), int64(4*len(s.hostLabels))),
-				s.copyEnd.Record(cu.Stream{}),
+				s.copyStart.Record(b.compute),
+				cu.MemcpyHtoDAsync(dst, src, bytes, b.compute),
+				cu.MemcpyHtoDAsync(s.labels.p, unsafe.Pointer(&s.hostLabels[0]), int64(4*len(s.hostLabels)), b.compute),
+				s.copyEnd.Record(b.compute),
 			); err != nil {
 				return err
 			}
 		}
 		nt := b.nt
 		nt.x, nt.xU8, nt.labels = s.x, s.xU8, s.labels
+		var wait error
+		if !testSkipCopyWait {
+			wait = b.compute.Wait(s.copyEnd, 0)
+		}
 		if err := first(
-			b.compute.Wait(s.copyEnd, 0),
+			wait,
 			s.computeStart.Record(b.compute),
 			nt.prepare(n, u8), // normalize a uint8 batch, zero the padding rows
 			nt.forward(),

@@ -5,6 +5,7 @@ package cudaops
 import (
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -53,6 +54,11 @@ func Open(ordinal int) (*Device, error) {
 	d.pinned = &Pinned{dev: d, live: map[unsafe.Pointer]int{}}
 	return d, nil
 }
+
+// Simulated reports whether the driver is the CPU stand-in
+// (cudaops/cudasim, scripts/gpu-sim.sh): its timings and bandwidths are the
+// host's, not a GPU's, while its results, ordering and checks are real.
+func (d *Device) Simulated() bool { return strings.HasPrefix(d.name, "stoke cudasim") }
 
 // String names the device, e.g. "cuda:0 NVIDIA H200 (sm_90)".
 func (d *Device) String() string {

@@ -3,7 +3,9 @@
 # runs, into .gpu/ (ignored by git), and print the one command that runs it
 # on a machine with only the NVIDIA driver (no Go, no network). On that
 # machine `bash .gpu/run.sh` runs, in under 10 minutes, writing .gpu-log.txt
-# (and $OUT/gpu-check.log when $OUT is set):
+# (and $OUT/gpu-check.log when $OUT is set), cheapest part first:
+#   - compute-sanitizer memcheck and racecheck over the kernel parity test,
+#     when the machine has it;
 #   - parity of every kernel with its CPU mirror (ref.go), forward and backward;
 #   - the whole step (logits, loss, every weight and momentum after 3 SGD steps)
 #     against the gorgonia CPU model on the same weights and batches;
@@ -23,32 +25,61 @@ go test -c "${flags[@]}" -o .gpu/cudaops.test ./cudaops
 go build "${flags[@]}" -o .gpu/train ./cmd/train
 cat >.gpu/run.sh <<'RUN'
 #!/usr/bin/env bash
-# Runs the GPU check (built by scripts/gpu-check.sh); log in .gpu-log.txt.
+# Runs the GPU check (built by scripts/gpu-check.sh), cheapest part first, and
+# writes each part's result as it finishes (.gpu-log.txt, and $OUT/ when set),
+# so a part that runs out of time still leaves the earlier ones' evidence.
+# Time limits: 60+60 (sanitizers) + 30 + 150 + 60 + 120 = 480 s, inside one
+# 10-minute call. Exit 0 only when every part exited 0 and every GPU test
+# passed (a skip counts as a failure here: this is the GPU).
 cd "$(dirname "$0")/.."
 log=.gpu-log.txt
-{
-	nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
-	echo "== GPU tests"
-	(cd cudaops && timeout 240 ../.gpu/cudaops.test -test.v -test.count=1 -test.timeout 230s)
-	echo "tests: exit $?"
-	echo "== trainer: 2 epochs on the GPU, pin_memory + non_blocking"
-	timeout 120 .gpu/train --device cuda --pin-memory=true --non-blocking=true --epochs 2 \
-		--data.cache_dir /tmp/stoke-gpu-data --out /tmp/stoke-gpu-run --train.progress plain
-	echo "trainer: exit $?"
-	echo "== bench: the post's experiment on the GPU"
-	timeout 200 .gpu/train bench --config configs/blog.yaml --device cuda --rounds 2 \
-		--python python3 --out /tmp/stoke-gpu-bench
-	echo "bench: exit $?"
-} 2>&1 | tee "$log"
-if [ -n "${OUT:-}" ]; then
+: >"$log"
+status=()
+save() { # copy the evidence so far to $OUT
+	[ -n "${OUT:-}" ] || return 0
 	cp "$log" "$OUT/gpu-check.log"
 	for f in bench.md bench.json chart.png; do cp "/tmp/stoke-gpu-bench/$f" "$OUT/" 2>/dev/null; done
 	cp /tmp/stoke-gpu-bench/runs/all_three-r1/trace.json "$OUT/trace-all-three.json" 2>/dev/null
 	cp /tmp/stoke-gpu-bench/runs/baseline-r1/trace.json "$OUT/trace-baseline.json" 2>/dev/null
+	return 0
+}
+part() { # name, time limit (s), command...: runs it, logs its exit status
+	local name=$1 limit=$2
+	shift 2
+	echo "== $name (limit ${limit}s)" >>"$log"
+	timeout "$limit" "$@" >>"$log" 2>&1
+	local rc=$?
+	echo "$name: exit $rc" >>"$log"
+	status+=("$name=$rc")
+	save
+	return $rc
+}
+# gputests TIMEOUT PATTERN (a script, not a function: timeout runs programs)
+gputests=(bash -c 'cd cudaops && exec ../.gpu/cudaops.test -test.v -test.count=1 -test.timeout "$0" -test.run "$1"')
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >>"$log" 2>&1
+if command -v compute-sanitizer >/dev/null; then
+	for tool in memcheck racecheck; do
+		part "compute-sanitizer $tool, kernel parity" 60 bash -c "cd cudaops && compute-sanitizer --tool $tool --error-exitcode 9 \
+			../.gpu/cudaops.test -test.v -test.count=1 -test.run '^TestGPUKernelParity\$'"
+	done
+else
+	echo "compute-sanitizer: not on this machine; memcheck and racecheck NOT run" >>"$log"
 fi
-grep -q '^--- FAIL' "$log" && exit 1
-grep -q 'trainer: exit 0' "$log" || exit 1
-exit 0
+part "kernel parity" 30 "${gputests[@]}" 25s '^TestGPUKernelParity$'
+part "GPU tests: step parity, uint8, pinned reuse, copy order, overlap, bandwidth, loss" 150 "${gputests[@]}" 145s '^TestGPU'
+part "trainer: 2 epochs on the GPU, pin_memory + non_blocking" 60 .gpu/train --device cuda --pin-memory=true \
+	--non-blocking=true --epochs 2 --data.cache_dir /tmp/stoke-gpu-data --out /tmp/stoke-gpu-run --train.progress plain
+part "bench: the post's experiment on the GPU" 120 .gpu/train bench --config configs/blog.yaml --device cuda --rounds 1 \
+	--python python3 --out /tmp/stoke-gpu-bench
+ok=1
+for s in "${status[@]}"; do [ "${s##*=}" = 0 ] || ok=0; done
+# Every GPU test must have passed: a skip here means the device was not used.
+grep -E '^--- SKIP: TestGPU' "$log" >/dev/null && { echo "GPU tests skipped on the GPU machine:" >>"$log"; grep -E '^--- SKIP: TestGPU' "$log" >>"$log"; ok=0; }
+grep -q '^--- PASS: TestGPUNetMatchesModel' "$log" || ok=0
+[ "$ok" = 1 ] && verdict=PASS || verdict=FAIL
+echo "gpu-check: $verdict (${status[*]})" | tee -a "$log"
+save
+[ "$ok" = 1 ]
 RUN
 chmod +x .gpu/run.sh
 du -sh .gpu/* >&2

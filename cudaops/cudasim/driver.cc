@@ -1,0 +1,969 @@
+// driver.cc: a stand-in for libcuda.so.1 on a machine without a GPU. It
+// implements the driver calls stoke makes with the semantics the CUDA
+// driver API documents, and checks them (docs/cuda.md has the details):
+//   - the current context is per OS thread; a call that needs one fails
+//     with CUDA_ERROR_INVALID_CONTEXT without it;
+//   - each stream is a worker thread running its queue in order; events
+//     mark positions in queues; cuStreamWaitEvent orders one stream after
+//     another; the legacy NULL stream waits for (and is waited for by)
+//     blocking streams, not CU_STREAM_NON_BLOCKING ones;
+//   - an async copy from pinned memory reads the host bytes when it runs;
+//     from pageable memory they are staged at the call (the driver's
+//     documented behaviour), and a copy to pageable memory returns only
+//     once done;
+//   - device memory is an address range the host cannot touch (PROT_NONE:
+//     a host dereference faults); its bytes live elsewhere. Every copy,
+//     memset and kernel access is checked against its allocation; leaks
+//     and double frees are reported;
+//   - STOKE_CUDASIM_CHAOS=seed adds random delays (fixed by the seed) in
+//     the stream workers and shuffles threads within blocks;
+//   - launch limits as the hardware has them (1024 threads per block,
+//     48 KiB static + dynamic shared memory) and argument lists checked
+//     against the kernel's signature and the PTX's .param lines.
+// Errors the stand-in catches are printed as "cudasim: error: ...".
+#include <cuda.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "sim.h"
+
+using cudasim::KernelDef;
+using cudasim::LaunchArgs;
+using cudasim::report_error;
+using cudasim::report_note;
+
+namespace cudasim {
+static std::atomic<int> error_count{0};
+static void vreport(const char *kind, const char *fmt, va_list ap) {
+	char buf[2048];
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	fprintf(stderr, "cudasim: %s%s\n", kind, buf);
+}
+void report_error(const char *fmt, ...) {
+	error_count++;
+	va_list ap;
+	va_start(ap, fmt);
+	vreport("error: ", fmt, ap);
+	va_end(ap);
+}
+void report_note(const char *fmt, ...) {
+	va_list ap;
+	va_start(ap, fmt);
+	vreport("", fmt, ap);
+	va_end(ap);
+}
+} // namespace cudasim
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::mutex g_mu; // guards everything below
+std::condition_variable g_cv;
+
+struct Stream;
+struct Dep {
+	Stream *s;
+	uint64_t seq;
+};
+struct Op {
+	uint64_t seq;
+	std::vector<Dep> deps;
+	std::function<void()> fn;
+};
+
+struct Alloc {
+	CUdeviceptr dev;
+	size_t size;
+	char *host; // the bytes (nullptr once freed)
+	bool freed;
+};
+
+struct HostAlloc {
+	size_t size;
+	int queued; // async copies queued that read or write it
+};
+
+struct Mark; // an event's position in a stream
+
+} // namespace
+
+struct CUctx_st {
+	int refs = 0;
+	bool alive = false;
+	Stream *legacy = nullptr;
+	std::set<Stream *> streams; // created ones (not the legacy stream)
+	std::set<CUevent_st *> events;
+	std::set<CUmod_st *> modules;
+	CUresult sticky = CUDA_SUCCESS; // after an illegal access, as on hardware
+};
+
+struct CUevent_st {
+	unsigned flags;
+	bool dead = false;
+	std::shared_ptr<Mark> last;
+};
+
+struct CUfunc_st {
+	const KernelDef *def;
+	unsigned static_shared;
+	CUmod_st *mod;
+};
+
+struct CUmod_st {
+	bool dead = false;
+	std::map<std::string, CUfunc_st *> fns;
+};
+
+namespace {
+
+struct Stream {
+	int id;
+	bool legacy, nonblocking;
+	CUctx_st *ctx;
+	std::deque<Op> q;
+	uint64_t enq = 0, done = 0;
+	bool stop = false, dead = false;
+	std::thread th;
+	int chaos;              // seed, 0 = off (STOKE_CUDASIM_CHAOS when the stream was created)
+	unsigned chaos_max_us;  // the longest delay before an operation
+	uint64_t rng;
+};
+
+struct Mark {
+	Stream *s;
+	uint64_t seq;
+	bool done = false;
+	Clock::time_point t;
+};
+
+CUctx_st g_ctx; // device 0's primary context
+thread_local CUctx_st *t_cur = nullptr;
+std::map<CUdeviceptr, Alloc> g_allocs; // by start address, freed ones kept (use-after-free reports)
+std::map<uintptr_t, HostAlloc> g_pinned;
+std::set<CUstream_st *> g_stream_handles;
+int g_next_stream_id = 1;
+size_t g_dev_live = 0;
+char *g_arena = nullptr;
+size_t g_arena_size = size_t(64) << 30, g_arena_next = 0;
+constexpr size_t kDeviceMemory = size_t(16) << 30;
+bool g_inited = false;
+
+Stream *as_stream(CUstream h) { return reinterpret_cast<Stream *>(h); }
+
+uint64_t splitmix(uint64_t &x) {
+	uint64_t z = (x += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+void worker(Stream *s) {
+	std::unique_lock<std::mutex> lk(g_mu);
+	for (;;) {
+		g_cv.wait(lk, [&] {
+			if (s->q.empty()) return s->stop;
+			for (const Dep &d : s->q.front().deps)
+				if (d.s->done < d.seq) return false;
+			return true;
+		});
+		if (s->q.empty()) break;
+		Op op = std::move(s->q.front());
+		s->q.pop_front();
+		unsigned delay = s->chaos ? (unsigned)(splitmix(s->rng) % (s->chaos_max_us + 1)) : 0;
+		lk.unlock();
+		if (delay) std::this_thread::sleep_for(std::chrono::microseconds(delay));
+		op.fn();
+		lk.lock();
+		s->done = op.seq;
+		g_cv.notify_all();
+	}
+}
+
+// Chaos mode is read when a stream is created, so a test can switch it on
+// for the streams of one backend (os.Setenv reaches C's environment).
+Stream *new_stream(CUctx_st *ctx, bool legacy, bool nonblocking) {
+	Stream *s = new Stream{};
+	const char *e = getenv("STOKE_CUDASIM_CHAOS"), *m = getenv("STOKE_CUDASIM_CHAOS_US");
+	s->chaos = e ? atoi(e) : 0;
+	s->chaos_max_us = m ? (unsigned)atoi(m) : 2000;
+	if (s->chaos) report_note("chaos mode on a new stream: seed %d, delays up to %u us per operation", s->chaos, s->chaos_max_us);
+	s->id = legacy ? 0 : g_next_stream_id++;
+	s->legacy = legacy;
+	s->nonblocking = nonblocking;
+	s->ctx = ctx;
+	s->rng = (uint64_t)s->chaos * 1000003u + (uint64_t)s->id;
+	s->th = std::thread(worker, s);
+	return s;
+}
+
+// stop_stream drains s and ends its worker. Called with g_mu held.
+void stop_stream(std::unique_lock<std::mutex> &lk, Stream *s) {
+	s->stop = true;
+	g_cv.notify_all();
+	lk.unlock();
+	s->th.join();
+	lk.lock();
+	s->dead = true;
+}
+
+// enqueue appends fn to s with the legacy stream's implicit ordering and
+// returns its position. Called with g_mu held.
+uint64_t enqueue(Stream *s, std::function<void()> fn, std::vector<Dep> deps = {}) {
+	CUctx_st *ctx = s->ctx;
+	if (s->legacy) {
+		for (Stream *b : ctx->streams)
+			if (!b->nonblocking && b->enq > 0) deps.push_back({b, b->enq});
+	} else if (!s->nonblocking && ctx->legacy && ctx->legacy->enq > 0) {
+		deps.push_back({ctx->legacy, ctx->legacy->enq});
+	}
+	uint64_t seq = ++s->enq;
+	s->q.push_back(Op{seq, std::move(deps), std::move(fn)});
+	g_cv.notify_all();
+	return seq;
+}
+
+void wait_for(std::unique_lock<std::mutex> &lk, Stream *s, uint64_t seq) {
+	g_cv.wait(lk, [&] { return s->done >= seq; });
+}
+
+void sync_all(std::unique_lock<std::mutex> &lk, CUctx_st *ctx) {
+	std::vector<std::pair<Stream *, uint64_t>> w;
+	if (ctx->legacy) w.push_back({ctx->legacy, ctx->legacy->enq});
+	for (Stream *s : ctx->streams) w.push_back({s, s->enq});
+	for (auto &p : w) wait_for(lk, p.first, p.second);
+}
+
+// ctx_check: the calling thread's current context, alive and without a
+// sticky error.
+CUresult ctx_check() {
+	if (!g_inited) return CUDA_ERROR_NOT_INITIALIZED;
+	CUctx_st *c = t_cur;
+	if (!c) return CUDA_ERROR_INVALID_CONTEXT;
+	if (!c->alive) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+	return c->sticky;
+}
+
+// resolve_stream maps a handle to its stream (0 and CU_STREAM_LEGACY: the
+// legacy stream of the current context).
+CUresult resolve_stream(CUstream h, Stream **out) {
+	if (h == nullptr || h == CU_STREAM_LEGACY) {
+		*out = t_cur->legacy;
+		return CUDA_SUCCESS;
+	}
+	if (h == CU_STREAM_PER_THREAD) {
+		report_error("the per-thread default stream is not implemented by the stand-in");
+		return CUDA_ERROR_NOT_SUPPORTED;
+	}
+	if (!g_stream_handles.count(h) || as_stream(h)->dead) {
+		report_error("use of a stream that does not exist or was destroyed (%p)", (void *)h);
+		return CUDA_ERROR_INVALID_HANDLE;
+	}
+	*out = as_stream(h);
+	return CUDA_SUCCESS;
+}
+
+std::string describe(CUdeviceptr p) {
+	char buf[256];
+	auto it = g_allocs.upper_bound(p);
+	if (it != g_allocs.begin()) {
+		--it;
+		const Alloc &a = it->second;
+		if (p < a.dev + a.size + 4096) {
+			snprintf(buf, sizeof buf, "byte offset %lld of a %zu-byte allocation at 0x%llx%s", (long long)(p - a.dev), a.size,
+				 (unsigned long long)a.dev, a.freed ? " that was freed" : "");
+			return buf;
+		}
+	}
+	snprintf(buf, sizeof buf, "0x%llx, not in any allocation", (unsigned long long)p);
+	return buf;
+}
+
+// find returns the live allocation holding [p, p+n), or nullptr.
+Alloc *find(CUdeviceptr p, size_t n) {
+	auto it = g_allocs.upper_bound(p);
+	if (it == g_allocs.begin()) return nullptr;
+	--it;
+	Alloc &a = it->second;
+	if (a.freed || p < a.dev || p + n > a.dev + a.size || p + n < p) return nullptr;
+	return &a;
+}
+
+CUresult check_range(const char *what, CUdeviceptr p, size_t n, char **host) {
+	Alloc *a = find(p, n);
+	if (!a) {
+		report_error("%s of %zu bytes at device address 0x%llx: outside every live allocation (starts at %s)", what, n,
+			     (unsigned long long)p, describe(p).c_str());
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	*host = a->host + (p - a->dev);
+	return CUDA_SUCCESS;
+}
+
+HostAlloc *pinned_of(const void *p, size_t n) {
+	uintptr_t u = (uintptr_t)p;
+	auto it = g_pinned.upper_bound(u);
+	if (it == g_pinned.begin()) return nullptr;
+	--it;
+	if (u + n > it->first + it->second.size) return nullptr;
+	return &it->second;
+}
+
+} // namespace
+
+extern "C" {
+
+// stoke_cudasim_errors is how many errors the stand-in has reported.
+int stoke_cudasim_errors(void) { return cudasim::error_count.load(); }
+
+CUresult cuInit(unsigned int flags) {
+	std::lock_guard<std::mutex> lk(g_mu);
+	if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+	if (!g_inited) {
+		g_arena = (char *)mmap(nullptr, g_arena_size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (g_arena == MAP_FAILED) {
+			report_error("cannot reserve %zu GiB of address space for device memory", g_arena_size >> 30);
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		}
+		g_arena_next = 1 << 20;
+		g_inited = true;
+	}
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDriverGetVersion(int *v) {
+	if (!v) return CUDA_ERROR_INVALID_VALUE;
+	*v = 11080;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetCount(int *n) {
+	if (!g_inited) return CUDA_ERROR_NOT_INITIALIZED;
+	if (!n) return CUDA_ERROR_INVALID_VALUE;
+	*n = 1;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGet(CUdevice *d, int ordinal) {
+	if (!g_inited) return CUDA_ERROR_NOT_INITIALIZED;
+	if (!d) return CUDA_ERROR_INVALID_VALUE;
+	if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
+	*d = 0;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetName(char *name, int len, CUdevice d) {
+	if (!g_inited) return CUDA_ERROR_NOT_INITIALIZED;
+	if (d != 0) return CUDA_ERROR_INVALID_DEVICE;
+	if (!name || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+	snprintf(name, len, "stoke cudasim (CPU stand-in, %d host threads)", cudasim::block_threads());
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceTotalMem(size_t *bytes, CUdevice d) {
+	if (!g_inited) return CUDA_ERROR_NOT_INITIALIZED;
+	if (d != 0) return CUDA_ERROR_INVALID_DEVICE;
+	*bytes = kDeviceMemory;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetAttribute(int *v, CUdevice_attribute attr, CUdevice d) {
+	if (!g_inited) return CUDA_ERROR_NOT_INITIALIZED;
+	if (d != 0) return CUDA_ERROR_INVALID_DEVICE;
+	if (!v) return CUDA_ERROR_INVALID_VALUE;
+	switch (attr) {
+	case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = 8; break;
+	case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = 0; break;
+	case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = 1024; break;
+	case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X: *v = 1024; break;
+	case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y: *v = 1024; break;
+	case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z: *v = 64; break;
+	case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X: *v = 2147483647; break;
+	case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y: *v = 65535; break;
+	case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: *v = 65535; break;
+	case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: *v = 48 << 10; break;
+	case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *v = 32; break;
+	case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *v = cudasim::block_threads(); break;
+	case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: *v = 0; break;
+	default: *v = 0;
+	}
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice d) {
+	if (!g_inited) return CUDA_ERROR_NOT_INITIALIZED;
+	if (d != 0) return CUDA_ERROR_INVALID_DEVICE;
+	std::lock_guard<std::mutex> lk(g_mu);
+	if (g_ctx.refs++ == 0) {
+		g_ctx.alive = true;
+		g_ctx.sticky = CUDA_SUCCESS;
+		g_ctx.legacy = new_stream(&g_ctx, true, false);
+	}
+	*pctx = &g_ctx;
+	return CUDA_SUCCESS;
+}
+
+// At the last release the context is destroyed: what is still allocated
+// in it is reported as a leak, then freed.
+CUresult cuDevicePrimaryCtxRelease(CUdevice d) {
+	if (!g_inited) return CUDA_ERROR_NOT_INITIALIZED;
+	if (d != 0) return CUDA_ERROR_INVALID_DEVICE;
+	std::unique_lock<std::mutex> lk(g_mu);
+	if (g_ctx.refs <= 0) {
+		report_error("cuDevicePrimaryCtxRelease without a matching retain");
+		return CUDA_ERROR_INVALID_CONTEXT;
+	}
+	if (--g_ctx.refs > 0) return CUDA_SUCCESS;
+	sync_all(lk, &g_ctx);
+	size_t n = 0, bytes = 0;
+	for (auto &[p, a] : g_allocs)
+		if (!a.freed) {
+			n++;
+			bytes += a.size;
+			free(a.host);
+			a.host = nullptr;
+			a.freed = true;
+		}
+	g_dev_live = 0;
+	if (n) report_error("leak: %zu device allocations (%zu bytes) not freed when the context was released", n, bytes);
+	if (!g_pinned.empty()) {
+		size_t pb = 0;
+		for (auto &[p, h] : g_pinned) pb += h.size;
+		report_error("leak: %zu pinned host allocations (%zu bytes) not freed when the context was released", g_pinned.size(), pb);
+		for (auto &[p, h] : g_pinned) munmap((void *)p, h.size);
+		g_pinned.clear();
+	}
+	if (!g_ctx.streams.empty()) report_error("leak: %zu streams not destroyed when the context was released", g_ctx.streams.size());
+	for (Stream *s : std::vector<Stream *>(g_ctx.streams.begin(), g_ctx.streams.end())) stop_stream(lk, s);
+	g_ctx.streams.clear();
+	size_t live_events = 0;
+	for (CUevent_st *e : g_ctx.events) live_events += !e->dead;
+	if (live_events) report_error("leak: %zu events not destroyed when the context was released", live_events);
+	g_ctx.events.clear();
+	size_t live_mods = 0;
+	for (CUmod_st *m : g_ctx.modules) live_mods += !m->dead;
+	if (live_mods) report_error("leak: %zu modules not unloaded when the context was released", live_mods);
+	g_ctx.modules.clear();
+	stop_stream(lk, g_ctx.legacy);
+	g_ctx.legacy = nullptr;
+	g_ctx.alive = false;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuCtxSetCurrent(CUcontext ctx) {
+	if (!g_inited) return CUDA_ERROR_NOT_INITIALIZED;
+	std::lock_guard<std::mutex> lk(g_mu);
+	if (ctx && (ctx != &g_ctx || !g_ctx.alive)) return CUDA_ERROR_INVALID_CONTEXT;
+	t_cur = ctx;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetCurrent(CUcontext *ctx) {
+	if (!g_inited) return CUDA_ERROR_NOT_INITIALIZED;
+	*ctx = t_cur;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuCtxSynchronize(void) {
+	std::unique_lock<std::mutex> lk(g_mu);
+	if (CUresult r = ctx_check()) return r;
+	sync_all(lk, t_cur);
+	return t_cur->sticky;
+}
+
+// ---- streams and events
+
+CUresult cuStreamCreate(CUstream *ph, unsigned int flags) {
+	std::lock_guard<std::mutex> lk(g_mu);
+	if (CUresult r = ctx_check()) return r;
+	if (!ph || (flags & ~CU_STREAM_NON_BLOCKING)) return CUDA_ERROR_INVALID_VALUE;
+	Stream *s = new_stream(t_cur, false, flags & CU_STREAM_NON_BLOCKING);
+	t_cur->streams.insert(s);
+	*ph = reinterpret_cast<CUstream>(s);
+	g_stream_handles.insert(*ph);
+	return CUDA_SUCCESS;
+}
+
+// cuStreamDestroy returns once the stream's queued work is done (the driver
+// returns at once and frees later; waiting is indistinguishable here).
+CUresult cuStreamDestroy(CUstream h) {
+	std::unique_lock<std::mutex> lk(g_mu);
+	if (CUresult r = ctx_check()) return r;
+	if (h == nullptr || h == CU_STREAM_LEGACY) return CUDA_ERROR_INVALID_HANDLE;
+	Stream *s;
+	if (CUresult r = resolve_stream(h, &s)) return r;
+	t_cur->streams.erase(s);
+	stop_stream(lk, s);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuStreamSynchronize(CUstream h) {
+	std::unique_lock<std::mutex> lk(g_mu);
+	if (CUresult r = ctx_check()) return r;
+	Stream *s;
+	if (CUresult r = resolve_stream(h, &s)) return r;
+	wait_for(lk, s, s->enq);
+	return t_cur->sticky;
+}
+
+CUresult cuStreamQuery(CUstream h) {
+	std::unique_lock<std::mutex> lk(g_mu);
+	if (CUresult r = ctx_check()) return r;
+	Stream *s;
+	if (CUresult r = resolve_stream(h, &s)) return r;
+	return s->done >= s->enq ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+
+CUresult cuEventCreate(CUevent *ph, unsigned int flags) {
+	std::lock_guard<std::mutex> lk(g_mu);
+	if (CUresult r = ctx_check()) return r;
+	if (!ph) return CUDA_ERROR_INVALID_VALUE;
+	CUevent_st *e = new CUevent_st{flags};
+	t_cur->events.insert(e);
+	*ph = e;
+	return CUDA_SUCCESS;
+}
+
+static CUresult event_check(CUevent e) {
+	if (!e || !g_ctx.events.count(e) || e->dead) {
+		report_error("use of an event that does not exist or was destroyed (%p)", (void *)e);
+		return CUDA_ERROR_INVALID_HANDLE;
+	}
+	return CUDA_SUCCESS;
+}
+
+CUresult cuEventDestroy(CUevent e) {
+	std::lock_guard<std::mutex> lk(g_mu);
+	if (CUresult r = event_check(e)) return r;
+	e->dead = true; // kept: a later use is reported, not undefined
+	return CUDA_SUCCESS;
+}
+
+CUresult cuEventRecord(CUevent e, CUstream h) {
+	std::lock_guard<std::mutex> lk(g_mu);
+	if (CUresult r = ctx_check()) return r;
+	if (CUresult r = event_check(e)) return r;
+	Stream *s;
+	if (CUresult r = resolve_stream(h, &s)) return r;
+	auto m = std::make_shared<Mark>();
+	m->s = s;
+	m->seq = enqueue(s, [m] {
+		std::lock_guard<std::mutex> l(g_mu);
+		m->t = Clock::now();
+		m->done = true;
+	});
+	e->last = m;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuEventQuery(CUevent e) {
+	std::lock_guard<std::mutex> lk(g_mu);
+	if (CUresult r = event_check(e)) return r;
+	return !e->last || e->last->done ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+
+CUresult cuEventSynchronize(CUevent e) {
+	std::unique_lock<std::mutex> lk(g_mu);
+	if (CUresult r = event_check(e)) return r;
+	if (auto m = e->last) g_cv.wait(lk, [&] { return m->done; });
+	return g_ctx.sticky;
+}
+
+CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b) {
+	std::lock_guard<std::mutex> lk(g_mu);
+	if (CUresult r = event_check(a)) return r;
+	if (CUresult r = event_check(b)) return r;
+	if (!ms) return CUDA_ERROR_INVALID_VALUE;
+	if ((a->flags | b->flags) & CU_EVENT_DISABLE_TIMING) return CUDA_ERROR_INVALID_HANDLE;
+	if (!a->last || !b->last) return CUDA_ERROR_INVALID_HANDLE; // never recorded
+	if (!a->last->done || !b->last->done) return CUDA_ERROR_NOT_READY;
+	*ms = std::chrono::duration<float, std::milli>(b->last->t - a->last->t).count();
+	return CUDA_SUCCESS;
+}
+
+// cuStreamWaitEvent: work queued on h after this call waits for the work
+// before e's latest record (none: no wait), as the driver documents.
+CUresult cuStreamWaitEvent(CUstream h, CUevent e, unsigned int flags) {
+	std::lock_guard<std::mutex> lk(g_mu);
+	if (CUresult r = ctx_check()) return r;
+	if (CUresult r = event_check(e)) return r;
+	if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+	Stream *s;
+	if (CUresult r = resolve_stream(h, &s)) return r;
+	std::vector<Dep> deps;
+	if (e->last) deps.push_back({e->last->s, e->last->seq});
+	enqueue(s, [] {}, std::move(deps));
+	return CUDA_SUCCESS;
+}
+
+// ---- device memory
+
+CUresult cuMemAlloc(CUdeviceptr *p, size_t n) {
+	std::lock_guard<std::mutex> lk(g_mu);
+	if (CUresult r = ctx_check()) return r;
+	if (!p || n == 0) return CUDA_ERROR_INVALID_VALUE;
+	if (g_dev_live + n > kDeviceMemory) return CUDA_ERROR_OUT_OF_MEMORY;
+	// Addresses are never reused, with a gap after each allocation, so a
+	// stale or overrunning pointer names what it points past.
+	size_t span = (n + 4096 + 0xffff) & ~size_t(0xffff);
+	if (g_arena_next + span > g_arena_size) return CUDA_ERROR_OUT_OF_MEMORY;
+	char *host = (char *)aligned_alloc(256, (n + 255) & ~size_t(255));
+	if (!host) return CUDA_ERROR_OUT_OF_MEMORY;
+	memset(host, 0xff, n); // cuMemAlloc does not clear: a read before a write sees NaNs
+	CUdeviceptr dev = (CUdeviceptr)(g_arena + g_arena_next);
+	g_arena_next += span;
+	g_allocs[dev] = Alloc{dev, n, host, false};
+	g_dev_live += n;
+	*p = dev;
+	return CUDA_SUCCESS;
+}
+
+// cuMemFree waits for the device first, so no queued work still uses it.
+CUresult cuMemFree(CUdeviceptr p) {
+	std::unique_lock<std::mutex> lk(g_mu);
+	if (CUresult r = ctx_check()) return r;
+	auto it = g_allocs.find(p);
+	if (it == g_allocs.end()) {
+		report_error("cuMemFree of 0x%llx, which cuMemAlloc did not return (%s)", (unsigned long long)p, describe(p).c_str());
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	if (it->second.freed) {
+		report_error("double free: cuMemFree of 0x%llx (%zu bytes), already freed", (unsigned long long)p, it->second.size);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	sync_all(lk, t_cur);
+	it = g_allocs.find(p);
+	free(it->second.host);
+	it->second.host = nullptr;
+	it->second.freed = true;
+	g_dev_live -= it->second.size;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemsetD32Async(CUdeviceptr p, unsigned int v, size_t n, CUstream h) {
+	std::lock_guard<std::mutex> lk(g_mu);
+	if (CUresult r = ctx_check()) return r;
+	Stream *s;
+	if (CUresult r = resolve_stream(h, &s)) return r;
+	if (p % 4) {
+		report_error("cuMemsetD32Async at 0x%llx: not 4-byte aligned", (unsigned long long)p);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	char *dst;
+	if (CUresult r = check_range("cuMemsetD32Async", p, 4 * n, &dst)) return r;
+	enqueue(s, [dst, v, n] {
+		uint32_t *d = (uint32_t *)dst;
+		for (size_t k = 0; k < n; k++) d[k] = v;
+	});
+	return CUDA_SUCCESS;
+}
+
+// cuMemcpyHtoD is synchronous on the legacy stream: ordered after the work
+// of blocking streams, and the host waits for it (the driver may return
+// earlier for pageable memory, once staged; waiting is allowed).
+CUresult cuMemcpyHtoD(CUdeviceptr dst, const void *src, size_t n) {
+	std::unique_lock<std::mutex> lk(g_mu);
+	if (CUresult r = ctx_check()) return r;
+	char *d;
+	if (CUresult r = check_range("cuMemcpyHtoD", dst, n, &d)) return r;
+	Stream *s = t_cur->legacy;
+	uint64_t seq = enqueue(s, [d, src, n] { memcpy(d, src, n); });
+	wait_for(lk, s, seq);
+	return t_cur->sticky;
+}
+
+CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t n, CUstream h) {
+	std::lock_guard<std::mutex> lk(g_mu);
+	if (CUresult r = ctx_check()) return r;
+	Stream *s;
+	if (CUresult r = resolve_stream(h, &s)) return r;
+	char *d;
+	if (CUresult r = check_range("cuMemcpyHtoDAsync", dst, n, &d)) return r;
+	if (HostAlloc *ha = pinned_of(src, n)) {
+		// Pinned: the DMA reads the host bytes when it runs.
+		ha->queued++;
+		enqueue(s, [d, src, n, ha] {
+			memcpy(d, src, n);
+			std::lock_guard<std::mutex> l(g_mu);
+			ha->queued--;
+		});
+	} else {
+		// Pageable: copied to a staging buffer now, before the call returns.
+		auto staged = std::make_shared<std::vector<char>>((const char *)src, (const char *)src + n);
+		enqueue(s, [d, staged] { memcpy(d, staged->data(), staged->size()); });
+	}
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t n, CUstream h) {
+	std::unique_lock<std::mutex> lk(g_mu);
+	if (CUresult r = ctx_check()) return r;
+	Stream *s;
+	if (CUresult r = resolve_stream(h, &s)) return r;
+	char *sp;
+	if (CUresult r = check_range("cuMemcpyDtoHAsync", src, n, &sp)) return r;
+	if (HostAlloc *ha = pinned_of(dst, n)) {
+		ha->queued++;
+		enqueue(s, [dst, sp, n, ha] {
+			memcpy(dst, sp, n);
+			std::lock_guard<std::mutex> l(g_mu);
+			ha->queued--;
+		});
+		return CUDA_SUCCESS;
+	}
+	// Pageable destination: the call returns only once the copy is done.
+	uint64_t seq = enqueue(s, [dst, sp, n] { memcpy(dst, sp, n); });
+	wait_for(lk, s, seq);
+	return t_cur->sticky;
+}
+
+CUresult cuMemcpyDtoH(void *dst, CUdeviceptr src, size_t n) {
+	std::unique_lock<std::mutex> lk(g_mu);
+	if (CUresult r = ctx_check()) return r;
+	char *sp;
+	if (CUresult r = check_range("cuMemcpyDtoH", src, n, &sp)) return r;
+	Stream *s = t_cur->legacy;
+	uint64_t seq = enqueue(s, [dst, sp, n] { memcpy(dst, sp, n); });
+	wait_for(lk, s, seq);
+	return t_cur->sticky;
+}
+
+// ---- pinned host memory
+
+CUresult cuMemHostAlloc(void **pp, size_t n, unsigned int flags) {
+	std::lock_guard<std::mutex> lk(g_mu);
+	if (CUresult r = ctx_check()) return r;
+	if (!pp || n == 0) return CUDA_ERROR_INVALID_VALUE;
+	(void)flags;
+	size_t len = (n + 4095) & ~size_t(4095);
+	void *p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
+	memset(p, 0xff, len); // not cleared by the driver either: uninitialised floats read as NaN
+	g_pinned[(uintptr_t)p] = HostAlloc{len, 0};
+	*pp = p;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemAllocHost(void **pp, size_t n) { return cuMemHostAlloc(pp, n, 0); }
+
+CUresult cuMemFreeHost(void *p) {
+	std::unique_lock<std::mutex> lk(g_mu);
+	if (CUresult r = ctx_check()) return r;
+	auto it = g_pinned.find((uintptr_t)p);
+	if (it == g_pinned.end()) {
+		report_error("cuMemFreeHost of %p: not memory from cuMemHostAlloc, or already freed (double free)", p);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	if (it->second.queued > 0) {
+		report_error("cuMemFreeHost of %p while %d async copies from or to it are still queued", p, it->second.queued);
+		sync_all(lk, t_cur);
+		it = g_pinned.find((uintptr_t)p);
+	}
+	munmap(p, it->second.size);
+	g_pinned.erase(it);
+	return CUDA_SUCCESS;
+}
+
+// ---- modules and launches
+
+// cuModuleLoadData takes the PTX text. Each .entry must be a kernel
+// compiled into the stand-in, with the same parameter list (count and
+// sizes) as kernels.cu declares: the PTX and the source must agree.
+CUresult cuModuleLoadData(CUmodule *pm, const void *image) {
+	std::lock_guard<std::mutex> lk(g_mu);
+	if (CUresult r = ctx_check()) return r;
+	if (!pm || !image) return CUDA_ERROR_INVALID_VALUE;
+	std::string ptx((const char *)image);
+	if (ptx.find(".version") == std::string::npos || ptx.find(".target") == std::string::npos) {
+		report_error("cuModuleLoadData: the image is not PTX text (no .version/.target)");
+		return CUDA_ERROR_INVALID_IMAGE;
+	}
+	size_t tp = ptx.find(".target sm_");
+	if (tp != std::string::npos && atoi(ptx.c_str() + tp + 11) > 80) {
+		report_error("cuModuleLoadData: PTX targets sm_%d, newer than the stand-in's compute capability 8.0", atoi(ptx.c_str() + tp + 11));
+		return CUDA_ERROR_NO_BINARY_FOR_GPU;
+	}
+	int nk;
+	const KernelDef *defs = cudasim::kernels(&nk);
+	auto *m = new CUmod_st{};
+	bool bad = false;
+	size_t pos = 0;
+	while ((pos = ptx.find(".entry ", pos)) != std::string::npos) {
+		size_t nb = pos + 7, ne = ptx.find_first_of("( \n", nb);
+		std::string name = ptx.substr(nb, ne - nb);
+		size_t close = ptx.find(')', ne), body = ptx.find("\n}", close);
+		std::vector<unsigned> sizes;
+		for (size_t q = ptx.find(".param", ne); q != std::string::npos && q < close; q = ptx.find(".param", q + 6)) {
+			size_t t = ptx.find('.', q + 6);
+			sizes.push_back((unsigned)atoi(ptx.c_str() + t + 2) / 8); // .u64 .u32 .f32 .s32 .b32
+		}
+		unsigned shared = 0;
+		for (size_t q = ptx.find(".shared", close); q != std::string::npos && q < body; q = ptx.find(".shared", q + 7)) {
+			size_t lb = ptx.find('[', q), eol = ptx.find('\n', q);
+			if (lb < eol && ptx.compare(q - 1, 1, "\t") == 0) shared += (unsigned)atoi(ptx.c_str() + lb + 1);
+		}
+		pos = body;
+		const KernelDef *def = nullptr;
+		for (int k = 0; k < nk; k++)
+			if (name == defs[k].name) def = &defs[k];
+		if (!def) {
+			report_error("PTX kernel %s has no host build in the stand-in (is the PTX from another kernels.cu?)", name.c_str());
+			bad = true;
+			continue;
+		}
+		bool same = (int)sizes.size() == def->nparams;
+		for (int k = 0; same && k < def->nparams; k++) same = sizes[k] == def->params[k].size;
+		if (!same) {
+			std::string a, b;
+			for (unsigned s : sizes) a += std::to_string(s) + " ";
+			for (int k = 0; k < def->nparams; k++) b += std::to_string(def->params[k].size) + " ";
+			report_error("kernel %s: the PTX's .param list (bytes: %s) differs from kernels.cu's signature (bytes: %s)", name.c_str(),
+				     a.c_str(), b.c_str());
+			bad = true;
+			continue;
+		}
+		m->fns[name] = new CUfunc_st{def, shared, m};
+	}
+	if (bad || m->fns.empty()) {
+		if (m->fns.empty()) report_error("cuModuleLoadData: no .entry in the PTX");
+		return CUDA_ERROR_INVALID_PTX;
+	}
+	t_cur->modules.insert(m);
+	*pm = m;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuModuleUnload(CUmodule m) {
+	std::lock_guard<std::mutex> lk(g_mu);
+	if (CUresult r = ctx_check()) return r;
+	if (!m || !g_ctx.modules.count(m) || m->dead) {
+		report_error("cuModuleUnload of a module that is not loaded (%p)", (void *)m);
+		return CUDA_ERROR_INVALID_HANDLE;
+	}
+	m->dead = true;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuModuleGetFunction(CUfunction *pf, CUmodule m, const char *name) {
+	std::lock_guard<std::mutex> lk(g_mu);
+	if (CUresult r = ctx_check()) return r;
+	if (!m || !g_ctx.modules.count(m) || m->dead) return CUDA_ERROR_INVALID_HANDLE;
+	auto it = m->fns.find(name);
+	if (it == m->fns.end()) return CUDA_ERROR_NOT_FOUND;
+	*pf = it->second;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shared,
+			CUstream h, void **params, void **extra) {
+	std::lock_guard<std::mutex> lk(g_mu);
+	if (CUresult r = ctx_check()) return r;
+	if (!f || !f->mod || f->mod->dead) {
+		report_error("cuLaunchKernel of a function whose module is not loaded");
+		return CUDA_ERROR_INVALID_HANDLE;
+	}
+	const KernelDef *def = f->def;
+	Stream *s;
+	if (CUresult r = resolve_stream(h, &s)) return r;
+	if (!gx || !gy || !gz || !bx || !by || !bz || bx > 1024 || by > 1024 || bz > 64 || (unsigned long long)bx * by * bz > 1024 ||
+	    gy > 65535 || gz > 65535 || gx > 2147483647u) {
+		report_error("launch of %s: grid (%u,%u,%u) x block (%u,%u,%u) exceeds the device's limits (1024 threads per block, block "
+			     "z <= 64, grid y,z <= 65535)",
+			     def->name, gx, gy, gz, bx, by, bz);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	if (f->static_shared + shared > 48u << 10) {
+		report_error("launch of %s: %u bytes of static + %u of dynamic shared memory exceed 48 KiB per block", def->name,
+			     f->static_shared, shared);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	if (extra) {
+		report_error("launch of %s: the extra argument form is not implemented by the stand-in", def->name);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	if (def->nparams > 0 && !params) {
+		report_error("launch of %s: no argument list for %d parameters", def->name, def->nparams);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	LaunchArgs a{};
+	a.grid[0] = gx, a.grid[1] = gy, a.grid[2] = gz;
+	a.block[0] = bx, a.block[1] = by, a.block[2] = bz;
+	a.seed = s->chaos;
+	// cu passes every argument in an 8-byte slot, consecutive in one array:
+	// when the pointers say so, a 4-byte parameter's upper half must be 0
+	// (anything else is a pointer or a 64-bit value in an int's place).
+	bool cu_layout = true;
+	for (int k = 1; k < def->nparams; k++) cu_layout = cu_layout && (char *)params[k] == (char *)params[0] + 8 * k;
+	for (int k = 0; k < def->nparams; k++) {
+		if (!params[k]) {
+			report_error("launch of %s: argument %d is a null pointer in the argument list", def->name, k);
+			return CUDA_ERROR_INVALID_VALUE;
+		}
+		memcpy(&a.slot[k], params[k], def->params[k].size);
+		if (cu_layout && def->params[k].size == 4) {
+			uint32_t hi;
+			memcpy(&hi, (char *)params[k] + 4, 4);
+			if (hi) {
+				report_error("launch of %s: argument %d: the kernel takes 4 bytes (int or float), the 8-byte slot holds 0x%08x%08x",
+					     def->name, k, hi, (unsigned)a.slot[k]);
+				return CUDA_ERROR_INVALID_VALUE;
+			}
+		}
+		if (def->params[k].pointer && !find(a.slot[k], 0)) {
+			report_error("launch of %s: argument %d is not a pointer into live device memory: %s", def->name, k,
+				     describe(a.slot[k]).c_str());
+			return CUDA_ERROR_INVALID_VALUE;
+		}
+	}
+	CUctx_st *ctx = t_cur;
+	enqueue(s, [def, a, ctx]() mutable {
+		{
+			std::lock_guard<std::mutex> l(g_mu);
+			for (int k = 0; k < def->nparams; k++) {
+				if (!def->params[k].pointer) continue;
+				Alloc *al = find(a.slot[k], 0);
+				if (!al) { // freed between the launch and now: cannot happen (cuMemFree waits)
+					report_error("kernel %s: argument %d no longer points into live memory", def->name, k);
+					ctx->sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
+					return;
+				}
+				a.host[k] = al->host + (a.slot[k] - al->dev);
+				a.lo[k] = al->host;
+				a.hi[k] = al->host + al->size;
+			}
+			if (ctx->sticky) return;
+		}
+		if (!def->run(def, a)) {
+			std::lock_guard<std::mutex> l(g_mu);
+			ctx->sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
+		}
+	});
+	return CUDA_SUCCESS;
+}
+
+CUresult cuGetErrorName(CUresult r, const char **s) {
+	static thread_local char buf[32];
+	snprintf(buf, sizeof buf, "CUDA_ERROR_%d", (int)r);
+	*s = buf;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuGetErrorString(CUresult r, const char **s) { return cuGetErrorName(r, s); }
+
+} // extern "C"

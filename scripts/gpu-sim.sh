@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# gpu-sim.sh: run stoke's GPU path on a machine without a GPU, under the CPU
+# stand-in for the CUDA driver (cudaops/cudasim, loaded through
+# LD_LIBRARY_PATH by the unchanged stokecuda binaries). In order:
+#   1. the GPU test binary (cudaops.test): kernel parity, whole-step parity
+#      with the CPU model, uint8 path, pinned-buffer reuse, loss falls, copy
+#      order, the missing-copy-wait catch; only the tests that time real
+#      hardware may skip;
+#   2. mutations: kernels.cu with an index off by one must fail kernel
+#      parity, and one reading past its buffer must be reported out of bounds;
+#   3. `train --device cuda`, pin_memory + non_blocking on, then off, against
+#      `--device cpu`: 10 steps, final weights within 1e-4 relative; then 2
+#      quickstart epochs, final train loss within 5e-2 relative (the weights'
+#      difference is printed beside what a 1e-7 nudge does on the CPU alone);
+#   4. `train bench --device cuda --epochs 1 --rounds 1`: every variant runs
+#      (its figures are the host's, and the table says so).
+# Each step's output is in $STOKE_GPU_SIM_DIR (default /tmp/stoke-gpu-sim);
+# the last line is the summary. Exit 0 when every step passed, 1 otherwise.
+# Needs g++ and the CUDA 11.8 header (scripts/cuda-toolchain.sh).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+t0=$(date +%s)
+work="${STOKE_GPU_SIM_DIR:-/tmp/stoke-gpu-sim}"
+rm -rf "$work" && mkdir -p "$work" || exit 1
+tc=$(scripts/cuda-toolchain.sh --env) || { echo "gpu-sim: no CUDA header (scripts/cuda-toolchain.sh failed)"; exit 3; }
+eval "$tc"
+export GOFLAGS="${GOFLAGS:--buildvcs=false}"
+set -e
+cudaops/cudasim/build.sh "$work/lib"
+go test -c -tags stokecuda -o "$work/cudaops.test" ./cudaops
+go build -tags stokecuda -o "$work/train" ./cmd/train
+go build -o "$work/cmpweights" ./cudaops/cudasim/cmpweights
+set +e
+sim="$work/lib"
+summary=()
+failed=0
+fail() { echo "gpu-sim: FAIL: $*"; summary+=("FAIL $1"); failed=1; }
+# stand_in_errors: lines where the stand-in caught a bug (none allowed in a passing step).
+stand_in_errors() { grep -c '^cudasim: error' "$1"; }
+
+echo "== gpu-sim 1/4: the GPU tests under the stand-in"
+log="$work/tests.log"
+(cd cudaops && LD_LIBRARY_PATH="$sim" timeout 600 "$work/cudaops.test" -test.v -test.count=1 -test.timeout 590s) >"$log" 2>&1
+rc=$?
+grep -E '^(--- |ok|FAIL|PASS)|^cudasim: error' "$log"
+passed=$(grep -c '^--- PASS' "$log")
+skipped=$(grep '^--- SKIP' "$log" | awk '{print $3}' | tr '\n' ' ')
+missing=""
+for t in TestGPUKernelParity TestGPUNetMatchesModel TestGPUU8MatchesFloat TestGPUU8AsyncCopy TestGPUTrainingLossFalls \
+	TestGPUCopyOrder TestStandInCatchesMissingCopyWait TestStandInCopySemantics TestStandInNullStream TestStandInReports; do
+	grep -q "^--- PASS: $t " "$log" || missing+="$t "
+done
+extra_skips=$(echo "$skipped" | tr ' ' '\n' | grep -v -x -e '' -e TestGPUBandwidth -e TestGPUOverlap | tr '\n' ' ')
+if [ "$rc" != 0 ] || [ -n "$missing" ] || [ -n "$extra_skips" ] || [ "$(stand_in_errors "$log")" != 0 ]; then
+	fail tests "exit $rc; not passed: ${missing:-none}; unexpected skips: ${extra_skips:-none}; stand-in errors: $(stand_in_errors "$log") (see $log)"
+else
+	summary+=("tests: $passed passed, skipped (hardware timing): ${skipped% }")
+fi
+
+echo "== gpu-sim 2/4: mutations the stand-in must catch"
+mutate() { # name, sed expression on kernels.cu, what the parity run's output must show
+	local name=$1 expr=$2 want=$3 dir="$work/mut-$1"
+	mkdir -p "$dir"
+	sed -E "$expr" cudaops/kernels.cu >"$dir/kernels.cu"
+	if cmp -s cudaops/kernels.cu "$dir/kernels.cu"; then
+		fail "mutation-$name" "the sed expression did not change kernels.cu: update scripts/gpu-sim.sh"
+		return
+	fi
+	cudaops/cudasim/build.sh "$dir/lib" "$dir/kernels.cu" 2>"$dir/build.log" || { fail "mutation-$name" "build failed ($dir/build.log)"; return; }
+	(cd cudaops && LD_LIBRARY_PATH="$dir/lib" timeout 120 "$work/cudaops.test" -test.run '^TestGPUKernelParity$' -test.count=1) >"$dir/out.log" 2>&1
+	local rc=$?
+	if [ "$rc" != 0 ] && grep -q -E "$want" "$dir/out.log"; then
+		echo "mutation $name: caught ($(grep -m1 -E "$want" "$dir/out.log" | sed 's/^ *//' | cut -c1-150))"
+		summary+=("mutation $name caught")
+	else
+		fail "mutation-$name" "kernel parity passed (exit $rc) with $name ($dir/out.log)"
+	fi
+}
+# bias_relu reads the next channel's bias: in bounds, wrong values.
+mutate off-by-one 's/\+ bias\[c\];/+ bias[(c + 1) % Cout];/' 'bias_relu\[[0-9]+\] = '
+# avg_pool reads one element past each plane: past the end of x for the last.
+mutate out-of-bounds 's/s \+= x\[i \* HW \+ p\];/s += x[i * HW + p + 1];/' 'cudasim: error: kernel avg_pool: out-of-bounds'
+
+echo "== gpu-sim 3/4: train --device cuda against --device cpu"
+# The CPU reference takes uint8 batches too (data.batch_dtype uint8, as auto
+# means on the GPU): float32 batches are other data (not rounded to 8 bits).
+train() { # name, args...
+	local name=$1
+	shift
+	LD_LIBRARY_PATH="$sim" timeout 900 "$work/train" --config configs/quickstart.yaml --out "$work/run-$name" \
+		--train.progress plain --data.batch_dtype uint8 "$@" >"$work/run-$name.log" 2>&1
+}
+compare() { # name, reference, cmpweights flags, what
+	local name=$1 ref=$2 flags=$3 what=$4 out
+	if [ "$(stand_in_errors "$work/run-$name.log")" != 0 ]; then
+		fail "$name" "the stand-in reported errors ($work/run-$name.log)"
+	elif out=$("$work/cmpweights" $flags "$work/run-$name" "$work/run-$ref"); then
+		echo "$name: $out"
+		summary+=("$what: weights $(echo "$out" | sed -E 's/.*difference ([^ ]+) .*/\1/'), loss $(echo "$out" | sed -E 's/.*\(([^ ]+) relative\)$/\1/')")
+	else
+		fail "$name" "$out"
+	fi
+}
+# a) 10 steps (the quickstart's model and augmentation on 64 images per class):
+#    the whole trainer path, weights within 1e-4 relative of the CPU's.
+short=(--epochs 1 --data.synthetic.train 64 --data.synthetic.val 16)
+train short-cpu --device cpu "${short[@]}" || fail short-cpu "exit $? ($work/run-short-cpu.log)"
+for mode in on off; do
+	[ "$mode" = on ] && sw=true || sw=false
+	if train "short-cuda-$mode" --device cuda --pin-memory=$sw --non-blocking=$sw "${short[@]}"; then
+		compare "short-cuda-$mode" short-cpu "-tol 1e-4 -loss-tol 1e-4" "10 steps cuda $mode vs cpu"
+	else
+		fail "short-cuda-$mode" "exit $? ($work/run-short-cuda-$mode.log)"
+	fi
+done
+# b) the quickstart, 2 epochs (126 steps). Training amplifies rounding: on the
+#    CPU alone, moving augment.mean[0] by 1e-7 changes the final weights by
+#    ~6e-2 (relative, largest tensor) and the last train loss by 1.5e-2. So
+#    the GPU run must end with the CPU's loss to 5e-2 relative; its weight
+#    difference is printed beside the CPU's own sensitivity (the nudged run).
+train cpu --device cpu --epochs 2 || fail train-cpu "exit $? ($work/run-cpu.log)"
+train cpu-nudged --device cpu --epochs 2 --augment.mean=0.4850001,0.456,0.406 || fail train-cpu-nudged "exit $?"
+compare cpu-nudged cpu "-tol 1 -loss-tol 1" "2 epochs cpu with mean[0]+1e-7 vs cpu"
+for mode in on off; do
+	[ "$mode" = on ] && sw=true || sw=false
+	s=$(date +%s)
+	if train "cuda-$mode" --device cuda --pin-memory=$sw --non-blocking=$sw --epochs 2; then
+		grep -m1 '^device:' "$work/run-cuda-$mode.log"
+		grep '^epoch 2/2 ' "$work/run-cuda-$mode.log" | tr '\r' '\n' | grep 'train loss' | tail -1
+		compare "cuda-$mode" cpu "-tol 1 -loss-tol 5e-2" "2 epochs cuda $mode ($(($(date +%s) - s)) s) vs cpu"
+	else
+		fail "train-cuda-$mode" "exit $? ($work/run-cuda-$mode.log)"
+		tail -5 "$work/run-cuda-$mode.log"
+	fi
+done
+
+echo "== gpu-sim 4/4: train bench --device cuda --epochs 1"
+log="$work/bench.log"
+LD_LIBRARY_PATH="$sim" timeout 900 "$work/train" bench --device cuda --epochs 1 --rounds 1 --python "" --out "$work/bench" >"$log" 2>&1
+rc=$?
+cat "$work/bench/bench.md" 2>/dev/null
+variants=$(grep -c '^| stoke ' "$work/bench/bench.md" 2>/dev/null)
+if [ "$rc" = 0 ] && [ "${variants:-0}" -ge 5 ] && [ "$(stand_in_errors "$log")" = 0 ]; then
+	summary+=("bench: $variants variants")
+else
+	fail bench "exit $rc, ${variants:-0} variants in bench.md ($log)"
+	tail -5 "$log"
+fi
+
+verdict=PASS
+[ "$failed" = 0 ] || verdict=FAIL
+line=$(printf '%s; ' "${summary[@]}")
+echo "gpu-sim: $verdict in $(($(date +%s) - t0)) s: ${line%; } (logs in $work)"
+exit "$failed"
