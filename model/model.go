@@ -28,7 +28,7 @@ type Options struct {
 	// The rest is off at its zero value, which is the original SGD.
 	Optimizer          string  // "" or OptimizerSGD, or OptimizerAdamW
 	Nesterov           bool    // SGD: Nesterov momentum
-	Beta1, Beta2, Eps  float32 // AdamW; 0 means PyTorch's default (0.9, 0.999, 1e-8)
+	Beta1, Beta2, Eps  float32 // AdamW; all three 0: PyTorch's defaults (0.9, 0.999, 1e-8)
 	NoDecayNormAndBias bool    // no weight decay on BatchNorm parameters and biases
 	LabelSmoothing     float32 // CrossEntropyLoss(label_smoothing=…), in [0, 1)
 }

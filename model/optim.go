@@ -44,18 +44,12 @@ func (o Options) validate() error {
 	return nil
 }
 
+// adam returns β1, β2 and eps: PyTorch's defaults when all three are 0.
 func (o Options) adam() (b1, b2, eps float32) {
-	b1, b2, eps = o.Beta1, o.Beta2, o.Eps
-	if b1 == 0 {
-		b1 = 0.9
+	if o.Beta1 == 0 && o.Beta2 == 0 && o.Eps == 0 {
+		return 0.9, 0.999, 1e-8
 	}
-	if b2 == 0 {
-		b2 = 0.999
-	}
-	if eps == 0 {
-		eps = 1e-8
-	}
-	return b1, b2, eps
+	return o.Beta1, o.Beta2, o.Eps
 }
 
 // update takes one optimizer step on every parameter.

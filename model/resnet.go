@@ -70,10 +70,9 @@ func (s Spec) layout() (resnetLayout, error) {
 	case "resnet20", "resnet32", "resnet56":
 		n := map[string]int{"resnet20": 3, "resnet32": 5, "resnet56": 9}[s.Arch]
 		l.widths, l.blocks = []int{16, 32, 64}, []int{n, n, n}
+		// Their stem is always the 3x3 conv without max-pool; Stem is
+		// not read (the config's default, imagenet, is for resnet18/34).
 		l.stemWidth, l.stemKernel, l.stemStride = 16, 3, 1
-		if s.Stem != "" && s.Stem != StemCIFAR {
-			return l, fmt.Errorf("model.stem: %s has only the cifar stem (3x3 conv, no max-pool), got %q", s.Arch, s.Stem)
-		}
 	default:
 		return l, fmt.Errorf("model.arch: must be one of %s, got %q", strings.Join(Archs, ", "), s.Arch)
 	}
