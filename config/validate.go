@@ -116,10 +116,11 @@ func (c *Config) Validate() error {
 		bad("augment.eval_resize_ratio", "must be in (0,1], got %v", a.EvalResizeRatio)
 	}
 
-	if len(c.Model.Conv) == 0 {
+	if c.Model.Arch != model.ArchCNN {
+		// model.conv is not read
+	} else if len(c.Model.Conv) == 0 {
 		bad("model.conv", "needs at least one conv block")
-	}
-	if n := len(c.Model.Conv); n > MaxConvBlocks {
+	} else if n := len(c.Model.Conv); n > MaxConvBlocks {
 		bad("model.conv", "has %d conv blocks; at most %d (building the graph grows faster than the blocks: 256 take 0.2 s, 100000 never finished)", n, MaxConvBlocks)
 	} else {
 		side, pools := d.ImageSize, 0 // the side of each block's input

@@ -68,6 +68,17 @@ func (c *Conv2d) col(worker int) []float32 {
 	return c.cols[worker]
 }
 
+// span is the range [lo, hi) of output columns ox whose input column
+// ox·S − P + k lies inside a row of width W.
+func span(Wo, W, S, P, k int) (lo, hi int) {
+	lo = max(0, (P-k+S-1)/S)
+	hi = min(Wo, (W-1+P-k)/S+1)
+	if (W-1+P-k) < 0 {
+		hi = 0
+	}
+	return lo, max(lo, hi)
+}
+
 // im2col writes the (Cin·K·K, Ho·Wo) matrix of one sample x into col.
 func (c *Conv2d) im2col(x, col []float32) {
 	H, W, Ho, Wo, K, S, P := c.H, c.W, c.Ho, c.Wo, c.K, c.Stride, c.Pad
@@ -78,20 +89,25 @@ func (c *Conv2d) im2col(x, col []float32) {
 			for kx := 0; kx < K; kx++ {
 				dst := col[r*Ho*Wo : (r+1)*Ho*Wo]
 				r++
+				lo, hi := span(Wo, W, S, P, kx)
 				for oy := 0; oy < Ho; oy++ {
 					iy := oy*S - P + ky
 					row := dst[oy*Wo : (oy+1)*Wo]
-					if iy < 0 || iy >= H {
+					if iy < 0 || iy >= H || lo >= hi {
 						clear(row)
 						continue
 					}
+					clear(row[:lo])
+					clear(row[hi:])
 					src := plane[iy*W : (iy+1)*W]
-					for ox := range row {
-						if ix := ox*S - P + kx; ix >= 0 && ix < W {
-							row[ox] = src[ix]
-						} else {
-							row[ox] = 0
-						}
+					ix := lo*S - P + kx
+					if S == 1 {
+						copy(row[lo:hi], src[ix:ix+hi-lo])
+						continue
+					}
+					for ox := lo; ox < hi; ox++ {
+						row[ox] = src[ix]
+						ix += S
 					}
 				}
 			}
@@ -111,16 +127,24 @@ func (c *Conv2d) col2im(col, dx []float32) {
 			for kx := 0; kx < K; kx++ {
 				src := col[r*Ho*Wo : (r+1)*Ho*Wo]
 				r++
+				lo, hi := span(Wo, W, S, P, kx)
+				if lo >= hi {
+					continue
+				}
 				for oy := 0; oy < Ho; oy++ {
 					iy := oy*S - P + ky
 					if iy < 0 || iy >= H {
 						continue
 					}
 					dst := plane[iy*W : (iy+1)*W]
-					for ox, v := range src[oy*Wo : (oy+1)*Wo] {
-						if ix := ox*S - P + kx; ix >= 0 && ix < W {
-							dst[ix] += v
-						}
+					ix := lo*S - P + kx
+					if S == 1 {
+						addTo(dst[ix:ix+hi-lo], src[oy*Wo+lo:oy*Wo+hi])
+						continue
+					}
+					for _, v := range src[oy*Wo+lo : oy*Wo+hi] {
+						dst[ix] += v
+						ix += S
 					}
 				}
 			}

@@ -132,29 +132,50 @@ func (bn *BatchNorm) Backward(x, gamma, y, dy, dx, dgamma, dbeta []float32) {
 //	dβ = Σ g,  dγ = Σ g·x̂,  dx = γ·invstd/N · (N·g − dβ − x̂·dγ)
 func (bn *BatchNorm) backwardChannel(_, c int) {
 	mean, invstd := bn.mean[c], bn.invstd[c]
-	g := func(j int, y, dy []float32) float64 {
-		if bn.ReLU && y[j] <= 0 {
-			return 0
-		}
-		return float64(dy[j])
-	}
+	// Σ g and Σ g·x (x̂ = (x − mean)·invstd, so Σ g·x̂ = (Σ g·x − mean·Σ g)·invstd),
+	// each plane summed in float32 and the planes in float64.
 	var sg, sgx float64
 	for i := 0; i < bn.n; i++ {
 		x, y, dy := bn.plane(bn.x, i, c), bn.plane(bn.y, i, c), bn.plane(bn.dy, i, c)
-		for j, v := range x {
-			gj := g(j, y, dy)
-			sg += gj
-			sgx += gj * (float64(v) - mean) * invstd
+		var pg, pgx float32
+		if bn.ReLU {
+			for j, v := range x {
+				if y[j] > 0 {
+					pg += dy[j]
+					pgx += dy[j] * v
+				}
+			}
+		} else {
+			for j, v := range x {
+				pg += dy[j]
+				pgx += dy[j] * v
+			}
 		}
+		sg += float64(pg)
+		sgx += float64(pgx)
 	}
+	sgx = (sgx - mean*sg) * invstd
 	bn.dbeta[c], bn.dgamma[c] = float32(sg), float32(sgx)
 	cnt := float64(bn.n * bn.HW)
+	// dx = k·(N·g − Σg − x̂·Σgx̂) = a·g + b·x + d
 	k := float64(bn.gamma[c]) * invstd / cnt
+	a := float32(k * cnt)
+	bx := float32(-k * sgx * invstd)
+	d := float32(-k*sg + k*sgx*invstd*mean)
 	for i := 0; i < bn.n; i++ {
 		x, y, dy, dx := bn.plane(bn.x, i, c), bn.plane(bn.y, i, c), bn.plane(bn.dy, i, c), bn.plane(bn.dx, i, c)
-		for j, v := range x {
-			xh := (float64(v) - mean) * invstd
-			dx[j] = float32(k * (cnt*g(j, y, dy) - sg - xh*sgx))
+		if bn.ReLU {
+			for j, v := range x {
+				g := dy[j]
+				if !(y[j] > 0) {
+					g = 0
+				}
+				dx[j] = a*g + bx*v + d
+			}
+		} else {
+			for j, v := range x {
+				dx[j] = a*dy[j] + bx*v + d
+			}
 		}
 	}
 }
