@@ -73,7 +73,7 @@ func (c *Conv2d) col(worker int) []float32 {
 func span(Wo, W, S, P, k int) (lo, hi int) {
 	lo = max(0, (P-k+S-1)/S)
 	hi = min(Wo, (W-1+P-k)/S+1)
-	if (W-1+P-k) < 0 {
+	if (W - 1 + P - k) < 0 {
 		hi = 0
 	}
 	return lo, max(lo, hi)
