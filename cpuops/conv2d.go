@@ -9,8 +9,10 @@ import (
 // Conv2d is PyTorch's Conv2d(Cin, Cout, K, stride, padding, bias=False) for
 // a fixed input shape: the convolution of the ResNets, where a BatchNorm
 // follows and no bias or ReLU is fused. Each sample's im2col matrix
-// (Cin·K·K, Ho·Wo) is built in a worker's scratch (a 1x1 stride-1 conv
-// reads x itself) and multiplied as in Conv. The filter gradient is summed
+// (Cin·K·K, Ho·Wo) is built in a worker's scratch and multiplied as in
+// Conv; the stride-1, pad-K/2 case (every 3x3 conv of a block but a
+// stage's first, and 1x1 stride 1) runs on Conv's own kernels, whose im2col
+// is packed straight into the GEMM's panels. The filter gradient is summed
 // in fixed groups of samples, so results do not depend on the core count.
 type Conv2d struct {
 	B, Cin, H, W, Cout, K, Stride, Pad int
@@ -22,6 +24,12 @@ type Conv2d struct {
 	groups, perGroup        int
 
 	x, w, y, dy, dx []float32 // the running job's arguments
+
+	// same is the stride-1, pad-K/2 case, run by Conv's kernels (its im2col
+	// is packed straight into the GEMM panels, never stored); db is the
+	// bias gradient it sums alongside, unused.
+	same *Conv
+	db   []float32
 }
 
 // NewConv2d returns the kernels for a convolution of this shape.
@@ -41,6 +49,13 @@ func NewConv2d(b, cin, h, w, cout, k, stride, pad int) (*Conv2d, error) {
 	c.perGroup = (b + c.groups - 1) / c.groups
 	c.groups = (b + c.perGroup - 1) / c.perGroup
 	c.bwdFilter.fn, c.bwdFilter.n = c.backwardFilterGroup, c.groups
+	if stride == 1 && k%2 == 1 && pad == k/2 {
+		var err error
+		if c.same, err = newLinearConv(b, cin, h, w, cout, k); err != nil {
+			return nil, err
+		}
+		c.db = make([]float32, cout)
+	}
 	return c, nil
 }
 
@@ -49,9 +64,6 @@ func (c *Conv2d) InLen() int  { return c.B * c.Cin * c.H * c.W }
 func (c *Conv2d) OutLen() int { return c.B * c.Cout * c.Ho * c.Wo }
 
 func (c *Conv2d) ckk() int { return c.Cin * c.K * c.K }
-
-// direct is a 1x1 stride-1 conv: the im2col matrix is x itself.
-func (c *Conv2d) direct() bool { return c.K == 1 && c.Stride == 1 && c.Pad == 0 }
 
 // start sizes the per-worker scratch before a job of n items runs (the
 // workers then touch only their own slot) and returns the worker count.
@@ -155,6 +167,10 @@ func (c *Conv2d) col2im(col, dx []float32) {
 // Forward computes y = conv(x, w), w (Cout,Cin,K,K).
 func (c *Conv2d) Forward(x, w, y []float32) {
 	c.check("Forward", x, w, y)
+	if c.same != nil {
+		c.same.Forward(x, w, nil, y)
+		return
+	}
 	c.x, c.w, c.y = x, w, y
 	c.fwd.run(c.start(c.B))
 	c.x, c.w, c.y = nil, nil, nil
@@ -164,17 +180,18 @@ func (c *Conv2d) forwardSample(worker, i int) {
 	hw, ohw, ckk := c.H*c.W, c.Ho*c.Wo, c.ckk()
 	x := c.x[i*c.Cin*hw : (i+1)*c.Cin*hw]
 	y := c.y[i*c.Cout*ohw : (i+1)*c.Cout*ohw]
-	col := x
-	if !c.direct() {
-		col = c.col(worker)
-		c.im2col(x, col)
-	}
+	col := c.col(worker)
+	c.im2col(x, col)
 	gemm.Sgemm(false, false, c.Cout, ohw, ckk, 1, c.w, ckk, col, ohw, 0, y, ohw)
 }
 
 // BackwardData computes dx from the weights and the output gradient dy.
 func (c *Conv2d) BackwardData(w, dy, dx []float32) {
 	c.check("BackwardData", dx, w, dy)
+	if c.same != nil {
+		c.same.BackwardData(w, dy, dy, dx)
+		return
+	}
 	c.w, c.dy, c.dx = w, dy, dx
 	c.bwdData.run(c.start(c.B))
 	c.w, c.dy, c.dx = nil, nil, nil
@@ -184,10 +201,6 @@ func (c *Conv2d) backwardDataSample(worker, i int) {
 	hw, ohw, ckk := c.H*c.W, c.Ho*c.Wo, c.ckk()
 	dy := c.dy[i*c.Cout*ohw : (i+1)*c.Cout*ohw]
 	dx := c.dx[i*c.Cin*hw : (i+1)*c.Cin*hw]
-	if c.direct() {
-		gemm.Sgemm(true, false, c.Cin, hw, c.Cout, 1, c.w, ckk, dy, ohw, 0, dx, hw)
-		return
-	}
 	col := c.col(worker)
 	gemm.Sgemm(true, false, ckk, ohw, c.Cout, 1, c.w, ckk, dy, ohw, 0, col, ohw)
 	c.col2im(col, dx)
@@ -196,6 +209,10 @@ func (c *Conv2d) backwardDataSample(worker, i int) {
 // BackwardFilter computes dw, summed over the batch, from x and dy.
 func (c *Conv2d) BackwardFilter(x, dy, dw []float32) {
 	c.check("BackwardFilter", x, dw, dy)
+	if c.same != nil {
+		c.same.BackwardFilter(x, dy, dy, dw, c.db)
+		return
+	}
 	c.x, c.dy = x, dy
 	n := c.Cout * c.ckk()
 	c.groupDW = grow(c.groupDW, c.groups*n)
@@ -213,11 +230,8 @@ func (c *Conv2d) backwardFilterGroup(worker, g int) {
 	for i := g * c.perGroup; i < min(c.B, (g+1)*c.perGroup); i++ {
 		x := c.x[i*c.Cin*hw : (i+1)*c.Cin*hw]
 		dy := c.dy[i*c.Cout*ohw : (i+1)*c.Cout*ohw]
-		col := x
-		if !c.direct() {
-			col = c.col(worker)
-			c.im2col(x, col)
-		}
+		col := c.col(worker)
+		c.im2col(x, col)
 		var beta float32
 		if i > g*c.perGroup {
 			beta = 1
