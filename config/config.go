@@ -64,18 +64,31 @@ type Augment struct {
 	EvalResizeRatio float64   `yaml:"eval_resize_ratio" help:"evaluation: resize the shorter side to image_size/ratio, then centre-crop"`
 }
 
-// Model is the CNN's shape; its input size and class count come from data.
+// Model is the network's shape; its input size and class count come from data.
 type Model struct {
-	Conv []model.ConvSpec `yaml:"conv" help:"conv blocks (at most 256), each {channels, kernel (odd, at most the side of its input), pool}; then global average pool and a linear head"`
+	Arch string           `yaml:"arch" help:"cnn (the conv blocks of model.conv), resnet18 or resnet34 (torchvision's ResNets, with model.stem), resnet20, resnet32 or resnet56 (He et al.'s CIFAR ResNets, projection shortcuts); names and layouts of the weights are torchvision's"`
+	Stem string           `yaml:"stem" help:"resnet18/34 stem: imagenet (7x7 stride-2 conv and 3x3 stride-2 max-pool, for ~224 px) or cifar (3x3 stride-1 conv, no max-pool, for ~32 px); the CIFAR ResNets always use the cifar stem"`
+	Conv []model.ConvSpec `yaml:"conv" help:"model.arch cnn: conv blocks (at most 256), each {channels, kernel (odd, at most the side of its input), pool}; then global average pool and a linear head"`
 }
 
-// Optim is SGD and its learning-rate schedule.
+// Optim is the optimizer, the loss's label smoothing and the
+// learning-rate schedule.
 type Optim struct {
-	LR           float64 `yaml:"lr" help:"peak learning rate" flag:"lr"`
-	Momentum     float64 `yaml:"momentum" help:"SGD momentum"`
-	WeightDecay  float64 `yaml:"weight_decay" help:"L2 weight decay"`
-	WarmupEpochs float64 `yaml:"warmup_epochs" help:"linear warm-up from 0 to lr over this many epochs"`
-	MinLR        float64 `yaml:"min_lr" help:"learning rate at the end of the cosine decay"`
+	Optimizer        string    `yaml:"optimizer" help:"sgd (torch.optim.SGD) or adamw (torch.optim.AdamW: decoupled weight decay)"`
+	LR               float64   `yaml:"lr" help:"peak learning rate" flag:"lr"`
+	Momentum         float64   `yaml:"momentum" help:"SGD momentum"`
+	Nesterov         bool      `yaml:"nesterov" help:"SGD: Nesterov momentum (needs momentum > 0)"`
+	Betas            []float64 `yaml:"betas" help:"AdamW: the two moment decay rates, each in [0,1)"`
+	Eps              float64   `yaml:"eps" help:"AdamW: added to the denominator"`
+	WeightDecay      float64   `yaml:"weight_decay" help:"weight decay: L2 added to the gradient (sgd) or decoupled, w -= lr*wd*w (adamw)"`
+	DecayNormAndBias bool      `yaml:"decay_norm_and_bias" help:"false: no weight decay on BatchNorm weights and biases or on any bias (torchvision's norm_weight_decay 0)"`
+	LabelSmoothing   float64   `yaml:"label_smoothing" help:"CrossEntropyLoss label_smoothing in [0,1): the target is (1-e)*onehot + e/classes"`
+	WarmupEpochs     float64   `yaml:"warmup_epochs" help:"linear warm-up from 0 to lr over this many epochs"`
+	Schedule         string    `yaml:"schedule" help:"after warm-up: cosine (to min_lr at the last step), step (times gamma every step_epochs) or multistep (times gamma at each of milestones)"`
+	MinLR            float64   `yaml:"min_lr" help:"learning rate at the end of the cosine decay"`
+	StepEpochs       int       `yaml:"step_epochs" help:"schedule step: epochs between decays"`
+	Milestones       []int     `yaml:"milestones" help:"schedule multistep: the epochs at which the learning rate is multiplied by gamma, increasing"`
+	Gamma            float64   `yaml:"gamma" help:"schedule step and multistep: the factor of each decay"`
 }
 
 // Train is the loop: how long, where, and where results go.
@@ -128,12 +141,14 @@ func Default() Config {
 			Std:             []float64{0.229, 0.224, 0.225},
 			EvalResizeRatio: 0.875,
 		},
-		Model: Model{Conv: []model.ConvSpec{
+		Model: Model{Arch: model.ArchCNN, Stem: model.StemImageNet, Conv: []model.ConvSpec{
 			{Channels: 16, Kernel: 3, Pool: true},
 			{Channels: 32, Kernel: 3, Pool: true},
 			{Channels: 64, Kernel: 3},
 		}},
-		Optim: Optim{LR: 0.1, Momentum: 0.9, WeightDecay: 5e-4, WarmupEpochs: 1},
+		Optim: Optim{Optimizer: model.OptimizerSGD, LR: 0.1, Momentum: 0.9, Betas: []float64{0.9, 0.999}, Eps: 1e-8,
+			WeightDecay: 5e-4, DecayNormAndBias: true, WarmupEpochs: 1, Schedule: "cosine",
+			StepEpochs: 30, Milestones: []int{}, Gamma: 0.1},
 		Train: Train{Epochs: 12, Device: "cpu", Seed: 1, Out: "runs/default", Progress: "auto", KeepCkpts: 2,
 			Dist: "auto", DistTimeout: 300, DistBucketMB: 25},
 	}

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
+	"strings"
 
 	"stoke/data"
+	"stoke/model"
 )
 
 // Limits that no machine this runs on reaches; beyond them a setting is a
@@ -113,10 +116,11 @@ func (c *Config) Validate() error {
 		bad("augment.eval_resize_ratio", "must be in (0,1], got %v", a.EvalResizeRatio)
 	}
 
-	if len(c.Model.Conv) == 0 {
+	if c.Model.Arch != model.ArchCNN {
+		// model.conv is not read
+	} else if len(c.Model.Conv) == 0 {
 		bad("model.conv", "needs at least one conv block")
-	}
-	if n := len(c.Model.Conv); n > MaxConvBlocks {
+	} else if n := len(c.Model.Conv); n > MaxConvBlocks {
 		bad("model.conv", "has %d conv blocks; at most %d (building the graph grows faster than the blocks: 256 take 0.2 s, 100000 never finished)", n, MaxConvBlocks)
 	} else {
 		side, pools := d.ImageSize, 0 // the side of each block's input
@@ -138,7 +142,65 @@ func (c *Config) Validate() error {
 		}
 	}
 
+	if !slices.Contains(model.Archs, c.Model.Arch) {
+		bad("model.arch", "must be one of %s, got %q", strings.Join(model.Archs, ", "), c.Model.Arch)
+	} else if c.Model.Arch != model.ArchCNN && c.Train.Device == "cuda" {
+		// The CUDA engine (cudaops) is the plain CNN's own executor until
+		// "One model, two engines" (issue 12) runs every arch on it.
+		bad("model.arch", "%s runs on the cpu device only: the cuda engine has the cnn alone so far; use --device cpu, or model.arch cnn", c.Model.Arch)
+	}
+	if c.Model.Stem != model.StemImageNet && c.Model.Stem != model.StemCIFAR {
+		bad("model.stem", "must be %s or %s, got %q", model.StemImageNet, model.StemCIFAR, c.Model.Stem)
+	}
+	if c.Model.Arch != model.ArchCNN && c.Model.Arch != "" {
+		spec := c.ModelSpec(2)
+		if err := spec.Validate(); err != nil {
+			bad("data.image_size", "%d: %v", d.ImageSize, err)
+		}
+	}
+
 	o := &c.Optim
+	if o.Optimizer != model.OptimizerSGD && o.Optimizer != model.OptimizerAdamW {
+		bad("optim.optimizer", "must be %s or %s, got %q", model.OptimizerSGD, model.OptimizerAdamW, o.Optimizer)
+	}
+	if o.Nesterov && (o.Optimizer != model.OptimizerSGD || !(o.Momentum > 0)) {
+		bad("optim.nesterov", "needs optim.optimizer sgd and optim.momentum > 0")
+	}
+	if len(o.Betas) != 2 {
+		bad("optim.betas", "must be two numbers [beta1, beta2], got %d", len(o.Betas))
+	} else {
+		for i, b := range o.Betas {
+			if !(b >= 0 && b < 1) {
+				bad(fmt.Sprintf("optim.betas[%d]", i), "must be in [0,1), got %v", b)
+			}
+		}
+	}
+	if finite("optim.eps", o.Eps) && !(o.Eps > 0) {
+		bad("optim.eps", "must be > 0, got %v", o.Eps)
+	}
+	if finite("optim.label_smoothing", o.LabelSmoothing) && (o.LabelSmoothing < 0 || o.LabelSmoothing >= 1) {
+		bad("optim.label_smoothing", "must be in [0,1), got %v", o.LabelSmoothing)
+	}
+	switch o.Schedule {
+	case "cosine":
+	case "step":
+		positive("optim.step_epochs", o.StepEpochs)
+	case "multistep":
+		if len(o.Milestones) == 0 {
+			bad("optim.milestones", "schedule multistep needs at least one milestone epoch")
+		}
+		for i, e := range o.Milestones {
+			if e < 1 || (i > 0 && e <= o.Milestones[i-1]) {
+				bad("optim.milestones", "must be increasing epochs >= 1, got %v", o.Milestones)
+				break
+			}
+		}
+	default:
+		bad("optim.schedule", "must be cosine, step or multistep, got %q", o.Schedule)
+	}
+	if finite("optim.gamma", o.Gamma) && !(o.Gamma > 0) {
+		bad("optim.gamma", "must be > 0, got %v", o.Gamma)
+	}
 	if finite("optim.lr", o.LR) && o.LR <= 0 {
 		bad("optim.lr", "must be > 0, got %v", o.LR)
 	}

@@ -7,7 +7,7 @@ import (
 )
 
 // Names lists the shipped configs by name, without ".yaml": "blog",
-// "quickstart", "ref-cnn".
+// "quickstart", "ref-cnn", "resnet18", "resnet20-cifar".
 func Names() []string {
 	files, _ := fs.Glob(FS, "*.yaml")
 	names := make([]string, len(files))

@@ -34,6 +34,9 @@ const graphBytesPerBlock = 32 << 10
 // not validate spec; call it on a valid one. The CUDA engine holds about
 // the same tensors in device memory.
 func EstimateMemory(spec Spec, batch, threads int) Memory {
+	if spec.IsResNet() {
+		return estimateResNet(spec, batch, threads)
+	}
 	const f32 = 4
 	B := float64(batch)
 	workers := float64(max(1, min(batch, threads)))
@@ -63,6 +66,58 @@ func EstimateMemory(spec Spec, batch, threads int) Memory {
 	head := cin*float64(spec.Classes) + float64(spec.Classes)
 	m.Params += 4 * head * f32
 	m.Activations += 3 * B * float64(spec.Classes) * f32 // logits, target, their gradient
+	return m
+}
+
+// estimateResNet follows the ResNets' allocations: per conv, its output,
+// the BatchNorm's output and both their gradients, the gradient of its
+// input, the im2col scratch per worker and the filter-gradient groups; per
+// block, the residual join's output and gradient and the sum gorgonia
+// allocates for the fan-out.
+func estimateResNet(spec Spec, batch, threads int) Memory {
+	const f32 = 4
+	l, err := spec.layout()
+	if err != nil {
+		return Memory{}
+	}
+	B := float64(batch)
+	workers := float64(max(1, min(batch, threads)))
+	var m Memory
+	m.Activations = B * 3 * float64(spec.InputSize*spec.InputSize) * f32
+	conv := func(cin, size, cout, k, stride int) int {
+		out := convOut(size, k, stride, k/2)
+		params := float64(cout * cin * k * k)
+		m.Params += (4*params + 6*float64(cout)) * f32 // w, grad, momentum, a checkpoint's copy; BN's
+		o := B * float64(cout*out*out)
+		m.Activations += (4*o + B*float64(cin*size*size)) * f32
+		m.Scratch += (workers*float64(cin*k*k*out*out) + min(B, 8)*params) * f32
+		m.Graph += graphBytesPerBlock
+		return out
+	}
+	size := conv(3, spec.InputSize, l.stemWidth, l.stemKernel, l.stemStride)
+	cin := l.stemWidth
+	if l.maxPool {
+		size = convOut(size, 3, 2, 1)
+		m.Activations += 3 * B * float64(cin*size*size) * f32
+	}
+	for s, w := range l.widths {
+		for b := 0; b < l.blocks[s]; b++ {
+			stride := 1
+			if s > 0 && b == 0 {
+				stride = 2
+			}
+			out := conv(cin, size, w, 3, stride)
+			conv(w, out, w, 3, 1)
+			if stride != 1 || cin != w {
+				conv(cin, size, w, 1, stride)
+			}
+			m.Activations += 3 * B * float64(w*out*out) * f32
+			cin, size = w, out
+		}
+	}
+	head := float64(cin*spec.Classes + spec.Classes)
+	m.Params += 4 * head * f32
+	m.Activations += 3 * B * float64(spec.Classes) * f32
 	return m
 }
 

@@ -20,6 +20,8 @@ func TestEstimateMemoryFollowsTheEngine(t *testing.T) {
 		{"quickstart", Spec{InputSize: 32, Classes: 10, Conv: []ConvSpec{{16, 3, true}, {32, 3, true}, {64, 3, false}}}, 64},
 		{"wide kernel", Spec{InputSize: 24, Classes: 10, Conv: []ConvSpec{{32, 9, false}, {32, 9, true}}}, 16},
 		{"many channels", Spec{InputSize: 8, Classes: 10, Conv: []ConvSpec{{256, 3, false}, {256, 3, false}}}, 8},
+		{"resnet20", Spec{Arch: "resnet20", InputSize: 32, Classes: 10}, 32},
+		{"resnet18 imagenet stem", Spec{Arch: "resnet18", InputSize: 64, Classes: 10}, 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			threads := runtime.GOMAXPROCS(0)

@@ -96,9 +96,10 @@ func (m *Model) trainStepSync(x []float32, labels []int32, n int, lr float32) (S
 			return StepResult{}, fmt.Errorf("model.TrainStep: %w in the synchronized gradient of %s (another rank's loss diverged); parameters not updated", ErrNonFiniteLoss, p.name)
 		}
 	}
-	for i, p := range m.params {
-		SGDUpdate(p.data, grads[i], p.mom, lr, m.opt.Momentum, m.opt.WeightDecay, m.steps == 0)
+	if n > 0 { // per-rank BatchNorm statistics, as PyTorch DDP keeps them
+		m.commitBN()
 	}
+	m.update(grads, lr)
 	m.steps++
 	r := StepResult{Loss: float64(loss)}
 	K := m.spec.Classes

@@ -23,7 +23,14 @@ type Options struct {
 	Batch       int     // B: the graph's fixed batch size
 	Seed        uint64  // seeds the initial weights
 	Momentum    float32 // SGD momentum (0: plain SGD)
-	WeightDecay float32 // L2 penalty added to every parameter's gradient
+	WeightDecay float32 // L2 penalty added to every parameter's gradient (AdamW: decoupled)
+
+	// The rest is off at its zero value, which is the original SGD.
+	Optimizer          string  // "" or OptimizerSGD, or OptimizerAdamW
+	Nesterov           bool    // SGD: Nesterov momentum
+	Beta1, Beta2, Eps  float32 // AdamW; all three 0: PyTorch's defaults (0.9, 0.999, 1e-8)
+	NoDecayNormAndBias bool    // no weight decay on BatchNorm parameters and biases
+	LabelSmoothing     float32 // CrossEntropyLoss(label_smoothing=…), in [0, 1)
 }
 
 // StepResult is what one training step reports.
@@ -52,7 +59,10 @@ type param struct {
 	node       *G.Node
 	grad       *G.Node
 	data       []float32
-	mom        []float32
+	mom        []float32 // SGD: momentum buffer; AdamW: exp_avg
+	mom2       []float32 // AdamW: exp_avg_sq
+	noDecay    bool      // a BatchNorm parameter or a bias
+	bn         *bnLayer  // set on a BatchNorm's bias: its buffers follow it in the state dict
 	gradData   []float32 // the gradient op's own output buffer (GradSync)
 }
 
@@ -73,6 +83,9 @@ type Model struct {
 	steps   int64 // optimizer steps taken; the first one seeds momentum
 	closed  bool
 	sync    GradSync // between backward and update (data parallel); nil = none
+
+	bns  []*bnLayer // the ResNets' BatchNorms, in state_dict order
+	mode bnMode
 }
 
 // buildMu serialises graph construction: gorgonia's builders share
@@ -95,8 +108,20 @@ func New(spec Spec, opt Options) (*Model, error) {
 	if !(opt.WeightDecay >= 0) || math.IsInf(float64(opt.WeightDecay), 0) {
 		return nil, fmt.Errorf("model.options.weight_decay: must be >= 0, got %v", opt.WeightDecay)
 	}
+	if err := opt.validate(); err != nil {
+		return nil, err
+	}
 	m := &Model{spec: spec, opt: opt}
-	m.initParams()
+	if spec.IsResNet() {
+		m.resnetParams()
+	} else {
+		m.initParams()
+	}
+	if opt.Optimizer == OptimizerAdamW {
+		for _, p := range m.params {
+			p.mom2 = make([]float32, len(p.data))
+		}
+	}
 
 	buildMu.Lock()
 	err := m.build()
@@ -150,18 +175,24 @@ func (m *Model) build() error {
 	var ops opSet
 	h := x
 	var err error
-	in, _ := m.spec.featureSizes()
-	cin := 3
-	for i, c := range m.spec.Conv {
-		w, b := m.params[2*i].node, m.params[2*i+1].node
-		conv, err := cpuops.NewConv(B, cin, in[i], in[i], c.Channels, c.Kernel, c.Pool)
-		if err != nil {
-			return fmt.Errorf("conv%d: %w", i, err)
+	if m.spec.IsResNet() {
+		if h, err = m.buildResNet(&ops, x); err != nil {
+			return err
 		}
-		if h, err = ops.convBlock(conv, h, w, b, i > 0); err != nil {
-			return fmt.Errorf("conv%d: %w", i, err)
+	} else {
+		in, _ := m.spec.featureSizes()
+		cin := 3
+		for i, c := range m.spec.Conv {
+			w, b := m.params[2*i].node, m.params[2*i+1].node
+			conv, err := cpuops.NewConv(B, cin, in[i], in[i], c.Channels, c.Kernel, c.Pool)
+			if err != nil {
+				return fmt.Errorf("conv%d: %w", i, err)
+			}
+			if h, err = ops.convBlock(conv, h, w, b, i > 0); err != nil {
+				return fmt.Errorf("conv%d: %w", i, err)
+			}
+			cin = c.Channels
 		}
-		cin = c.Channels
 	}
 	if h, err = ops.avgPool(h); err != nil {
 		return fmt.Errorf("global average pool: %w", err)
@@ -216,9 +247,8 @@ func (m *Model) TrainStep(x []float32, labels []int32, n int, lr float32) (StepR
 	if err != nil {
 		return StepResult{}, fmt.Errorf("model.TrainStep: %w", err)
 	}
-	for i, p := range m.params {
-		SGDUpdate(p.data, grads[i], p.mom, lr, m.opt.Momentum, m.opt.WeightDecay, m.steps == 0)
-	}
+	m.commitBN()
+	m.update(grads, lr)
 	m.steps++
 	r := StepResult{Loss: float64(loss)}
 	K := m.spec.Classes
@@ -240,6 +270,8 @@ func (m *Model) backward(x []float32, labels []int32, n int) (loss float32, logi
 	if err := m.load(x, labels, n); err != nil {
 		return 0, nil, nil, err
 	}
+	m.mode = bnMode{training: true, n: n}
+	m.stageBN()
 	if err := run(m.train); err != nil {
 		return 0, nil, nil, err
 	}
@@ -297,6 +329,7 @@ func (m *Model) runForward(x []float32, labels []int32, n int) ([]float32, error
 	if err := m.load(x, labels, n); err != nil {
 		return nil, err
 	}
+	m.mode = bnMode{training: false, n: n}
 	if err := run(m.forward); err != nil {
 		return nil, err
 	}
@@ -328,8 +361,22 @@ func (m *Model) load(x []float32, labels []int32, n int) error {
 				return fmt.Errorf("labels[%d] = %d, want 0..%d", i, y, K-1)
 			}
 		}
-		for i, y := range labels[:n] {
-			m.target[i*K+int(y)] = 1 / float32(n)
+		if eps := m.opt.LabelSmoothing; eps != 0 {
+			// CrossEntropyLoss(label_smoothing=ε): the target is
+			// (1−ε)·onehot + ε/K, so the loss is (1−ε)·NLL + ε·mean_k(−log p_k).
+			off := eps / float32(K) / float32(n)
+			on := (1-eps)/float32(n) + off
+			for i, y := range labels[:n] {
+				row := m.target[i*K : (i+1)*K]
+				for j := range row {
+					row[j] = off
+				}
+				row[y] = on
+			}
+		} else {
+			for i, y := range labels[:n] {
+				m.target[i*K+int(y)] = 1 / float32(n)
+			}
 		}
 	}
 	per := len(m.x) / B

@@ -96,10 +96,15 @@ func transpose(a []float32, rows, cols int) []float32 {
 // Params returns copies of the parameters, named and laid out as PyTorch's
 // state_dict of the equivalent nn.Sequential-like net: conv<i>.weight
 // (Cout,Cin,K,K), conv<i>.bias, fc.weight (Classes,C), fc.bias.
+// The ResNets' BatchNorm buffers (running_mean, running_var,
+// num_batches_tracked) follow their layer's bias, as in torchvision's.
 func (m *Model) Params() []NamedTensor {
-	out := make([]NamedTensor, len(m.params))
-	for i, p := range m.params {
-		out[i] = NamedTensor{Name: p.name, Shape: slices.Clone(p.shape), Data: p.get(p.data)}
+	out := make([]NamedTensor, 0, len(m.params)+3*len(m.bns))
+	for _, p := range m.params {
+		out = append(out, NamedTensor{Name: p.name, Shape: slices.Clone(p.shape), Data: p.get(p.data)})
+		if p.bn != nil {
+			out = append(out, p.bn.buffers()...)
+		}
 	}
 	return out
 }
@@ -108,6 +113,9 @@ func (m *Model) Params() []NamedTensor {
 // resume: one "<param>.momentum_buffer" per parameter, in the parameter's
 // layout, and "optimizer.step" (shape [1]), the number of steps taken.
 func (m *Model) OptimizerState() []NamedTensor {
+	if m.opt.Optimizer == OptimizerAdamW {
+		return m.adamState()
+	}
 	out := make([]NamedTensor, 0, len(m.params)+1)
 	for _, p := range m.params {
 		out = append(out, NamedTensor{Name: p.name + MomentumSuffix, Shape: slices.Clone(p.shape), Data: p.get(p.mom)})
@@ -126,10 +134,29 @@ func (m *Model) Load(params, optState []NamedTensor) error {
 	for i, p := range m.params {
 		want[i] = ParamShape{Name: p.name, Shape: p.shape}
 	}
+	params, bufs, err := m.splitBuffers(params)
+	if err != nil {
+		return fmt.Errorf("model.Load: %w", err)
+	}
+	if m.opt.Optimizer == OptimizerAdamW {
+		st, err := CheckState(want, params, nil)
+		if err == nil {
+			err = m.loadAdamState(optState, false)
+		}
+		if err != nil {
+			return fmt.Errorf("model.Load: %w", err)
+		}
+		for _, p := range m.params {
+			p.set(st.Params[p.name])
+		}
+		m.loadBuffers(bufs)
+		return m.loadAdamState(optState, true)
+	}
 	st, err := CheckState(want, params, optState)
 	if err != nil {
 		return fmt.Errorf("model.Load: %w", err)
 	}
+	m.loadBuffers(bufs)
 	for _, p := range m.params {
 		p.set(st.Params[p.name])
 		if st.Momentum != nil {

@@ -10,12 +10,16 @@ type ConvSpec struct {
 	Pool     bool `yaml:"pool" json:"pool"`
 }
 
-// Spec describes the CNN: conv blocks, then global average pool, then a
-// linear head to Classes logits. Input is 3 x InputSize x InputSize.
+// Spec describes the network. Arch "" or "cnn" is the plain CNN: conv
+// blocks, then global average pool, then a linear head to Classes logits.
+// The other archs are the ResNets of resnet.go, and ignore Conv. Input is
+// 3 x InputSize x InputSize.
 type Spec struct {
 	InputSize int        `yaml:"-" json:"input_size"`
 	Classes   int        `yaml:"-" json:"classes"`
 	Conv      []ConvSpec `yaml:"conv" json:"conv"`
+	Arch      string     `yaml:"-" json:"arch,omitempty"`
+	Stem      string     `yaml:"-" json:"stem,omitempty"` // resnet18/34: imagenet or cifar
 }
 
 // Validate checks the spec and returns an error naming the first bad field,
@@ -26,6 +30,9 @@ func (s Spec) Validate() error {
 	}
 	if s.Classes < 2 {
 		return fmt.Errorf("model.classes: must be >= 2, got %d", s.Classes)
+	}
+	if s.Arch != "" && s.Arch != ArchCNN {
+		return s.validateResNet()
 	}
 	if len(s.Conv) == 0 {
 		return fmt.Errorf("model.conv: need at least one conv block")

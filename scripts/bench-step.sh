@@ -2,8 +2,10 @@
 # Side-by-side step time and peak RSS of stoke and PyTorch on the reference
 # CNN (configs/ref-cnn.yaml), in alternating rounds so that both see the same
 # machine load, and the ratio stoke/PyTorch per round and as a median.
+# MODEL=resnet20 (32 px, batch 128) or MODEL=resnet18-cifar (cifar stem, 32 px,
+# batch 64) benchmarks those instead.
 #
-# usage: scripts/bench-step.sh [rounds=3] [threads="1 2"] [steps=10]
+# usage: [MODEL=ref-cnn] scripts/bench-step.sh [rounds=3] [threads="1 2"] [steps=10]
 # needs: go, /usr/bin/python3 with torch (Debian: apt-get install python3-torch)
 set -eu
 rounds=${1:-3}
@@ -14,14 +16,28 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 bin=${STOKE_TRAIN:-$tmp/train}   # STOKE_TRAIN: a train binary already built
 [ -n "${STOKE_TRAIN:-}" ] || go build -o "$bin" ./cmd/train
-"$bin" bench-step --config configs/ref-cnn.yaml --threads 1 --steps 1 --warmup 0 | head -1  # which GEMM
+cfg=configs/ref-cnn.yaml
+targs="--conv 32p,64p,128"
+case ${MODEL:-ref-cnn} in
+ref-cnn) ;;
+resnet20)
+	cfg=$tmp/resnet20.yaml
+	printf 'data: {image_size: 32, batch_size: 128}\nmodel: {arch: resnet20}\n' > "$cfg"
+	targs="--arch resnet20 --size 32 --batch 128" ;;
+resnet18-cifar)
+	cfg=$tmp/resnet18-cifar.yaml
+	printf 'data: {image_size: 32, batch_size: 64}\nmodel: {arch: resnet18, stem: cifar}\n' > "$cfg"
+	targs="--arch resnet18 --stem cifar --size 32 --batch 64" ;;
+*) echo "MODEL must be ref-cnn, resnet20 or resnet18-cifar" >&2; exit 2 ;;
+esac
+"$bin" bench-step --config "$cfg" --threads 1 --steps 1 --warmup 0 | head -2  # which GEMM, which model
 out=$tmp/rows
 : > "$out"
 r=1
 while [ "$r" -le "$rounds" ]; do
 	for t in $threads; do
-		ours=$("$bin" bench-step --config configs/ref-cnn.yaml --threads "$t" --steps "$steps" --json)
-		theirs=$(/usr/bin/python3 scripts/bench_step_pytorch.py --threads "$t" --steps "$steps" --conv 32p,64p,128)
+		ours=$("$bin" bench-step --config "$cfg" --threads "$t" --steps "$steps" --json)
+		theirs=$(/usr/bin/python3 scripts/bench_step_pytorch.py --threads "$t" --steps "$steps" $targs)
 		echo "$r $t $ours $theirs" >> "$out"
 	done
 	r=$((r + 1))

@@ -6,10 +6,14 @@ usage: bench_step_pytorch.py --threads N [--steps 10] [--warmup 2]
        [--size 64] [--batch 64] [--classes 10] [--conv 32p,64p,128]
 
 --conv lists the conv blocks' channels, "p" marking a 2x2 max-pool after.
+--arch resnet18|resnet34 [--stem imagenet|cifar] or resnet20|resnet32|resnet56
+builds that ResNet instead (as scripts/parity_pytorch.py does).
 """
 import argparse
 import json
 import resource
+import os
+import sys
 import time
 
 import torch
@@ -38,10 +42,18 @@ def main():
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--classes", type=int, default=10)
     ap.add_argument("--conv", default="32p,64p,128")
+    ap.add_argument("--arch", default="cnn")
+    ap.add_argument("--stem", default="imagenet")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
-    net = build(a.conv, a.classes)
+    if a.arch == "cnn":
+        net = build(a.conv, a.classes)
+    else:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import parity_pytorch
+        net = parity_pytorch.build(a.arch, a.stem, a.classes)
+    net.train()
     opt = torch.optim.SGD(net.parameters(), lr=1e-3, momentum=0.9, weight_decay=5e-4)
     loss_fn = nn.CrossEntropyLoss()
     x = torch.randn(a.batch, 3, a.size, a.size)

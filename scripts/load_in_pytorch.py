@@ -7,7 +7,9 @@ Needs python3-torch, python3-torchvision and python3-yaml (Debian). Reads model.
 format's specification (8-byte header length, JSON header, raw
 little-endian data: what safetensors.torch.load_file does, which Debian does not package), maps
 stoke's names (conv<i>.weight, conv<i>.bias, fc.weight, fc.bias: PyTorch's layouts) onto an
-nn.Sequential, and reports top-1 on the val split with torchvision's Resize + CenterCrop +
+nn.Sequential (for model.arch cnn; the ResNets are torchvision's resnet18/34, the cifar stem
+after the README's two-line change, or He et al.'s resnet20/32/56 as scripts/parity_pytorch.py
+builds them, loaded with strict=True under the checkpoint's own names), and reports top-1 on the val split with torchvision's Resize + CenterCrop +
 Normalize. Compare with `train eval --checkpoint ...`: the resamplers differ slightly, the
 accuracy should not.
 """
@@ -58,18 +60,24 @@ def main():
     size = cfg["data"]["image_size"]
     mean, std = cfg["augment"]["mean"], cfg["augment"]["std"]
     ratio = cfg["augment"]["eval_resize_ratio"]
-    convs = cfg["model"]["conv"]
-    model = make_model({"conv": convs}, len(state["classes"]))
-    # nn.Sequential names its layers by position; map stoke's names onto them.
-    convs_in_model = [m for m in model if isinstance(m, nn.Conv2d)]
-    sd = {}
-    for j, m in enumerate(model):
-        if isinstance(m, nn.Conv2d):
-            k = convs_in_model.index(m)
-            sd[f"{j}.weight"], sd[f"{j}.bias"] = weights[f"conv{k}.weight"], weights[f"conv{k}.bias"]
-        elif isinstance(m, nn.Linear):
-            sd[f"{j}.weight"], sd[f"{j}.bias"] = weights["fc.weight"], weights["fc.bias"]
-    model.load_state_dict(sd, strict=True)
+    arch = cfg["model"].get("arch", "cnn")
+    if arch != "cnn":
+        from parity_pytorch import build  # noqa: E402
+        model = build(arch, cfg["model"].get("stem", "imagenet"), len(state["classes"]))
+        model.load_state_dict(weights, strict=True)
+    else:
+        convs = cfg["model"]["conv"]
+        model = make_model({"conv": convs}, len(state["classes"]))
+        # nn.Sequential names its layers by position; map stoke's names onto them.
+        convs_in_model = [m for m in model if isinstance(m, nn.Conv2d)]
+        sd = {}
+        for j, m in enumerate(model):
+            if isinstance(m, nn.Conv2d):
+                k = convs_in_model.index(m)
+                sd[f"{j}.weight"], sd[f"{j}.bias"] = weights[f"conv{k}.weight"], weights[f"conv{k}.bias"]
+            elif isinstance(m, nn.Linear):
+                sd[f"{j}.weight"], sd[f"{j}.bias"] = weights["fc.weight"], weights["fc.bias"]
+        model.load_state_dict(sd, strict=True)
     model.eval()
 
     data = args.data

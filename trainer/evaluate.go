@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"stoke/data"
-	"stoke/model"
 )
 
 // EvalReport is what Evaluate measured.
@@ -38,9 +37,7 @@ func Evaluate(ctx context.Context, from, dataRoot string, out io.Writer) (*EvalR
 	if !slices.Equal(valSet.Classes, st.Classes) {
 		return nil, fmt.Errorf("the checkpoint %s was trained on classes %s; the dataset at %s has %s", st.Dir, showClasses(st.Classes), root, showClasses(valSet.Classes))
 	}
-	spec := model.Spec{InputSize: cfg.Data.ImageSize, Classes: len(st.Classes), Conv: cfg.Model.Conv}
-	dev, err := openDevice(spec, model.Options{Batch: cfg.Data.BatchSize, Seed: cfg.Train.Seed,
-		Momentum: float32(cfg.Optim.Momentum), WeightDecay: float32(cfg.Optim.WeightDecay)}, cfg, out)
+	dev, err := openDevice(cfg.ModelSpec(len(st.Classes)), cfg.ModelOptions(), cfg, out)
 	if err != nil {
 		return nil, err
 	}

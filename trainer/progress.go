@@ -21,6 +21,8 @@ type progress struct {
 	total  int
 	done   int
 	last   time.Time
+	start  time.Time     // of this epoch's first step
+	epochT time.Duration // the last whole epoch's length, for the run's ETA
 }
 
 func newProgress(w io.Writer, mode string) *progress {
@@ -36,11 +38,39 @@ func newProgress(w io.Writer, mode string) *progress {
 func (p *progress) EpochStart(epoch, epochs, batches int) {
 	p.epoch, p.epochs, p.total, p.done = epoch, epochs, batches, 0
 	p.last = time.Time{}
+	p.start = time.Now()
+}
+
+// eta is the time left in the run: this epoch's remaining steps at its pace
+// so far, then each remaining epoch as long as the last whole one (or this
+// one, projected, before any has finished). Evaluation time is in the
+// last epoch's length, not in this epoch's projection.
+func (p *progress) eta() time.Duration {
+	if p.done == 0 || p.total == 0 {
+		return 0
+	}
+	elapsed := time.Since(p.start)
+	perStep := elapsed / time.Duration(p.done)
+	left := perStep * time.Duration(max(p.total-p.done, 0))
+	epoch := p.epochT
+	if epoch == 0 {
+		epoch = perStep * time.Duration(p.total)
+	}
+	return left + epoch*time.Duration(max(p.epochs-p.epoch-1, 0))
+}
+
+// fmtETA prints a duration as h:mm:ss, or m:ss under an hour.
+func fmtETA(d time.Duration) string {
+	s := int(d.Round(time.Second) / time.Second)
+	if s >= 3600 {
+		return fmt.Sprintf("%d:%02d:%02d", s/3600, s/60%60, s%60)
+	}
+	return fmt.Sprintf("%d:%02d", s/60, s%60)
 }
 
 func (p *progress) Step(loss, acc, imgPerSec, lr float64) {
 	p.done++
-	status := fmt.Sprintf("loss %.4f acc %5.1f%% %6.0f img/s lr %.4g", loss, 100*acc, imgPerSec, lr)
+	status := fmt.Sprintf("loss %.4f acc %5.1f%% %6.0f img/s lr %.4g eta %s", loss, 100*acc, imgPerSec, lr, fmtETA(p.eta()))
 	switch p.mode {
 	case "bar":
 		if time.Since(p.last) < 100*time.Millisecond && p.done < p.total {
@@ -61,6 +91,9 @@ func (p *progress) Step(loss, acc, imgPerSec, lr float64) {
 }
 
 func (p *progress) EpochDone(m EpochMetrics) {
+	if !p.start.IsZero() {
+		p.epochT = time.Since(p.start)
+	}
 	if p.mode == "none" {
 		return
 	}

@@ -7,9 +7,12 @@ import (
 )
 
 // schedule is the learning rate as a pure function of the global step:
-// linear warm-up to optim.lr over optim.warmup_epochs, then cosine decay to
-// optim.min_lr at the last step. Being a function of the step alone, it
-// resumes exactly.
+// linear warm-up to optim.lr over optim.warmup_epochs, then, by
+// optim.schedule, cosine decay to optim.min_lr at the last step (also when
+// the schedule is unset), or step / multistep decay: lr·gamma^k with k the
+// number of decays whose epoch has begun (every step_epochs epochs, or at
+// each milestone), as PyTorch's StepLR and MultiStepLR stepped once per
+// epoch. Being a function of the step alone, it resumes exactly.
 type schedule struct {
 	cfg           config.Optim
 	stepsPerEpoch int
@@ -24,6 +27,21 @@ func (s schedule) lr(step int) float64 {
 	}
 	if step < warm {
 		return s.cfg.LR * float64(step+1) / float64(warm)
+	}
+	switch s.cfg.Schedule {
+	case "step", "multistep":
+		epoch := step / max(1, s.stepsPerEpoch)
+		k := 0
+		if s.cfg.Schedule == "step" {
+			k = epoch / max(1, s.cfg.StepEpochs)
+		} else {
+			for _, m := range s.cfg.Milestones {
+				if epoch >= m {
+					k++
+				}
+			}
+		}
+		return s.cfg.LR * math.Pow(s.cfg.Gamma, float64(k))
 	}
 	if total-warm <= 1 {
 		return s.cfg.LR

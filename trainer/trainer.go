@@ -175,11 +175,7 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 	fmt.Fprintf(out, "dataset %s: %d classes, %d train / %d val images\n", root, len(trainSet.Classes), len(trainSet.Samples), len(valSet.Samples))
 
 	// The device and the model on it.
-	spec := model.Spec{InputSize: cfg.Data.ImageSize, Classes: len(trainSet.Classes), Conv: cfg.Model.Conv}
-	dev, err := openDevice(spec, model.Options{
-		Batch: cfg.Data.BatchSize, Seed: cfg.Train.Seed,
-		Momentum: float32(cfg.Optim.Momentum), WeightDecay: float32(cfg.Optim.WeightDecay),
-	}, cfg, out)
+	dev, err := openDevice(cfg.ModelSpec(len(trainSet.Classes)), cfg.ModelOptions(), cfg, out)
 	if err != nil {
 		return nil, err
 	}

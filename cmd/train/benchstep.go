@@ -69,10 +69,9 @@ func benchStep(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	classes := cfg.Data.Synthetic.Classes
-	spec := model.Spec{InputSize: cfg.Data.ImageSize, Classes: classes, Conv: cfg.Model.Conv}
+	spec := cfg.ModelSpec(classes)
 	batch := cfg.Data.BatchSize
-	m, err := model.New(spec, model.Options{Batch: batch, Seed: cfg.Train.Seed,
-		Momentum: float32(cfg.Optim.Momentum), WeightDecay: float32(cfg.Optim.WeightDecay)})
+	m, err := model.New(spec, cfg.ModelOptions())
 	if err != nil {
 		fmt.Fprintf(stderr, "train bench-step: %v\n", err)
 		return 1
@@ -89,8 +88,15 @@ func benchStep(args []string, stdout, stderr io.Writer) int {
 		labels[i] = int32(rng.IntN(classes))
 	}
 	if !*asJSON {
-		fmt.Fprintf(stdout, "%s\nmodel: %d px, batch %d, conv %v, %d classes, %d parameters\n",
-			model.Kernel(), spec.InputSize, batch, cfg.Model.Conv, classes, m.NumParams())
+		arch := fmt.Sprintf("conv %v", cfg.Model.Conv)
+		if spec.IsResNet() {
+			arch = spec.Arch
+			if spec.Arch == "resnet18" || spec.Arch == "resnet34" {
+				arch += " (" + spec.Stem + " stem)"
+			}
+		}
+		fmt.Fprintf(stdout, "%s\nmodel: %d px, batch %d, %s, %d classes, %d parameters\n",
+			model.Kernel(), spec.InputSize, batch, arch, classes, m.NumParams())
 	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	if *cpuProfile != "" {

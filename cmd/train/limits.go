@@ -42,7 +42,7 @@ func estimateRun(cfg config.Config) (float64, string) {
 	if threads == 0 {
 		threads = runtime.NumCPU()
 	}
-	m := model.EstimateMemory(model.Spec{InputSize: d.ImageSize, Classes: classes, Conv: cfg.Model.Conv}, d.BatchSize, threads)
+	m := model.EstimateMemory(cfg.ModelSpec(classes), d.BatchSize, threads)
 	perLoader := 2 // the loader's pool: workers x prefetch buffers, 2 when loading inline
 	if d.Workers > 0 {
 		perLoader = d.Workers * d.Prefetch

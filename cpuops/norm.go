@@ -1,0 +1,298 @@
+package cpuops
+
+import (
+	"fmt"
+	"math"
+)
+
+// BatchNorm is PyTorch's BatchNorm2d(C) (eps 1e-5, momentum 0.1, affine,
+// track_running_stats) over (B,C,H,W), with an optional ReLU fused after
+// it. In training it normalizes with the statistics of the batch (the
+// biased variance) and updates the running mean and variance, the latter
+// with the unbiased variance, as PyTorch does; in evaluation it uses the
+// running statistics. Only the first n samples of a batch are valid: the
+// statistics are theirs, and padded rows get 0 out and 0 gradient.
+// Statistics are summed in float64. Work is split by channel, so results
+// do not depend on the core count.
+type BatchNorm struct {
+	B, C, HW int
+	ReLU     bool
+
+	mean, invstd []float64 // of the last training Forward, per channel
+
+	fwd, bwd job
+	// the running job's arguments
+	x, y, dy, dx, gamma, beta, rm, rv, dgamma, dbeta []float32
+	n                                                int
+	training                                         bool
+}
+
+// BatchNorm2d's constants, PyTorch's defaults.
+const (
+	BNEps      = 1e-5
+	BNMomentum = 0.1
+)
+
+// NewBatchNorm returns the kernels for a BatchNorm over (B,C,H·W = hw).
+func NewBatchNorm(b, c, hw int, relu bool) (*BatchNorm, error) {
+	if b < 1 || c < 1 || hw < 1 {
+		return nil, fmt.Errorf("cpuops.NewBatchNorm: bad shape B=%d C=%d HW=%d", b, c, hw)
+	}
+	bn := &BatchNorm{B: b, C: c, HW: hw, ReLU: relu, mean: make([]float64, c), invstd: make([]float64, c)}
+	bn.fwd.fn, bn.fwd.n = bn.forwardChannel, c
+	bn.bwd.fn, bn.bwd.n = bn.backwardChannel, c
+	return bn, nil
+}
+
+// Len is B·C·HW.
+func (bn *BatchNorm) Len() int { return bn.B * bn.C * bn.HW }
+
+// Forward computes y from x for the first n samples (the rest of y is 0).
+// In training it also updates runMean and runVar (C each) in place; the
+// caller counts num_batches_tracked.
+func (bn *BatchNorm) Forward(x, gamma, beta, y, runMean, runVar []float32, n int, training bool) {
+	if len(x) != bn.Len() || len(y) != bn.Len() || len(gamma) != bn.C || len(beta) != bn.C || len(runMean) != bn.C || len(runVar) != bn.C || n < 1 || n > bn.B {
+		panic(fmt.Sprintf("cpuops.BatchNorm.Forward: x %d, y %d, gamma %d, beta %d, running %d/%d values, n %d; want %d, C=%d, 1..%d",
+			len(x), len(y), len(gamma), len(beta), len(runMean), len(runVar), n, bn.Len(), bn.C, bn.B))
+	}
+	bn.x, bn.y, bn.gamma, bn.beta, bn.rm, bn.rv, bn.n, bn.training = x, y, gamma, beta, runMean, runVar, n, training
+	bn.fwd.run(workers(bn.C))
+	clear(y[n*bn.C*bn.HW:])
+	bn.x, bn.y, bn.gamma, bn.beta, bn.rm, bn.rv = nil, nil, nil, nil, nil, nil
+}
+
+func (bn *BatchNorm) plane(s []float32, i, c int) []float32 {
+	o := (i*bn.C + c) * bn.HW
+	return s[o : o+bn.HW]
+}
+
+func (bn *BatchNorm) forwardChannel(_, c int) {
+	var mean, invstd float64
+	if bn.training {
+		cnt := float64(bn.n * bn.HW)
+		var s float64
+		for i := 0; i < bn.n; i++ {
+			for _, v := range bn.plane(bn.x, i, c) {
+				s += float64(v)
+			}
+		}
+		mean = s / cnt
+		var ss float64
+		for i := 0; i < bn.n; i++ {
+			for _, v := range bn.plane(bn.x, i, c) {
+				d := float64(v) - mean
+				ss += d * d
+			}
+		}
+		v := ss / cnt
+		invstd = 1 / math.Sqrt(v+BNEps)
+		bn.mean[c], bn.invstd[c] = mean, invstd
+		unbiased := v
+		if cnt > 1 {
+			unbiased = ss / (cnt - 1)
+		}
+		bn.rm[c] = float32((1-BNMomentum)*float64(bn.rm[c]) + BNMomentum*mean)
+		bn.rv[c] = float32((1-BNMomentum)*float64(bn.rv[c]) + BNMomentum*unbiased)
+	} else {
+		mean = float64(bn.rm[c])
+		invstd = 1 / math.Sqrt(float64(bn.rv[c])+BNEps)
+	}
+	scale := float32(float64(bn.gamma[c]) * invstd)
+	shift := float32(float64(bn.beta[c]) - mean*float64(bn.gamma[c])*invstd)
+	for i := 0; i < bn.n; i++ {
+		x, y := bn.plane(bn.x, i, c), bn.plane(bn.y, i, c)
+		if bn.ReLU {
+			for j, v := range x {
+				y[j] = max(v*scale+shift, 0)
+			}
+		} else {
+			for j, v := range x {
+				y[j] = v*scale + shift
+			}
+		}
+	}
+}
+
+// Backward computes dx, dgamma and dbeta for the last training Forward,
+// from its input x, its output y (for the fused ReLU's mask) and dy.
+func (bn *BatchNorm) Backward(x, gamma, y, dy, dx, dgamma, dbeta []float32) {
+	if len(x) != bn.Len() || len(y) != bn.Len() || len(dy) != bn.Len() || len(dx) != bn.Len() || len(gamma) != bn.C || len(dgamma) != bn.C || len(dbeta) != bn.C {
+		panic(fmt.Sprintf("cpuops.BatchNorm.Backward: x %d, y %d, dy %d, dx %d, gamma %d, dgamma %d, dbeta %d values; want %d and C=%d",
+			len(x), len(y), len(dy), len(dx), len(gamma), len(dgamma), len(dbeta), bn.Len(), bn.C))
+	}
+	bn.x, bn.gamma, bn.y, bn.dy, bn.dx, bn.dgamma, bn.dbeta = x, gamma, y, dy, dx, dgamma, dbeta
+	bn.bwd.run(workers(bn.C))
+	clear(dx[bn.n*bn.C*bn.HW:])
+	bn.x, bn.gamma, bn.y, bn.dy, bn.dx, bn.dgamma, bn.dbeta = nil, nil, nil, nil, nil, nil, nil
+}
+
+// backwardChannel: with g the gradient after the ReLU mask and x̂ the
+// normalized input,
+//
+//	dβ = Σ g,  dγ = Σ g·x̂,  dx = γ·invstd/N · (N·g − dβ − x̂·dγ)
+func (bn *BatchNorm) backwardChannel(_, c int) {
+	mean, invstd := bn.mean[c], bn.invstd[c]
+	// Σ g and Σ g·x (x̂ = (x − mean)·invstd, so Σ g·x̂ = (Σ g·x − mean·Σ g)·invstd),
+	// each plane summed in float32 and the planes in float64.
+	var sg, sgx float64
+	for i := 0; i < bn.n; i++ {
+		x, y, dy := bn.plane(bn.x, i, c), bn.plane(bn.y, i, c), bn.plane(bn.dy, i, c)
+		var pg, pgx float32
+		if bn.ReLU {
+			for j, v := range x {
+				g := reluGrad(y[j], dy[j])
+				pg += g
+				pgx += g * v
+			}
+		} else {
+			for j, v := range x {
+				pg += dy[j]
+				pgx += dy[j] * v
+			}
+		}
+		sg += float64(pg)
+		sgx += float64(pgx)
+	}
+	sgx = (sgx - mean*sg) * invstd
+	bn.dbeta[c], bn.dgamma[c] = float32(sg), float32(sgx)
+	cnt := float64(bn.n * bn.HW)
+	// dx = k·(N·g − Σg − x̂·Σgx̂) = a·g + b·x + d
+	k := float64(bn.gamma[c]) * invstd / cnt
+	a := float32(k * cnt)
+	bx := float32(-k * sgx * invstd)
+	d := float32(-k*sg + k*sgx*invstd*mean)
+	for i := 0; i < bn.n; i++ {
+		x, y, dy, dx := bn.plane(bn.x, i, c), bn.plane(bn.y, i, c), bn.plane(bn.dy, i, c), bn.plane(bn.dx, i, c)
+		if bn.ReLU {
+			for j, v := range x {
+				dx[j] = a*reluGrad(y[j], dy[j]) + bx*v + d
+			}
+		} else {
+			for j, v := range x {
+				dx[j] = a*dy[j] + bx*v + d
+			}
+		}
+	}
+}
+
+// reluGrad is dy where the ReLU output y > 0, else 0, without a branch
+// (a branch on activations mispredicts about half the time): y ≥ 0, so
+// y > 0 exactly when its bits are not zero, as in reluMaskGo.
+func reluGrad(y, dy float32) float32 {
+	b := math.Float32bits(y)
+	return math.Float32frombits(math.Float32bits(dy) & uint32(int32(b|-b)>>31))
+}
+
+// AddReLU is the residual join y = ReLU(a + b).
+func AddReLU(a, b, y []float32) {
+	if len(a) != len(y) || len(b) != len(y) {
+		panic(fmt.Sprintf("cpuops.AddReLU: %d, %d and %d values", len(a), len(b), len(y)))
+	}
+	for i := range y {
+		y[i] = max(a[i]+b[i], 0)
+	}
+}
+
+// ReLUBackward computes d = dy where the ReLU output y > 0, else 0: the
+// gradient of both of AddReLU's inputs.
+func ReLUBackward(y, dy, d []float32) {
+	if len(dy) != len(y) || len(d) != len(y) {
+		panic(fmt.Sprintf("cpuops.ReLUBackward: %d, %d and %d values", len(y), len(dy), len(d)))
+	}
+	reluMask(d, y, dy)
+}
+
+// MaxPoolK is PyTorch's MaxPool2d(K, stride, padding) over (B,C,H,W):
+// padding never wins (it is −∞), the first maximum in a window is kept,
+// and Backward adds dy to it (windows overlap when stride < K).
+type MaxPoolK struct {
+	B, C, H, W, K, Stride, Pad int
+	Ho, Wo                     int
+
+	arg      []int32 // per output: index of the maximum in its plane
+	fwd, bwd job
+	x, y     []float32
+}
+
+// NewMaxPoolK returns the kernels for a max-pool of this shape.
+func NewMaxPoolK(b, c, h, w, k, stride, pad int) (*MaxPoolK, error) {
+	if b < 1 || c < 1 || h < 1 || w < 1 || k < 1 || stride < 1 || pad < 0 || 2*pad > k {
+		return nil, fmt.Errorf("cpuops.NewMaxPoolK: bad shape B=%d C=%d H=%d W=%d K=%d stride=%d pad=%d (pad at most K/2)", b, c, h, w, k, stride, pad)
+	}
+	p := &MaxPoolK{B: b, C: c, H: h, W: w, K: k, Stride: stride, Pad: pad}
+	p.Ho, p.Wo = (h+2*pad-k)/stride+1, (w+2*pad-k)/stride+1
+	if p.Ho < 1 || p.Wo < 1 {
+		return nil, fmt.Errorf("cpuops.NewMaxPoolK: a %dx%d input is smaller than the %dx%d window", h, w, k, k)
+	}
+	p.arg = make([]int32, b*c*p.Ho*p.Wo)
+	p.fwd.fn, p.fwd.n = p.forwardSample, b
+	p.bwd.fn, p.bwd.n = p.backwardSample, b
+	return p, nil
+}
+
+// InLen and OutLen are the sizes of x and y.
+func (p *MaxPoolK) InLen() int  { return p.B * p.C * p.H * p.W }
+func (p *MaxPoolK) OutLen() int { return len(p.arg) }
+
+// Forward computes y from x and records the argmax.
+func (p *MaxPoolK) Forward(x, y []float32) {
+	if len(x) != p.InLen() || len(y) != p.OutLen() {
+		panic(fmt.Sprintf("cpuops.MaxPoolK.Forward: %d inputs, %d outputs; want %d, %d", len(x), len(y), p.InLen(), p.OutLen()))
+	}
+	p.x, p.y = x, y
+	p.fwd.run(workers(p.B))
+	p.x, p.y = nil, nil
+}
+
+func (p *MaxPoolK) forwardSample(_, i int) {
+	hw, ohw := p.H*p.W, p.Ho*p.Wo
+	for c := 0; c < p.C; c++ {
+		plane := p.x[(i*p.C+c)*hw : (i*p.C+c+1)*hw]
+		o := (i*p.C + c) * ohw
+		for oy := 0; oy < p.Ho; oy++ {
+			for ox := 0; ox < p.Wo; ox++ {
+				best, bk := int32(-1), int32(0)
+				for ky := 0; ky < p.K; ky++ {
+					iy := oy*p.Stride - p.Pad + ky
+					if iy < 0 || iy >= p.H {
+						continue
+					}
+					for kx := 0; kx < p.K; kx++ {
+						ix := ox*p.Stride - p.Pad + kx
+						if ix < 0 || ix >= p.W {
+							continue
+						}
+						j := int32(iy*p.W + ix)
+						if k := orderKey(plane[j]); best < 0 || k > bk {
+							best, bk = j, k
+						}
+					}
+				}
+				p.arg[o+oy*p.Wo+ox] = best
+				p.y[o+oy*p.Wo+ox] = plane[best]
+			}
+		}
+	}
+}
+
+// Backward computes dx from dy and the argmax of the last Forward.
+func (p *MaxPoolK) Backward(dy, dx []float32) {
+	if len(dx) != p.InLen() || len(dy) != p.OutLen() {
+		panic(fmt.Sprintf("cpuops.MaxPoolK.Backward: %d outputs, %d inputs; want %d, %d", len(dy), len(dx), p.OutLen(), p.InLen()))
+	}
+	p.x, p.y = dx, dy
+	p.bwd.run(workers(p.B))
+	p.x, p.y = nil, nil
+}
+
+func (p *MaxPoolK) backwardSample(_, i int) {
+	hw, ohw := p.H*p.W, p.Ho*p.Wo
+	for c := 0; c < p.C; c++ {
+		dx := p.x[(i*p.C+c)*hw : (i*p.C+c+1)*hw]
+		clear(dx)
+		o := (i*p.C + c) * ohw
+		for j, g := range p.y[o : o+ohw] {
+			dx[p.arg[o+j]] += g
+		}
+	}
+}

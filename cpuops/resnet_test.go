@@ -1,0 +1,267 @@
+package cpuops
+
+import (
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"testing"
+)
+
+// The ResNet layers against float64 references written from PyTorch's
+// definitions (Conv2d with stride and padding, BatchNorm2d in training and
+// evaluation, MaxPool2d(3, 2, 1), the residual ReLU(a + b)), gradients
+// against central differences of the references.
+
+func refConv2d(B, cin, H, W, cout, K, S, P int, x, w []float64) (y []float64, ho, wo int) {
+	ho, wo = (H+2*P-K)/S+1, (W+2*P-K)/S+1
+	y = make([]float64, B*cout*ho*wo)
+	for n := 0; n < B; n++ {
+		for co := 0; co < cout; co++ {
+			for oy := 0; oy < ho; oy++ {
+				for ox := 0; ox < wo; ox++ {
+					var s float64
+					for ci := 0; ci < cin; ci++ {
+						for ky := 0; ky < K; ky++ {
+							for kx := 0; kx < K; kx++ {
+								iy, ix := oy*S-P+ky, ox*S-P+kx
+								if iy >= 0 && ix >= 0 && iy < H && ix < W {
+									s += w[((co*cin+ci)*K+ky)*K+kx] * x[((n*cin+ci)*H+iy)*W+ix]
+								}
+							}
+						}
+					}
+					y[((n*cout+co)*ho+oy)*wo+ox] = s
+				}
+			}
+		}
+	}
+	return y, ho, wo
+}
+
+func TestConv2dMatchesReference(t *testing.T) {
+	for _, s := range []struct{ B, cin, H, W, cout, K, S, P int }{
+		{2, 3, 7, 6, 4, 3, 1, 1}, {3, 2, 7, 7, 3, 3, 2, 1}, {2, 4, 6, 5, 3, 1, 2, 0},
+		{2, 3, 5, 5, 2, 1, 1, 0}, {2, 2, 11, 9, 3, 7, 2, 3}, {9, 2, 4, 4, 2, 3, 2, 1},
+	} {
+		rng := rand.New(rand.NewPCG(uint64(s.B*100+s.K*10+s.S), 2))
+		c, err := NewConv2d(s.B, s.cin, s.H, s.W, s.cout, s.K, s.S, s.P)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, w := randF32(rng, c.InLen()), randF32(rng, s.cout*s.cin*s.K*s.K)
+		r := randF32(rng, c.OutLen())
+		y := make([]float32, c.OutLen())
+		c.Forward(x, w, y)
+		x64, w64, r64 := f64(x), f64(w), f64(r)
+		want, ho, wo := refConv2d(s.B, s.cin, s.H, s.W, s.cout, s.K, s.S, s.P, x64, w64)
+		if ho != c.Ho || wo != c.Wo {
+			t.Fatalf("%+v: output %dx%d, want %dx%d", s, c.Ho, c.Wo, ho, wo)
+		}
+		checkClose(t, "conv2d y", y, want)
+		dx, dw := make([]float32, len(x)), make([]float32, len(w))
+		c.BackwardData(w, r, dx)
+		c.BackwardFilter(x, r, dw)
+		loss := func() float64 {
+			y, _, _ := refConv2d(s.B, s.cin, s.H, s.W, s.cout, s.K, s.S, s.P, x64, w64)
+			var l float64
+			for i, v := range y {
+				l += r64[i] * v
+			}
+			return l
+		}
+		checkClose(t, "conv2d dx", dx, finiteDiff(x64, loss))
+		checkClose(t, "conv2d dw", dw, finiteDiff(w64, loss))
+	}
+}
+
+func TestConv2dSameOnAnyCoreCount(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	c, _ := NewConv2d(11, 3, 8, 8, 4, 3, 2, 1)
+	x, w, dy := randF32(rng, c.InLen()), randF32(rng, 4*3*9), randF32(rng, c.OutLen())
+	run := func(procs int) [][]float32 {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		y, dx, dw := make([]float32, len(dy)), make([]float32, len(x)), make([]float32, len(w))
+		c.Forward(x, w, y)
+		c.BackwardData(w, dy, dx)
+		c.BackwardFilter(x, dy, dw)
+		return [][]float32{y, dx, dw}
+	}
+	one, two := run(1), run(2)
+	for i := range one {
+		if !slices.Equal(one[i], two[i]) {
+			t.Fatalf("output %d differs between 1 and 2 cores", i)
+		}
+	}
+}
+
+// refBN is BatchNorm2d's forward in training (batch statistics of the first
+// n samples) or evaluation (running statistics), with an optional ReLU.
+func refBN(B, C, HW, n int, x, gamma, beta, rm, rv []float64, training, relu bool) (y, mean, unbiased []float64) {
+	y = make([]float64, B*C*HW)
+	mean, unbiased = make([]float64, C), make([]float64, C)
+	for c := 0; c < C; c++ {
+		var m, v float64
+		cnt := float64(n * HW)
+		if training {
+			for i := 0; i < n; i++ {
+				for j := 0; j < HW; j++ {
+					m += x[(i*C+c)*HW+j]
+				}
+			}
+			m /= cnt
+			for i := 0; i < n; i++ {
+				for j := 0; j < HW; j++ {
+					d := x[(i*C+c)*HW+j] - m
+					v += d * d
+				}
+			}
+			unbiased[c] = v / (cnt - 1)
+			v /= cnt
+		} else {
+			m, v = rm[c], rv[c]
+		}
+		mean[c] = m
+		for i := 0; i < n; i++ {
+			for j := 0; j < HW; j++ {
+				k := (i*C+c)*HW + j
+				y[k] = (x[k]-m)/math.Sqrt(v+1e-5)*gamma[c] + beta[c]
+				if relu {
+					y[k] = math.Max(y[k], 0)
+				}
+			}
+		}
+	}
+	return y, mean, unbiased
+}
+
+func TestBatchNormMatchesReference(t *testing.T) {
+	for _, s := range []struct {
+		B, C, HW, n int
+		relu        bool
+	}{{4, 3, 5, 4, false}, {4, 3, 5, 3, true}, {2, 5, 1, 2, false}, {6, 2, 9, 4, true}} {
+		rng := rand.New(rand.NewPCG(uint64(s.B*10+s.n), 3))
+		bn, err := NewBatchNorm(s.B, s.C, s.HW, s.relu)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, gamma, beta := randF32(rng, bn.Len()), randF32(rng, s.C), randF32(rng, s.C)
+		for i := range x {
+			x[i] = 3*x[i] + 1.5 // statistics far from (0, 1)
+		}
+		rm, rv := randF32(rng, s.C), randF32(rng, s.C)
+		for i := range rv {
+			rv[i] = float32(math.Abs(float64(rv[i]))) + 0.5
+		}
+		rm0, rv0 := f64(rm), f64(rv)
+		x64, g64, b64 := f64(x), f64(gamma), f64(beta)
+
+		// Evaluation: the running statistics, unchanged.
+		y := make([]float32, bn.Len())
+		bn.Forward(x, gamma, beta, y, rm, rv, s.n, false)
+		want, _, _ := refBN(s.B, s.C, s.HW, s.n, x64, g64, b64, rm0, rv0, false, s.relu)
+		checkClose(t, "bn eval y", y, want)
+		checkClose(t, "bn eval running_mean", rm, rm0)
+
+		// Training: batch statistics; running ones move by momentum 0.1
+		// towards the batch mean and the unbiased batch variance.
+		for i := range y {
+			y[i] = float32(math.NaN()) // every value must be written
+		}
+		bn.Forward(x, gamma, beta, y, rm, rv, s.n, true)
+		want, mean, unb := refBN(s.B, s.C, s.HW, s.n, x64, g64, b64, rm0, rv0, true, s.relu)
+		checkClose(t, "bn train y", y, want)
+		wantRM, wantRV := make([]float64, s.C), make([]float64, s.C)
+		for c := range wantRM {
+			wantRM[c] = 0.9*rm0[c] + 0.1*mean[c]
+			wantRV[c] = 0.9*rv0[c] + 0.1*unb[c]
+		}
+		checkClose(t, "bn running_mean", rm, wantRM)
+		checkClose(t, "bn running_var", rv, wantRV)
+
+		r := randF32(rng, bn.Len())
+		r64 := f64(r)
+		dx, dg, db := make([]float32, len(x)), make([]float32, s.C), make([]float32, s.C)
+		bn.Backward(x, gamma, y, r, dx, dg, db)
+		loss := func() float64 {
+			y, _, _ := refBN(s.B, s.C, s.HW, s.n, x64, g64, b64, rm0, rv0, true, s.relu)
+			var l float64
+			for i, v := range y {
+				l += r64[i] * v
+			}
+			return l
+		}
+		checkClose(t, "bn dx", dx, finiteDiff(x64, loss))
+		checkClose(t, "bn dgamma", dg, finiteDiff(g64, loss))
+		checkClose(t, "bn dbeta", db, finiteDiff(b64, loss))
+	}
+}
+
+func refMaxPoolK(B, C, H, W, K, S, P int, x []float64) []float64 {
+	ho, wo := (H+2*P-K)/S+1, (W+2*P-K)/S+1
+	y := make([]float64, B*C*ho*wo)
+	for p := 0; p < B*C; p++ {
+		for oy := 0; oy < ho; oy++ {
+			for ox := 0; ox < wo; ox++ {
+				m := math.Inf(-1)
+				for ky := 0; ky < K; ky++ {
+					for kx := 0; kx < K; kx++ {
+						iy, ix := oy*S-P+ky, ox*S-P+kx
+						if iy >= 0 && ix >= 0 && iy < H && ix < W {
+							m = math.Max(m, x[(p*H+iy)*W+ix])
+						}
+					}
+				}
+				y[(p*ho+oy)*wo+ox] = m
+			}
+		}
+	}
+	return y
+}
+
+func TestMaxPoolKMatchesReference(t *testing.T) {
+	for _, s := range []struct{ B, C, H, W, K, S, P int }{
+		{2, 3, 8, 8, 3, 2, 1}, {2, 2, 7, 5, 3, 2, 1}, {1, 2, 6, 6, 2, 2, 0}, {2, 1, 5, 5, 3, 1, 1},
+	} {
+		rng := rand.New(rand.NewPCG(uint64(s.H*10+s.W), 4))
+		p, err := NewMaxPoolK(s.B, s.C, s.H, s.W, s.K, s.S, s.P)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Distinct values, so that finite differences do not cross a tie.
+		x := make([]float32, p.InLen())
+		for i, k := range rng.Perm(len(x)) {
+			x[i] = float32(k)/8 - 3
+		}
+		y := make([]float32, p.OutLen())
+		p.Forward(x, y)
+		x64 := f64(x)
+		checkClose(t, "maxpool y", y, refMaxPoolK(s.B, s.C, s.H, s.W, s.K, s.S, s.P, x64))
+		r := randF32(rng, p.OutLen())
+		r64 := f64(r)
+		dx := make([]float32, len(x))
+		p.Backward(r, dx)
+		checkClose(t, "maxpool dx", dx, finiteDiff(x64, func() float64 {
+			var l float64
+			for i, v := range refMaxPoolK(s.B, s.C, s.H, s.W, s.K, s.S, s.P, x64) {
+				l += r64[i] * v
+			}
+			return l
+		}))
+	}
+}
+
+func TestAddReLU(t *testing.T) {
+	a := []float32{1, -2, 0.5, -0.25}
+	b := []float32{-0.5, 1, 0.5, 0.25}
+	y := make([]float32, 4)
+	AddReLU(a, b, y)
+	if want := []float32{0.5, 0, 1, 0}; !slices.Equal(y, want) {
+		t.Fatalf("AddReLU = %v, want %v", y, want)
+	}
+	d := make([]float32, 4)
+	ReLUBackward(y, []float32{1, 2, 3, 4}, d)
+	if want := []float32{1, 0, 3, 0}; !slices.Equal(d, want) {
+		t.Fatalf("ReLUBackward = %v, want %v", d, want)
+	}
+}

@@ -1,0 +1,352 @@
+package model
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+
+	G "gorgonia.org/gorgonia"
+
+	"stoke/cpuops"
+)
+
+// The ResNets, named and laid out as torchvision's state_dict so that a
+// checkpoint loads into torchvision.models.resnet18(num_classes=K) with
+// strict=True:
+//
+//	resnet18, resnet34  torchvision's BasicBlock ResNets, [2,2,2,2] and
+//	                    [3,4,6,3] blocks of widths 64-128-256-512; stem
+//	                    imagenet (conv1 7x7 stride 2 pad 3, bn1, ReLU,
+//	                    max-pool 3x3 stride 2 pad 1) or cifar (conv1 3x3
+//	                    stride 1 pad 1, bn1, ReLU, no max-pool)
+//	resnet20/32/56      He et al. 2016, section 4.2: conv1 3x3 of 16
+//	                    channels, 3 stages of n = 3/5/9 BasicBlocks of
+//	                    16/32/64 channels, projection shortcuts (1x1 conv +
+//	                    BN) where the shape changes
+//
+// A BasicBlock is ReLU(bn2(conv2(ReLU(bn1(conv1(x))))) + shortcut(x)),
+// conv1 carrying the stage's stride; convs have no bias. Then a global
+// average pool and fc.
+
+// Arch names.
+const (
+	ArchCNN      = "cnn"
+	StemImageNet = "imagenet"
+	StemCIFAR    = "cifar"
+)
+
+// Archs lists every model.arch.
+var Archs = []string{ArchCNN, "resnet18", "resnet34", "resnet20", "resnet32", "resnet56"}
+
+type resnetLayout struct {
+	stemWidth, stemKernel, stemStride int
+	maxPool                           bool
+	widths, blocks                    []int
+}
+
+// IsResNet says whether the spec is one of the ResNets.
+func (s Spec) IsResNet() bool { return s.Arch != "" && s.Arch != ArchCNN }
+
+func (s Spec) layout() (resnetLayout, error) {
+	var l resnetLayout
+	switch s.Arch {
+	case "resnet18", "resnet34":
+		l.widths = []int{64, 128, 256, 512}
+		l.blocks = []int{2, 2, 2, 2}
+		if s.Arch == "resnet34" {
+			l.blocks = []int{3, 4, 6, 3}
+		}
+		l.stemWidth = 64
+		switch s.Stem {
+		case "", StemImageNet:
+			l.stemKernel, l.stemStride, l.maxPool = 7, 2, true
+		case StemCIFAR:
+			l.stemKernel, l.stemStride = 3, 1
+		default:
+			return l, fmt.Errorf("model.stem: must be %s or %s, got %q", StemImageNet, StemCIFAR, s.Stem)
+		}
+	case "resnet20", "resnet32", "resnet56":
+		n := map[string]int{"resnet20": 3, "resnet32": 5, "resnet56": 9}[s.Arch]
+		l.widths, l.blocks = []int{16, 32, 64}, []int{n, n, n}
+		// Their stem is always the 3x3 conv without max-pool; Stem is
+		// not read (the config's default, imagenet, is for resnet18/34).
+		l.stemWidth, l.stemKernel, l.stemStride = 16, 3, 1
+	default:
+		return l, fmt.Errorf("model.arch: must be one of %s, got %q", strings.Join(Archs, ", "), s.Arch)
+	}
+	return l, nil
+}
+
+func (s Spec) validateResNet() error {
+	l, err := s.layout()
+	if err != nil {
+		return err
+	}
+	// Every stage must keep at least one pixel.
+	size := convOut(s.InputSize, l.stemKernel, l.stemStride, l.stemKernel/2)
+	if l.maxPool {
+		size = convOut(size, 3, 2, 1)
+	}
+	for i := 1; i < len(l.widths); i++ {
+		size = convOut(size, 3, 2, 1)
+	}
+	if size < 1 {
+		return fmt.Errorf("model.input_size: %d px is too small for %s", s.InputSize, s.Arch)
+	}
+	return nil
+}
+
+func convOut(size, k, stride, pad int) int { return (size+2*pad-k)/stride + 1 }
+
+// bnLayer is one BatchNorm2d: its affine parameters are params of the
+// model; its running statistics are buffers, staged during a training
+// step and kept only when the step succeeds.
+type bnLayer struct {
+	name                string
+	gamma, beta         *param
+	mean, vari          []float32 // running_mean, running_var
+	stageMean, stageVar []float32
+	tracked             int64 // num_batches_tracked
+	k                   *cpuops.BatchNorm
+	channels, hw        int
+}
+
+// bnMode is what the BatchNorm ops read at run time.
+type bnMode struct {
+	training bool
+	n        int // valid samples in the batch
+}
+
+// resnetParams lays the parameters out in torchvision's state_dict order,
+// initialised as torchvision's ResNet does: convs kaiming_normal_(mode
+// fan_out, ReLU gain), BatchNorm weight 1 and bias 0, fc as nn.Linear's
+// default, U(−1/√fan_in, 1/√fan_in). Drawn in that order from a PCG stream
+// seeded by opt.Seed.
+func (m *Model) resnetParams() {
+	l, _ := m.spec.layout()
+	rng := rand.New(rand.NewPCG(m.opt.Seed, 0x5eed_c0de_5eed_c0de))
+	add := func(name string, shape []int, noDecay bool) *param {
+		n := 1
+		for _, d := range shape {
+			n *= d
+		}
+		p := &param{name: name, shape: shape, data: make([]float32, n), mom: make([]float32, n), noDecay: noDecay}
+		m.params = append(m.params, p)
+		return p
+	}
+	conv := func(name string, cout, cin, k int) {
+		p := add(name+".weight", []int{cout, cin, k, k}, false)
+		std := math.Sqrt(2 / float64(cout*k*k))
+		for i := range p.data {
+			p.data[i] = float32(rng.NormFloat64() * std)
+		}
+	}
+	bn := func(name string, c int) {
+		b := &bnLayer{name: name, channels: c,
+			mean: make([]float32, c), vari: make([]float32, c),
+			stageMean: make([]float32, c), stageVar: make([]float32, c)}
+		b.gamma = add(name+".weight", []int{c}, true)
+		b.beta = add(name+".bias", []int{c}, true)
+		for i := range b.gamma.data {
+			b.gamma.data[i], b.vari[i] = 1, 1
+		}
+		b.beta.bn = b
+		m.bns = append(m.bns, b)
+	}
+	conv("conv1", l.stemWidth, 3, l.stemKernel)
+	bn("bn1", l.stemWidth)
+	cin := l.stemWidth
+	for s, w := range l.widths {
+		for b := 0; b < l.blocks[s]; b++ {
+			pre := fmt.Sprintf("layer%d.%d.", s+1, b)
+			stride := 1
+			if s > 0 && b == 0 {
+				stride = 2
+			}
+			conv(pre+"conv1", w, cin, 3)
+			bn(pre+"bn1", w)
+			conv(pre+"conv2", w, w, 3)
+			bn(pre+"bn2", w)
+			if stride != 1 || cin != w {
+				conv(pre+"downsample.0", w, cin, 1)
+				bn(pre+"downsample.1", w)
+			}
+			cin = w
+		}
+	}
+	fcW := add("fc.weight", []int{m.spec.Classes, cin}, false)
+	fcW.transposed = true
+	fcB := add("fc.bias", []int{m.spec.Classes}, true)
+	bound := 1 / math.Sqrt(float64(cin))
+	for _, p := range []*param{fcW, fcB} {
+		v := make([]float32, len(p.data))
+		for i := range v {
+			v[i] = float32((2*rng.Float64() - 1) * bound)
+		}
+		p.set(v)
+	}
+}
+
+// buildResNet adds the network from x to the pooled features (B, C).
+func (m *Model) buildResNet(ops *opSet, x *G.Node) (*G.Node, error) {
+	l, err := m.spec.layout()
+	if err != nil {
+		return nil, err
+	}
+	B := m.opt.Batch
+	byName := map[string]*param{}
+	for _, p := range m.params {
+		byName[p.name] = p
+	}
+	bns := map[string]*bnLayer{}
+	for _, b := range m.bns {
+		bns[b.name] = b
+	}
+	C, S := 3, m.spec.InputSize
+	// convBN is conv (no bias) then BatchNorm, ReLU fused when relu.
+	convBN := func(h *G.Node, cin, size int, conv, bnName string, cout, k, stride int, relu, needDX bool) (*G.Node, int, error) {
+		kc, err := cpuops.NewConv2d(B, cin, size, size, cout, k, stride, k/2)
+		if err != nil {
+			return nil, 0, fmt.Errorf("%s: %w", conv, err)
+		}
+		if h, err = ops.conv2d(kc, h, byName[conv+".weight"].node, needDX); err != nil {
+			return nil, 0, fmt.Errorf("%s: %w", conv, err)
+		}
+		b := bns[bnName]
+		b.hw = kc.Ho * kc.Wo
+		if b.k, err = cpuops.NewBatchNorm(B, cout, b.hw, relu); err != nil {
+			return nil, 0, fmt.Errorf("%s: %w", bnName, err)
+		}
+		if h, err = ops.batchNorm(b, &m.mode, h); err != nil {
+			return nil, 0, fmt.Errorf("%s: %w", bnName, err)
+		}
+		return h, kc.Ho, nil
+	}
+	h, S, err := convBN(x, C, S, "conv1", "bn1", l.stemWidth, l.stemKernel, l.stemStride, true, false)
+	if err != nil {
+		return nil, err
+	}
+	C = l.stemWidth
+	if l.maxPool {
+		p, err := cpuops.NewMaxPoolK(B, C, S, S, 3, 2, 1)
+		if err != nil {
+			return nil, fmt.Errorf("maxpool: %w", err)
+		}
+		if h, err = ops.maxPoolK(p, h); err != nil {
+			return nil, fmt.Errorf("maxpool: %w", err)
+		}
+		S = p.Ho
+	}
+	for s, w := range l.widths {
+		for b := 0; b < l.blocks[s]; b++ {
+			pre := fmt.Sprintf("layer%d.%d.", s+1, b)
+			stride := 1
+			if s > 0 && b == 0 {
+				stride = 2
+			}
+			in := h
+			y, so, err := convBN(in, C, S, pre+"conv1", pre+"bn1", w, 3, stride, true, true)
+			if err != nil {
+				return nil, err
+			}
+			if y, _, err = convBN(y, w, so, pre+"conv2", pre+"bn2", w, 3, 1, false, true); err != nil {
+				return nil, err
+			}
+			short := in
+			if stride != 1 || C != w {
+				if short, _, err = convBN(in, C, S, pre+"downsample.0", pre+"downsample.1", w, 1, stride, false, true); err != nil {
+					return nil, err
+				}
+			}
+			if h, err = ops.addReLU(y, short); err != nil {
+				return nil, fmt.Errorf("%sadd: %w", pre, err)
+			}
+			C, S = w, so
+		}
+	}
+	return h, nil
+}
+
+// buffers returns copies of a BatchNorm's buffers, named as torchvision's.
+func (b *bnLayer) buffers() []NamedTensor {
+	return []NamedTensor{
+		{Name: b.name + ".running_mean", Shape: []int{b.channels}, Data: slices.Clone(b.mean)},
+		{Name: b.name + ".running_var", Shape: []int{b.channels}, Data: slices.Clone(b.vari)},
+		{Name: b.name + ".num_batches_tracked", Shape: []int{}, Data: []float32{float32(b.tracked)}},
+	}
+}
+
+// splitBuffers takes the BatchNorm buffers out of params, checked: each
+// present with its shape, num_batches_tracked a whole number (stored as
+// F32, exact to 2^24 steps; PyTorch's copy_ casts it to int64 on load).
+func (m *Model) splitBuffers(params []NamedTensor) (rest []NamedTensor, bufs map[string]NamedTensor, err error) {
+	if len(m.bns) == 0 {
+		return params, nil, nil
+	}
+	want := map[string][]int{}
+	for _, b := range m.bns {
+		for _, t := range b.buffers() {
+			want[t.Name] = t.Shape
+		}
+	}
+	bufs = map[string]NamedTensor{}
+	for _, t := range params {
+		if _, ok := want[t.Name]; ok {
+			if _, dup := bufs[t.Name]; dup {
+				return nil, nil, fmt.Errorf("tensor %q appears twice in params", t.Name)
+			}
+			bufs[t.Name] = t
+			continue
+		}
+		rest = append(rest, t)
+	}
+	for _, b := range m.bns {
+		for _, w := range b.buffers() {
+			if err := check(bufs, w.Name, w.Shape); err != nil {
+				return nil, nil, err
+			}
+		}
+		v := float64(bufs[b.name+".num_batches_tracked"].Data[0])
+		if v < 0 || v != math.Trunc(v) {
+			return nil, nil, fmt.Errorf("%s.num_batches_tracked = %v, want a whole number >= 0", b.name, v)
+		}
+	}
+	return rest, bufs, nil
+}
+
+func (m *Model) loadBuffers(bufs map[string]NamedTensor) {
+	for _, b := range m.bns {
+		copy(b.mean, bufs[b.name+".running_mean"].Data)
+		copy(b.vari, bufs[b.name+".running_var"].Data)
+		b.tracked = int64(bufs[b.name+".num_batches_tracked"].Data[0])
+	}
+}
+
+// Buffers returns copies of the BatchNorm running statistics (none for
+// the cnn), in torchvision's names; Params includes them too.
+func (m *Model) Buffers() []NamedTensor {
+	var out []NamedTensor
+	for _, b := range m.bns {
+		out = append(out, b.buffers()...)
+	}
+	return out
+}
+
+// stageBN copies the running statistics to where a training step updates
+// them; commitBN keeps the step's update.
+func (m *Model) stageBN() {
+	for _, b := range m.bns {
+		copy(b.stageMean, b.mean)
+		copy(b.stageVar, b.vari)
+	}
+}
+
+func (m *Model) commitBN() {
+	for _, b := range m.bns {
+		copy(b.mean, b.stageMean)
+		copy(b.vari, b.stageVar)
+		b.tracked++
+	}
+}

@@ -1,0 +1,68 @@
+package trainer
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"stoke/config"
+	"stoke/model"
+)
+
+// TestResNetRunResumesExactly: a resnet20 run (BatchNorm buffers in the
+// checkpoint, a short last batch, each optimizer) stopped after epoch 1 and
+// resumed ends with the same weights and buffers, bit for bit, as an
+// uninterrupted run; its checkpoint holds torchvision's buffer names.
+func TestResNetRunResumesExactly(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		optim func(c *config.Optim)
+	}{
+		{"sgd nesterov multistep", func(c *config.Optim) {
+			c.Nesterov, c.Schedule, c.Milestones, c.DecayNormAndBias = true, "multistep", []int{2}, false
+		}},
+		{"adamw label smoothing step", func(c *config.Optim) {
+			c.Optimizer, c.LR, c.WeightDecay, c.LabelSmoothing, c.Schedule, c.StepEpochs = model.OptimizerAdamW, 0.003, 0.05, 0.1, "step", 1
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := func() config.Config {
+				c := tinyConfig(t)
+				c.Model.Arch = "resnet20"
+				c.Train.Epochs = 3
+				tc.optim(&c.Optim)
+				return c
+			}
+			full := cfg()
+			runOK(t, full)
+			part := cfg()
+			part.Data.Workers = 0
+			if _, err := Run(context.Background(), part, Options{Out: new(bytes.Buffer), AfterEpoch: func(m EpochMetrics) bool { return m.Epoch < 1 }}); err != nil {
+				t.Fatal(err)
+			}
+			part.Train.Resume = part.Train.Out
+			runOK(t, part)
+			a, b := lastWeights(t, full.Train.Out), lastWeights(t, part.Train.Out)
+			if len(a) != len(b) {
+				t.Fatalf("%d vs %d tensors", len(a), len(b))
+			}
+			names := map[string]bool{}
+			for i := range a {
+				names[a[i].Name] = true
+				if a[i].Name != b[i].Name {
+					t.Fatalf("tensor %d: %s vs %s", i, a[i].Name, b[i].Name)
+				}
+				for j := range a[i].Data {
+					if a[i].Data[j] != b[i].Data[j] {
+						t.Fatalf("%s[%d]: uninterrupted %v, resumed %v", a[i].Name, j, a[i].Data[j], b[i].Data[j])
+					}
+				}
+			}
+			for _, n := range []string{"bn1.running_var", "layer3.0.downsample.1.num_batches_tracked", "fc.weight"} {
+				if !names[n] {
+					t.Errorf("checkpoint lacks %s", n)
+				}
+			}
+		})
+	}
+}
