@@ -3,6 +3,8 @@ package trainer
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"path/filepath"
 	"testing"
 
 	"stoke/config"
@@ -64,5 +66,34 @@ func TestResNetRunResumesExactly(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestBestCheckpointIsKept: RUN/best holds the epoch with the highest val
+// top-1 (the earlier on a tie), loadable as a checkpoint; a worse epoch
+// leaves it alone.
+func TestBestCheckpointIsKept(t *testing.T) {
+	c := tinyConfig(t)
+	c.Train.Epochs = 3
+	sum := runOK(t, c)
+	bestEpoch, best := 0, -1.0
+	for _, m := range sum.Epochs {
+		if m.ValTop1 > best {
+			bestEpoch, best = m.Epoch, m.ValTop1
+		}
+	}
+	var b bestJSON
+	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(c.Train.Out, bestDir, bestFile))), &b); err != nil {
+		t.Fatal(err)
+	}
+	if b.Epoch != bestEpoch || b.ValTop1 != best {
+		t.Fatalf("best.json %+v, want epoch %d top-1 %v", b, bestEpoch, best)
+	}
+	if _, err := loadCheckpointState(filepath.Join(c.Train.Out, bestDir)); err != nil {
+		t.Fatalf("RUN/best does not load as a checkpoint: %v", err)
+	}
+	kept, err := keepBest(c.Train.Out, filepath.Join(c.Train.Out, b.Checkpoint), 9, best)
+	if err != nil || kept {
+		t.Fatalf("a tie replaced the best: %v %v", kept, err)
 	}
 }

@@ -280,6 +280,9 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 			return sum, err
 		}
 		m.Checkpoint = dir
+		if _, err := keepBest(run, dir, epoch+1, m.ValTop1); err != nil {
+			return sum, err
+		}
 		// Collect the epoch's garbage (mostly the checkpoint's copies) now,
 		// at a boundary, and hand freed pages back to the OS, so that the
 		// footprint stays flat from epoch to epoch instead of creeping up to
