@@ -3,8 +3,12 @@ package trainer
 import (
 	"bytes"
 	"context"
+	"encoding/csv"
 	"encoding/json"
+	"math"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"stoke/config"
@@ -95,5 +99,38 @@ func TestBestCheckpointIsKept(t *testing.T) {
 	kept, err := keepBest(c.Train.Out, filepath.Join(c.Train.Out, b.Checkpoint), 9, best)
 	if err != nil || kept {
 		t.Fatalf("a tie replaced the best: %v %v", kept, err)
+	}
+}
+
+// TestConfusionMatrixCSV: one CSV per evaluation; its counts add up to the
+// validation set and its diagonal to the epoch's top-1.
+func TestConfusionMatrixCSV(t *testing.T) {
+	c := tinyConfig(t)
+	c.Train.Epochs = 1
+	sum := runOK(t, c)
+	rows, err := csv.NewReader(strings.NewReader(readFile(t, filepath.Join(c.Train.Out, "eval", "confusion-epoch-0001.csv")))).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := len(rows) - 1
+	if k < 2 || len(rows[0]) != k+3 {
+		t.Fatalf("%d rows, header %v", len(rows), rows[0])
+	}
+	total, hits := 0, 0
+	for i, r := range rows[1:] {
+		for j := 0; j < k; j++ {
+			n, err := strconv.Atoi(r[j+1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			total += n
+			if i == j {
+				hits += n
+			}
+		}
+	}
+	m := sum.Epochs[0]
+	if top1 := float64(hits) / float64(total); math.Abs(top1-m.ValTop1) > 1e-9 {
+		t.Fatalf("diagonal gives top-1 %v over %d images, the epoch reported %v", top1, total, m.ValTop1)
 	}
 }

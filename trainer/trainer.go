@@ -271,6 +271,9 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 			return sum, err
 		}
 		opt.Trace.Span(modelRow, "eval", fmt.Sprintf("evaluate epoch %d", epoch+1), t1, time.Now(), nil)
+		if err := writeConfusion(run, epoch+1, trainSet.Classes, ev.Confusion); err != nil {
+			return sum, err
+		}
 		m := epochMetrics(epoch, cfg.Train.Epochs, tr, ev, time.Since(t0), sched.lr(step-1))
 		if err := metrics.Write(m); err != nil {
 			return sum, err
@@ -482,6 +485,7 @@ type evalResult struct {
 	Images, Top1, Top5 int
 	LossSum            float64
 	Wall               time.Duration
+	Confusion          confusion // nil when the backend reports no predictions
 }
 
 // evaluate runs the model forward over the validation set.
@@ -508,6 +512,9 @@ func evaluate(ctx context.Context, feed *feeder, loader *data.Loader, epoch int)
 		r.Top1 += res.Top1
 		r.Top5 += res.Top5
 		r.LossSum += res.LossSum
+		if len(res.Pred) == n {
+			r.Confusion.add(b.Labels[:n], res.Pred)
+		}
 	}
 	r.Wall = time.Since(start)
 	return r, nil
