@@ -45,6 +45,10 @@ type EvalResult struct {
 	LossSum float64 // summed cross-entropy over the n valid samples
 	Top1    int
 	Top5    int // label within the 5 highest logits (every sample when Classes < 5)
+	// Pred is the top-1 class of each of the n valid rows (argmax, ties to
+	// the lower index), for per-class accuracy; nil from a backend that
+	// does not report it.
+	Pred []int32
 }
 
 // param is one trainable tensor. data backs the graph node's value, so the
@@ -301,8 +305,14 @@ func (m *Model) EvalStep(x []float32, labels []int32, n int) (EvalResult, error)
 	}
 	var r EvalResult
 	K := m.spec.Classes
+	r.Pred = make([]int32, n)
 	for i := 0; i < n; i++ {
 		row, y := logits[i*K:(i+1)*K], int(labels[i])
+		for j, v := range row {
+			if v > row[r.Pred[i]] {
+				r.Pred[i] = int32(j)
+			}
+		}
 		r.LossSum += logSumExp(row) - float64(row[y])
 		switch k := Rank(row, y); {
 		case k == 0:

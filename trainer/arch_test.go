@@ -3,6 +3,12 @@ package trainer
 import (
 	"bytes"
 	"context"
+	"encoding/csv"
+	"encoding/json"
+	"math"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"stoke/config"
@@ -64,5 +70,109 @@ func TestResNetRunResumesExactly(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestBestCheckpointIsKept: RUN/best holds the epoch with the highest val
+// top-1 (the earlier on a tie), loadable as a checkpoint; a worse epoch
+// leaves it alone.
+func TestBestCheckpointIsKept(t *testing.T) {
+	c := tinyConfig(t)
+	c.Train.Epochs = 3
+	sum := runOK(t, c)
+	bestEpoch, best := 0, -1.0
+	for _, m := range sum.Epochs {
+		if m.ValTop1 > best {
+			bestEpoch, best = m.Epoch, m.ValTop1
+		}
+	}
+	var b bestJSON
+	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(c.Train.Out, bestDir, bestFile))), &b); err != nil {
+		t.Fatal(err)
+	}
+	if b.Epoch != bestEpoch || b.ValTop1 != best {
+		t.Fatalf("best.json %+v, want epoch %d top-1 %v", b, bestEpoch, best)
+	}
+	if _, err := loadCheckpointState(filepath.Join(c.Train.Out, bestDir)); err != nil {
+		t.Fatalf("RUN/best does not load as a checkpoint: %v", err)
+	}
+	_, meta, err := model.ReadSafetensors(filepath.Join(c.Train.Out, bestDir, weightsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var classes []string
+	if err := json.Unmarshal([]byte(meta["classes"]), &classes); err != nil || len(classes) < 2 {
+		t.Fatalf("model.safetensors metadata classes %q: %v", meta["classes"], err)
+	}
+	kept, err := keepBest(c.Train.Out, filepath.Join(c.Train.Out, b.Checkpoint), 9, best)
+	if err != nil || kept {
+		t.Fatalf("a tie replaced the best: %v %v", kept, err)
+	}
+}
+
+// TestConfusionMatrixCSV: one CSV per evaluation; its counts add up to the
+// validation set and its diagonal to the epoch's top-1.
+func TestConfusionMatrixCSV(t *testing.T) {
+	c := tinyConfig(t)
+	c.Train.Epochs = 1
+	sum := runOK(t, c)
+	rows, err := csv.NewReader(strings.NewReader(readFile(t, filepath.Join(c.Train.Out, "eval", "confusion-epoch-0001.csv")))).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := len(rows) - 1
+	if k < 2 || len(rows[0]) != k+3 {
+		t.Fatalf("%d rows, header %v", len(rows), rows[0])
+	}
+	total, hits := 0, 0
+	for i, r := range rows[1:] {
+		for j := 0; j < k; j++ {
+			n, err := strconv.Atoi(r[j+1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			total += n
+			if i == j {
+				hits += n
+			}
+		}
+	}
+	m := sum.Epochs[0]
+	if top1 := float64(hits) / float64(total); math.Abs(top1-m.ValTop1) > 1e-9 {
+		t.Fatalf("diagonal gives top-1 %v over %d images, the epoch reported %v", top1, total, m.ValTop1)
+	}
+}
+
+// TestPredict: the top classes of an image, most probable first, their
+// probabilities a distribution over the checkpoint's classes; RUN/best
+// loads too.
+func TestPredict(t *testing.T) {
+	c := tinyConfig(t)
+	c.Train.Epochs = 1
+	runOK(t, c)
+	files, _ := filepath.Glob(filepath.Join(c.Data.Root, "val", "*", "*"))
+	if len(files) < 2 {
+		t.Fatalf("no val images in %s", c.Data.Root)
+	}
+	for _, from := range []string{c.Train.Out, filepath.Join(c.Train.Out, bestDir)} {
+		preds, err := Predict(from, files[:2], 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range preds {
+			var sum float64
+			for i, cp := range p.Classes {
+				sum += cp.Prob
+				if i > 0 && cp.Prob > p.Classes[i-1].Prob {
+					t.Fatalf("%s: not sorted: %+v", p.File, p.Classes)
+				}
+			}
+			if len(p.Classes) < 2 || math.Abs(sum-1) > 1e-6 {
+				t.Fatalf("%s: %d classes, probabilities sum to %v", p.File, len(p.Classes), sum)
+			}
+		}
+	}
+	if _, err := Predict(c.Train.Out, []string{filepath.Join(t.TempDir(), "missing.jpg")}, 5); err == nil {
+		t.Fatal("a missing file predicted")
 	}
 }

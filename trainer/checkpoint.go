@@ -99,7 +99,10 @@ func saveCheckpoint(run string, st checkpointState, keep int) (string, error) {
 		return "", fmt.Errorf("checkpoint: %w", err)
 	}
 	defer os.RemoveAll(tmp) // a no-op once renamed
-	meta := map[string]string{"format": "stoke", "epoch": fmt.Sprint(st.Epoch)}
+	// The class names in the files' own metadata make model.safetensors
+	// self-describing without state.json (a JSON list, index = logit).
+	classes, _ := json.Marshal(st.Classes)
+	meta := map[string]string{"format": "stoke", "epoch": fmt.Sprint(st.Epoch), "classes": string(classes)}
 	sums := map[string]string{}
 	for _, f := range []struct {
 		name    string

@@ -300,6 +300,9 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 			return sum, err
 		}
 		opt.Trace.Span(modelRow, "eval", fmt.Sprintf("evaluate epoch %d", epoch+1), t1, time.Now(), nil)
+		if err := writeConfusion(run, epoch+1, trainSet.Classes, ev.Confusion); err != nil {
+			return sum, err
+		}
 		m := epochMetrics(epoch, cfg.Train.Epochs, tr, ev, time.Since(t0), sched.lr(step-1))
 		if metrics != nil {
 			if err := metrics.Write(m); err != nil {
@@ -311,6 +314,9 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 			return sum, err
 		}
 		m.Checkpoint = dir
+		if _, err := keepBest(run, dir, epoch+1, m.ValTop1); err != nil {
+			return sum, err
+		}
 		// Collect the epoch's garbage (mostly the checkpoint's copies) now,
 		// at a boundary, and hand freed pages back to the OS, so that the
 		// footprint stays flat from epoch to epoch instead of creeping up to
@@ -511,6 +517,7 @@ type evalResult struct {
 	Images, Top1, Top5 int
 	LossSum            float64
 	Wall               time.Duration
+	Confusion          confusion // nil when the backend reports no predictions
 }
 
 // evaluate runs the model forward over the validation set.
@@ -541,6 +548,9 @@ func evaluate(ctx context.Context, feed *feeder, loader *data.Loader, epoch int)
 		r.Top1 += res.Top1
 		r.Top5 += res.Top5
 		r.LossSum += res.LossSum
+		if len(res.Pred) == n {
+			r.Confusion.add(b.Labels[:n], res.Pred)
+		}
 	}
 	r.Wall = time.Since(start)
 	return r, nil

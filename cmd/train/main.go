@@ -46,6 +46,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return benchCmd(args[1:], stdout, stderr)
 		case "eval":
 			return evalCmd(args[1:], stdout, stderr)
+		case "predict":
+			return predictCmd(args[1:], stdout, stderr)
 		case "bench-data":
 			return benchData(args[1:], stdout, stderr)
 		case "bench-step":
@@ -59,7 +61,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		case "help":
 			args = []string{"--help"}
 		default:
-			fmt.Fprintf(stderr, "train: unknown command %q; commands: train (default), gen-data, bench, bench-data, bench-step, bench-dist, eval; see `train --help`\n", args[0])
+			fmt.Fprintf(stderr, "train: unknown command %q; commands: train (default), gen-data, bench, bench-data, bench-step, bench-dist, eval, predict; see `train --help`\n", args[0])
 			return 2
 		}
 	}
