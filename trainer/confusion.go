@@ -15,16 +15,20 @@ type confusion [][]int
 
 func (c *confusion) add(labels, pred []int32) {
 	for i, y := range labels {
-		p := pred[i]
-		for len(*c) <= int(y) {
-			*c = append(*c, nil)
-		}
-		row := &(*c)[y]
-		for len(*row) <= int(p) {
-			*row = append(*row, 0)
-		}
-		(*row)[p]++
+		c.addN(y, pred[i], 1)
 	}
+}
+
+// addN counts n samples of class y predicted as p.
+func (c *confusion) addN(y, p int32, n int) {
+	for len(*c) <= int(y) {
+		*c = append(*c, nil)
+	}
+	row := &(*c)[y]
+	for len(*row) <= int(p) {
+		*row = append(*row, 0)
+	}
+	(*row)[p] += n
 }
 
 // writeConfusion writes RUN/eval/confusion-epoch-NNNN.csv: a header of the

@@ -146,16 +146,33 @@ func (d *distRun) reduceTrain(r *trainResult) error {
 	return nil
 }
 
-// reduceEval sums the shards of an evaluation.
-func (d *distRun) reduceEval(r *evalResult) error {
+// reduceEval sums the shards of an evaluation, its confusion matrix (of
+// classes rows and columns) too: every rank takes part, also one whose
+// shard was empty, so the collectives match.
+func (d *distRun) reduceEval(r *evalResult, classes int) error {
 	if !d.parallel() {
 		return nil
 	}
-	v := []float64{float64(r.Images), float64(r.Top1), float64(r.Top5), r.LossSum}
+	v := make([]float64, 4+classes*classes)
+	v[0], v[1], v[2], v[3] = float64(r.Images), float64(r.Top1), float64(r.Top5), r.LossSum
+	for y, row := range r.Confusion {
+		for p, n := range row {
+			v[4+y*classes+p] = float64(n)
+		}
+	}
 	if err := d.comm.AllreduceSumFloat64(v); err != nil {
 		return fmt.Errorf("summing the evaluation: %w", err)
 	}
 	r.Images, r.Top1, r.Top5, r.LossSum = int(v[0]), int(v[1]), int(v[2]), v[3]
+	var c confusion
+	for y := range classes {
+		for p := range classes {
+			if n := int(v[4+y*classes+p]); n > 0 {
+				c.addN(int32(y), int32(p), n)
+			}
+		}
+	}
+	r.Confusion = c
 	return nil
 }
 

@@ -107,6 +107,11 @@ func TestDataParallelMatchesOneProcess(t *testing.T) {
 					!closeTo(x.TrainLoss, y.TrainLoss, 1e-5) || !closeTo(x.ValLoss, y.ValLoss, 1e-5) || x.LR != y.LR {
 					t.Errorf("epoch %d: %d ranks %+v\none rank %+v", e+1, n, x, y)
 				}
+				// The confusion matrix is the sum of the ranks' shards.
+				name := filepath.Join("eval", fmt.Sprintf("confusion-epoch-%04d.csv", e+1))
+				if cp, c1 := readFile(t, filepath.Join(par.Train.Out, name)), readFile(t, filepath.Join(one.Train.Out, name)); cp != c1 {
+					t.Errorf("epoch %d: %d ranks' %s\n%s\none rank's\n%s", e+1, n, name, cp, c1)
+				}
 			}
 		})
 	}

@@ -287,7 +287,7 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 		t1 := time.Now()
 		ev, err := evaluate(ctx, feed, valLoader, epoch)
 		if err == nil {
-			err = d.reduceEval(&ev)
+			err = d.reduceEval(&ev, len(trainSet.Classes))
 		}
 		if err != nil {
 			if ctx.Err() != nil && errors.Is(err, ctx.Err()) { // the epoch's training is done: keep it
@@ -300,8 +300,10 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 			return sum, err
 		}
 		opt.Trace.Span(modelRow, "eval", fmt.Sprintf("evaluate epoch %d", epoch+1), t1, time.Now(), nil)
-		if err := writeConfusion(run, epoch+1, trainSet.Classes, ev.Confusion); err != nil {
-			return sum, err
+		if d.writer() {
+			if err := writeConfusion(run, epoch+1, trainSet.Classes, ev.Confusion); err != nil {
+				return sum, err
+			}
 		}
 		m := epochMetrics(epoch, cfg.Train.Epochs, tr, ev, time.Since(t0), sched.lr(step-1))
 		if metrics != nil {
@@ -314,8 +316,10 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 			return sum, err
 		}
 		m.Checkpoint = dir
-		if _, err := keepBest(run, dir, epoch+1, m.ValTop1); err != nil {
-			return sum, err
+		if d.writer() {
+			if _, err := keepBest(run, dir, epoch+1, m.ValTop1); err != nil {
+				return sum, err
+			}
 		}
 		// Collect the epoch's garbage (mostly the checkpoint's copies) now,
 		// at a boundary, and hand freed pages back to the OS, so that the
