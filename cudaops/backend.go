@@ -3,6 +3,7 @@
 package cudaops
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -366,24 +367,26 @@ func (b *Backend) logits(logitsOf func(*net) ([]float32, error)) ([]float32, err
 	return out, err
 }
 
-// Params downloads the weights, named and laid out as model.Model's.
-func (b *Backend) Params() []model.NamedTensor { return b.read(false) }
-
-// OptimizerState downloads the momentum buffers and the step count.
-func (b *Backend) OptimizerState() []model.NamedTensor { return b.read(true) }
-
-func (b *Backend) read(momentum bool) []model.NamedTensor {
+// State downloads the weights and the optimizer state (momentum buffers and
+// the step count), named and laid out as model.Model's. A failed read (a
+// device error, a closed backend) is returned, never a partial state.
+func (b *Backend) State() (params, optState []model.NamedTensor, err error) {
+	if b.closed {
+		return nil, nil, errors.New("cudaops: reading parameters: the backend is closed")
+	}
 	b.drain()
-	var out []model.NamedTensor
-	err := b.dev.do(func() error {
+	err = b.dev.do(func() error {
 		var err error
-		out, err = b.nt.readParams(momentum)
+		if params, err = b.nt.readParams(false); err != nil {
+			return err
+		}
+		optState, err = b.nt.readParams(true)
 		return err
 	})
 	if err != nil {
-		panic(fmt.Sprintf("cudaops: reading parameters from the device: %v", err)) // the interface has no error
+		return nil, nil, fmt.Errorf("cudaops: reading parameters from the device: %w", err)
 	}
-	return out
+	return params, optState, nil
 }
 
 // Load uploads parameters and optimizer state (model.Model.Load's contract).

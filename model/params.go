@@ -109,6 +109,12 @@ func (m *Model) Params() []NamedTensor {
 	return out
 }
 
+// State returns Params and OptimizerState together: the trainer's Backend
+// contract, where a device backend's read can fail. On the CPU it cannot.
+func (m *Model) State() (params, optState []NamedTensor, err error) {
+	return m.Params(), m.OptimizerState(), nil
+}
+
 // OptimizerState returns copies of the SGD state needed for an exact
 // resume: one "<param>.momentum_buffer" per parameter, in the parameter's
 // layout, and "optimizer.step" (shape [1]), the number of steps taken.

@@ -18,8 +18,9 @@ import (
 type Backend interface {
 	TrainStep(x []float32, labels []int32, n int, lr float32) (model.StepResult, error)
 	EvalStep(x []float32, labels []int32, n int) (model.EvalResult, error)
-	Params() []model.NamedTensor
-	OptimizerState() []model.NamedTensor
+	// State copies the parameters and the optimizer state off the backend
+	// (a device read can fail: the error says so, nothing panics).
+	State() (params, optState []model.NamedTensor, err error)
 	Load(params, optState []model.NamedTensor) error
 	NumParams() int
 	Close()
