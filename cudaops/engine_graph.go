@@ -30,6 +30,7 @@ type GraphEngine struct {
 	e      *gpuEngine
 	s      cu.Stream
 	closed bool
+	shared bool      // e and s belong to a Backend, which frees them
 	z, t   []float32 // the loss's host scratch
 	dz     []float32
 }
@@ -61,6 +62,9 @@ func (g *GraphEngine) Close() {
 		return
 	}
 	g.closed = true
+	if g.shared {
+		return
+	}
 	g.d.do(func() error {
 		if g.e != nil {
 			g.s.Synchronize()

@@ -89,8 +89,11 @@ type Model struct {
 	eng         Engine        // runs the ops; CPUEngine unless NewOn was given another
 	dev         bool          // eng's values are not host slices: x, target, logits go through it
 	xV, targetV *tensor.Dense // the inputs' values (on the device when dev)
-	hostLogits  []float32     // dev: the logits, downloaded after each run
-	stale       bool          // dev: the host copies of the weights and momentum are behind the device's
+	xNode       *G.Node
+	xBound      G.Value   // the value xNode is bound to: xV, or a caller's (TrainStepValue)
+	in          G.Value   // set during a *Value step: the input value
+	hostLogits  []float32 // dev: the logits, downloaded after each run
+	stale       bool      // dev: the host copies of the weights and momentum are behind the device's
 }
 
 // buildMu serialises graph construction: gorgonia's builders share
@@ -173,6 +176,7 @@ func (m *Model) build() error {
 		m.hostLogits = make([]float32, B*K)
 	}
 	x := G.NewTensor(m.g, tensor.Float32, 4, G.WithShape(B, 3, S, S), G.WithName("x"), G.WithValue(m.xV))
+	m.xNode, m.xBound = x, m.xV
 	target := G.NewMatrix(m.g, tensor.Float32, G.WithShape(B, K), G.WithName("target"), G.WithValue(m.targetV))
 
 	for _, p := range m.params {
@@ -406,6 +410,39 @@ func (m *Model) value(data []float32, shape ...int) (*tensor.Dense, error) {
 // leak into the gradients as 0·NaN), and the weighted one-hot target.
 // labels may be nil (Logits): the target is then left as zero.
 func (m *Model) load(x []float32, labels []int32, n int) error {
+	return m.loadInput(x, m.in, labels, n)
+}
+
+// TrainStepValue is TrainStep on a batch already in the engine's memory: x
+// is a (B,3,S,S) value of the model's engine (NewValue) whose rows from n
+// on are zero. A device backend copies and normalizes its batches there
+// itself, so that the copy can overlap the previous step.
+func (m *Model) TrainStepValue(x G.Value, labels []int32, n int, lr float32) (StepResult, error) {
+	m.in = x
+	defer func() { m.in = nil }()
+	return m.TrainStep(nil, labels, n, lr)
+}
+
+// EvalStepValue is EvalStep on a batch in the engine's memory (TrainStepValue).
+func (m *Model) EvalStepValue(x G.Value, labels []int32, n int) (EvalResult, error) {
+	m.in = x
+	defer func() { m.in = nil }()
+	return m.EvalStep(nil, labels, n)
+}
+
+// LogitsValue is Logits on a batch in the engine's memory (TrainStepValue).
+func (m *Model) LogitsValue(x G.Value, n int) ([]float32, error) {
+	m.in = x
+	defer func() { m.in = nil }()
+	return m.Logits(nil, n)
+}
+
+// Engine is the engine the model's graph runs on.
+func (m *Model) Engine() Engine { return m.eng }
+
+// loadInput is load with the input either host floats x or, when xv is not
+// nil, a value of the engine's already holding the batch (padding zeroed).
+func (m *Model) loadInput(x []float32, xv G.Value, labels []int32, n int) error {
 	if m.closed {
 		return errors.New("model is closed")
 	}
@@ -413,7 +450,13 @@ func (m *Model) load(x []float32, labels []int32, n int) error {
 	if n < 1 || n > B {
 		return fmt.Errorf("n = %d valid samples, want 1..%d (the batch size)", n, B)
 	}
-	if len(x) != len(m.x) {
+	bind := G.Value(m.xV)
+	if xv != nil {
+		if !xv.Shape().Eq(m.xNode.Shape()) {
+			return fmt.Errorf("input value of shape %v, want %v", xv.Shape(), m.xNode.Shape())
+		}
+		bind = xv
+	} else if len(x) != len(m.x) {
 		return fmt.Errorf("x has %d floats, want %d (B=%d x 3 x %d x %d)", len(x), len(m.x), B, m.spec.InputSize, m.spec.InputSize)
 	}
 	clear(m.target)
@@ -444,12 +487,22 @@ func (m *Model) load(x []float32, labels []int32, n int) error {
 			}
 		}
 	}
-	per := len(m.x) / B
-	copy(m.x, x[:n*per])
-	clear(m.x[n*per:])
+	if bind != m.xBound {
+		if err := G.Let(m.xNode, bind); err != nil {
+			return fmt.Errorf("binding the input: %w", err)
+		}
+		m.xBound = bind
+	}
+	if xv == nil {
+		per := len(m.x) / B
+		copy(m.x, x[:n*per])
+		clear(m.x[n*per:])
+	}
 	if m.dev {
-		if err := m.eng.Upload(m.xV, m.x); err != nil {
-			return fmt.Errorf("uploading the batch: %w", err)
+		if xv == nil {
+			if err := m.eng.Upload(m.xV, m.x); err != nil {
+				return fmt.Errorf("uploading the batch: %w", err)
+			}
 		}
 		if err := m.eng.Upload(m.targetV, m.target); err != nil {
 			return fmt.Errorf("uploading the target: %w", err)
