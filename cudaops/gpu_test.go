@@ -55,7 +55,7 @@ func skipOnStandIn(t *testing.T, d *Device, what string) {
 	}
 }
 
-// TestGPUKernelParity runs every kernel on the GPU and its mirror in ref.go
+// TestGPUKernelParity runs every kernel on the GPU and its mirror in ref_kernels_test.go
 // on the same random inputs (forward and backward kernels alike).
 func TestGPUKernelParity(t *testing.T) {
 	d := openOrSkip(t)

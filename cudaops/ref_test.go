@@ -9,10 +9,8 @@ import (
 	"stoke/augment"
 )
 
-// The CPU engine runs the GPU's sequence of kernels with ref.go's mirrors of
-// their index arithmetic; here it must agree with the gorgonia model on the
-// same weights and batch: logits, loss, and the weights and momentum after
-// SGD steps (which checks every gradient).
+// Tests of the kernels' CPU mirrors (ref_kernels_test.go) that every
+// machine runs, and helpers the GPU tests share.
 
 var imageNet = Normalize{Mean: [3]float32{0.485, 0.456, 0.406}, Std: [3]float32{0.229, 0.224, 0.225}}
 
