@@ -3,6 +3,7 @@
 package cudaops
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -10,21 +11,25 @@ import (
 	"unsafe"
 
 	"gorgonia.org/cu"
+	G "gorgonia.org/gorgonia"
+	gtensor "gorgonia.org/tensor"
 
 	"stoke/model"
 )
 
 // Backend trains the CNN on a GPU: the trainer's Backend (and StepTimer).
+// The network is model's gorgonia graph on a GraphEngine (model.NewOn):
+// the same ops, gradient and order of execution as on the CPU.
 //
 // A step: with non_blocking the batch goes to the device on the copy stream
 // (cuMemcpyHtoDAsync, events around it) and the compute stream waits for the
 // copy's event; blocking, the copy goes on the compute stream itself, after
-// the previous step's compute (PyTorch's .to(device)). The compute stream
-// then runs forward, backward and SGD, and copies the logits and per-row
-// losses into pinned host memory. StartStep returns as soon as the batch has
-// left the host buffer (its copy event completed), so the caller may reuse
-// that buffer and fetch the next batch while the GPU computes; Wait gives
-// the step's result. The device input is double-buffered: with non_blocking,
+// the previous step's compute (PyTorch's .to(device)). StartStep returns as
+// soon as the batch has left the host buffer (its copy event completed), so
+// the caller may reuse that buffer and fetch the next batch; the step's
+// graph runs on a goroutine of its own (the engine makes the context current
+// on whatever thread runs an op), after the previous step's, and Wait gives
+// its result. The device input is double-buffered: with non_blocking,
 // copying batch N+1 overlaps computing batch N; blocking, it cannot.
 //
 // The U8 methods take uint8 batches (round(255·v), CHW, a quarter of the
@@ -34,27 +39,29 @@ import (
 type Backend struct {
 	dev         *Device
 	e           *gpuEngine
-	nt          *net
+	ge          *GraphEngine
+	m           *model.Model
+	norm        Normalize
+	xLen        int
 	compute     cu.Stream
 	copy        cu.Stream
 	nonBlocking bool
 	slots       [2]*slot
 	next        int
+	last        chan struct{} // closed when the last started step's graph has run
 	lastCopy    time.Duration
 	lastCompute time.Duration
 	closed      bool
 }
 
-// slot is one in-flight step: its device input and pinned host results.
+// slot is one in-flight step's device input.
 type slot struct {
-	x, labels                devBuf
-	xU8                      devBuf    // the uint8 input (U8 steps), normalized into x
-	hostLabels               []int32   // pinned
-	hostLogits, hostLoss     []float32 // pinned
+	x                        devBuf
+	xv                       *gtensor.Dense // x as the graph's input value
+	xU8                      devBuf         // the uint8 input (U8 steps), normalized into x
 	copyStart, copyEnd       cu.Event
 	computeStart, computeEnd cu.Event
 	pending                  *Pending
-	hostMem                  [][]byte
 }
 
 // testSkipCopyWait, set only by a test, leaves out the compute stream's
@@ -64,13 +71,12 @@ var testSkipCopyWait bool
 
 // Pending is a step in flight.
 type Pending struct {
-	b      *Backend
-	s      *slot
-	labels []int32
-	n      int
-	done   bool
-	res    model.StepResult
-	err    error
+	b    *Backend
+	s    *slot
+	done chan struct{} // closed when its graph has run
+	res  model.StepResult
+	err  error
+	seen bool
 }
 
 // NewBackend builds the network on d with fresh weights from opt.Seed (the
@@ -81,14 +87,12 @@ func NewBackend(d *Device, spec model.Spec, opt model.Options, nonBlocking bool,
 	if err := norm.validate(); err != nil {
 		return nil, fmt.Errorf("cudaops: %w", err)
 	}
-	init, err := model.New(spec, opt) // the reference initialisation and validation
-	if err != nil {
+	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	params, state := init.Params(), init.OptimizerState()
-	init.Close()
-	b := &Backend{dev: d, nonBlocking: nonBlocking}
-	err = d.do(func() error {
+	B, S := opt.Batch, spec.InputSize
+	b := &Backend{dev: d, nonBlocking: nonBlocking, norm: norm, xLen: B * 3 * S * S}
+	err := d.do(func() error {
 		var err error
 		if b.compute, err = cu.MakeStream(cu.NonBlocking); err != nil {
 			return err
@@ -99,49 +103,28 @@ func NewBackend(d *Device, spec model.Spec, opt model.Options, nonBlocking bool,
 		if b.e, err = newGPUEngine(b.compute); err != nil {
 			return err
 		}
-		if b.nt, err = newNet(b.e, spec, opt, norm); err != nil {
-			return err
-		}
-		B, K := opt.Batch, spec.Classes
+		b.ge = &GraphEngine{d: d, e: b.e, s: b.compute, shared: true}
 		for k := range b.slots {
 			s := &slot{}
-			xb, err1 := b.e.alloc(b.nt.xLen)
-			lb, err2 := b.e.alloc(B)
-			ub, err3 := b.e.allocU8(b.nt.xLen)
-			if err := first(err1, err2, err3); err != nil {
+			xb, err1 := b.e.alloc(b.xLen)
+			ub, err2 := b.e.allocU8(b.xLen)
+			if err := first(err1, err2); err != nil {
 				return err
 			}
-			s.x, s.labels, s.xU8 = xb.(devBuf), lb.(devBuf), ub.(devBuf)
+			s.x, s.xU8 = xb.(devBuf), ub.(devBuf)
+			s.xv = gtensor.New(gtensor.Of(gtensor.Float32), gtensor.WithShape(B, 3, S, S), gtensor.FromMemory(uintptr(s.x.p), uintptr(4*b.xLen)))
 			for _, ev := range []*cu.Event{&s.copyStart, &s.copyEnd, &s.computeStart, &s.computeEnd} {
 				if *ev, err = cu.MakeEvent(cu.DefaultEvent); err != nil {
 					return err
 				}
 			}
-			mem := func(n int) []byte {
-				if err != nil {
-					return make([]byte, 4*n)
-				}
-				var m []byte
-				m, err = d.pinned.Alloc(4 * n)
-				s.hostMem = append(s.hostMem, m)
-				return m
-			}
-			s.hostLabels = unsafe.Slice((*int32)(unsafe.Pointer(&mem(B)[0])), B)
-			s.hostLogits = unsafe.Slice((*float32)(unsafe.Pointer(&mem(B * K)[0])), B*K)
-			s.hostLoss = unsafe.Slice((*float32)(unsafe.Pointer(&mem(B)[0])), B)
-			if err != nil {
-				return err
-			}
 			b.slots[k] = s
 		}
-		if err := b.nt.load(params, state); err != nil {
-			return err
-		}
-		// The zeroing (cuMemsetD32Async) and the uploads above are queued on
-		// the compute stream, while a step's first copy may go on the copy
-		// stream: finish them before any step can start.
 		return b.compute.Synchronize()
 	})
+	if err == nil {
+		b.m, err = model.NewOn(b.ge, spec, opt)
+	}
 	if err != nil {
 		b.Close()
 		return nil, fmt.Errorf("cudaops: %w", err)
@@ -156,8 +139,11 @@ func (b *Backend) StartStep(x []float32, labels []int32, n int, lr float32) (*Pe
 	if err := b.startCheck(lr); err != nil {
 		return nil, err
 	}
-	if err := b.nt.check(x, labels, n); err != nil {
-		return nil, fmt.Errorf("cudaops: %w", err)
+	if len(x) != b.xLen {
+		return nil, fmt.Errorf("cudaops: x has %d floats, want %d", len(x), b.xLen)
+	}
+	if err := b.checkRows(labels, n); err != nil {
+		return nil, err
 	}
 	pd, err := b.start(unsafe.Pointer(unsafe.SliceData(x)), int64(4*len(x)), false, labels, n, lr)
 	runtime.KeepAlive(x)
@@ -171,8 +157,11 @@ func (b *Backend) StartStepU8(x []uint8, labels []int32, n int, lr float32) (*Pe
 	if err := b.startCheck(lr); err != nil {
 		return nil, err
 	}
-	if err := b.nt.checkU8(x, labels, n); err != nil {
-		return nil, fmt.Errorf("cudaops: %w", err)
+	if len(x) != b.xLen {
+		return nil, fmt.Errorf("cudaops: x has %d bytes, want %d", len(x), b.xLen)
+	}
+	if err := b.checkRows(labels, n); err != nil {
+		return nil, err
 	}
 	pd, err := b.start(unsafe.Pointer(unsafe.SliceData(x)), int64(len(x)), true, labels, n, lr)
 	runtime.KeepAlive(x)
@@ -189,69 +178,104 @@ func (b *Backend) startCheck(lr float32) error {
 	return nil
 }
 
+// checkRows checks n and the labels before anything is queued (the model
+// checks them again; a bad batch must not get as far as a copy).
+func (b *Backend) checkRows(labels []int32, n int) error {
+	B, K := b.m.Options().Batch, b.m.Spec().Classes
+	if n < 1 || n > B {
+		return fmt.Errorf("cudaops: n = %d valid samples, want 1..%d (the batch size)", n, B)
+	}
+	if len(labels) < n {
+		return fmt.Errorf("cudaops: %d labels for n = %d valid samples", len(labels), n)
+	}
+	for i, y := range labels[:n] {
+		if y < 0 || int(y) >= K {
+			return fmt.Errorf("cudaops: labels[%d] = %d, want 0..%d", i, y, K-1)
+		}
+	}
+	return nil
+}
+
+// prepare finishes a slot's input once its bytes are on the device (in x,
+// or in xU8 when u8), on the compute stream: a uint8 batch's first n rows
+// are normalized into x, and x's rows from n on are zeroed (stale or
+// non-finite padding would otherwise reach the gradients as 0·NaN).
+func (b *Backend) prepare(s *slot, n int, u8 bool) error {
+	B := b.m.Options().Batch
+	S := b.m.Spec().InputSize
+	if u8 {
+		if err := b.e.normalizeU8(s.xU8, s.x, n, S*S, b.norm.Mean, b.norm.Std); err != nil {
+			return err
+		}
+	}
+	per := b.xLen / B
+	return b.e.zero(s.x, n*per, (B-n)*per)
+}
+
 // start copies a checked batch of bytes from src into the next slot's device
-// input (x, or xU8 when u8), queues the step behind the copy and waits for
-// the copy only.
+// input (x, or xU8 when u8), waits for the copy only, and hands the step to a
+// goroutine that runs it after the previous one.
 func (b *Backend) start(src unsafe.Pointer, bytes int64, u8 bool, labels []int32, n int, lr float32) (*Pending, error) {
 	s := b.slots[b.next]
-	if s.pending != nil && !s.pending.done {
-		s.pending.Wait() // its device input is about to be overwritten; its result is kept
+	if s.pending != nil {
+		<-s.pending.done // its device input is about to be overwritten; its result is kept
 	}
-	pd := &Pending{b: b, s: s, labels: append([]int32(nil), labels[:n]...), n: n}
+	prev := b.last
+	if !b.nonBlocking && prev != nil {
+		<-prev // blocking: the copy follows the previous step's compute on the compute stream
+	}
+	pd := &Pending{b: b, s: s, done: make(chan struct{})}
 	dst := s.x.p
 	if u8 {
 		dst = s.xU8.p
 	}
+	stream := b.copy
+	if !b.nonBlocking {
+		// Blocking, as PyTorch's .to(device) without non_blocking: the
+		// copy goes on the compute stream, so it starts only after the
+		// previous step's compute, and the host waits for it below. (The
+		// legacy NULL stream would not do: it does not synchronize with
+		// the compute stream, which is CU_STREAM_NON_BLOCKING.)
+		stream = b.compute
+	}
 	err := b.dev.do(func() error {
-		clear(s.hostLabels)
-		copy(s.hostLabels, labels[:n])
-		if b.nonBlocking {
-			if err := first(
-				s.copyStart.Record(b.copy),
-				cu.MemcpyHtoDAsync(dst, src, bytes, b.copy),
-				cu.MemcpyHtoDAsync(s.labels.p, unsafe.Pointer(&s.hostLabels[0]), int64(4*len(s.hostLabels)), b.copy),
-				s.copyEnd.Record(b.copy),
-			); err != nil {
-				return err
-			}
-		} else {
-			// Blocking, as PyTorch's .to(device) without non_blocking: the
-			// copy goes on the compute stream, so it starts only after the
-			// previous step's compute, and the host waits for it below. (The
-			// legacy NULL stream would not do: it does not synchronize with
-			// the compute stream, which is CU_STREAM_NON_BLOCKING.)
-			if err := first(
-				s.copyStart.Record(b.compute),
-				cu.MemcpyHtoDAsync(dst, src, bytes, b.compute),
-				cu.MemcpyHtoDAsync(s.labels.p, unsafe.Pointer(&s.hostLabels[0]), int64(4*len(s.hostLabels)), b.compute),
-				s.copyEnd.Record(b.compute),
-			); err != nil {
-				return err
-			}
-		}
-		nt := b.nt
-		nt.x, nt.xU8, nt.labels = s.x, s.xU8, s.labels
-		var wait error
-		if !testSkipCopyWait {
-			wait = b.compute.Wait(s.copyEnd, 0)
-		}
-		if err := first(
-			wait,
-			s.computeStart.Record(b.compute),
-			nt.prepare(n, u8), // normalize a uint8 batch, zero the padding rows
-			nt.forward(),
-			nt.backward(n, lr),
-			cu.MemcpyDtoHAsync(unsafe.Pointer(&s.hostLogits[0]), nt.logits.(devBuf).p, int64(4*len(s.hostLogits)), b.compute),
-			cu.MemcpyDtoHAsync(unsafe.Pointer(&s.hostLoss[0]), nt.rowLoss.(devBuf).p, int64(4*len(s.hostLoss)), b.compute),
-			s.computeEnd.Record(b.compute),
-		); err != nil {
-			return err
-		}
-		return s.copyEnd.Synchronize() // the host buffer is free from here on
+		return first(
+			s.copyStart.Record(stream),
+			cu.MemcpyHtoDAsync(dst, src, bytes, stream),
+			s.copyEnd.Record(stream),
+		)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cudaops: step: %w", err)
 	}
+	// The step is queued behind the copy's event, not behind the host's wait
+	// for it below: the event alone orders the compute after the batch.
+	labels = append([]int32(nil), labels[:n]...)
+	go func() {
+		defer close(pd.done)
+		if prev != nil {
+			<-prev
+		}
+		err := b.dev.do(func() error {
+			var wait error
+			if !testSkipCopyWait {
+				wait = b.compute.Wait(s.copyEnd, 0)
+			}
+			return first(wait, s.computeStart.Record(b.compute), b.prepare(s, n, u8))
+		})
+		if err == nil {
+			pd.res, err = b.m.TrainStepValue(s.xv, labels, n, lr)
+		}
+		if err2 := b.dev.do(func() error { return s.computeEnd.Record(b.compute) }); err == nil {
+			err = err2
+		}
+		pd.err = err
+	}()
+	if err := b.dev.do(s.copyEnd.Synchronize); err != nil { // the host buffer is free from here on
+		<-pd.done
+		return nil, fmt.Errorf("cudaops: step: %w", err)
+	}
+	b.last = pd.done
 	s.pending = pd
 	b.next = (b.next + 1) % len(b.slots)
 	return pd, nil
@@ -260,25 +284,25 @@ func (b *Backend) start(src unsafe.Pointer, bytes int64, u8 bool, labels []int32
 // Wait blocks until the step is done and returns its loss and hits; it also
 // sets the backend's LastStepTimes from the step's events.
 func (pd *Pending) Wait() (model.StepResult, error) {
-	if pd.done {
+	<-pd.done
+	if pd.seen {
 		return pd.res, pd.err
 	}
-	pd.done = true
+	pd.seen = true
 	b, s := pd.b, pd.s
-	pd.err = b.dev.do(func() error {
-		if err := s.computeEnd.Synchronize(); err != nil {
-			return err
-		}
-		c, err1 := s.copyStart.Elapsed(s.copyEnd)
-		k, err2 := s.computeStart.Elapsed(s.computeEnd)
-		b.lastCopy, b.lastCompute = ms(c), ms(k)
-		return first(err1, err2)
-	})
 	if pd.err == nil {
-		pd.res, pd.err = scoreTrain(s.hostLogits, s.hostLoss, pd.labels, pd.n, b.nt.spec.Classes)
+		pd.err = b.dev.do(func() error {
+			if err := s.computeEnd.Synchronize(); err != nil {
+				return err
+			}
+			c, err1 := s.copyStart.Elapsed(s.copyEnd)
+			k, err2 := s.computeStart.Elapsed(s.computeEnd)
+			b.lastCopy, b.lastCompute = ms(c), ms(k)
+			return first(err1, err2)
+		})
 	}
 	if pd.err != nil {
-		pd.err = fmt.Errorf("cudaops: step: %w", pd.err)
+		pd.res, pd.err = model.StepResult{}, fmt.Errorf("cudaops: step: %w", pd.err)
 	}
 	return pd.res, pd.err
 }
@@ -318,95 +342,124 @@ func (b *Backend) drain() {
 
 // EvalStep runs the forward pass and scores the first n rows.
 func (b *Backend) EvalStep(x []float32, labels []int32, n int) (model.EvalResult, error) {
-	return b.eval(func(nt *net) ([]float32, error) { return nt.logitsOf(x, labels, n) }, labels, n)
+	var r model.EvalResult
+	err := b.input(unsafe.Pointer(unsafe.SliceData(x)), 4*len(x), false, labels, n, func(xv G.Value) error {
+		var err error
+		r, err = b.m.EvalStepValue(xv, labels, n)
+		return err
+	})
+	runtime.KeepAlive(x)
+	return r, err
 }
 
 // EvalStepU8 is EvalStep for a uint8 batch, normalized on the device.
 func (b *Backend) EvalStepU8(x []uint8, labels []int32, n int) (model.EvalResult, error) {
-	return b.eval(func(nt *net) ([]float32, error) { return nt.logitsOfU8(x, labels, n) }, labels, n)
-}
-
-func (b *Backend) eval(logitsOf func(*net) ([]float32, error), labels []int32, n int) (model.EvalResult, error) {
 	var r model.EvalResult
-	logits, err := b.logits(logitsOf)
-	if err == nil {
-		r = scoreEval(logits, labels, n, b.nt.spec.Classes)
-	}
-	if err != nil {
-		return model.EvalResult{}, fmt.Errorf("cudaops: eval: %w", err)
-	}
-	return r, nil
+	err := b.input(unsafe.Pointer(unsafe.SliceData(x)), len(x), true, labels, n, func(xv G.Value) error {
+		var err error
+		r, err = b.m.EvalStepValue(xv, labels, n)
+		return err
+	})
+	runtime.KeepAlive(x)
+	return r, err
 }
 
 // Logits returns the first n rows of logits for x (the parity tests).
 func (b *Backend) Logits(x []float32, n int) ([]float32, error) {
-	return b.logits(func(nt *net) ([]float32, error) { return nt.logitsOf(x, nil, n) })
+	var out []float32
+	err := b.input(unsafe.Pointer(unsafe.SliceData(x)), 4*len(x), false, nil, n, func(xv G.Value) error {
+		var err error
+		out, err = b.m.LogitsValue(xv, n)
+		return err
+	})
+	runtime.KeepAlive(x)
+	return out, err
 }
 
 // LogitsU8 is Logits for a uint8 batch.
 func (b *Backend) LogitsU8(x []uint8, n int) ([]float32, error) {
-	return b.logits(func(nt *net) ([]float32, error) { return nt.logitsOfU8(x, nil, n) })
-}
-
-// logits runs a synchronous forward pass on the first slot's inputs, once
-// every step in flight is done.
-func (b *Backend) logits(logitsOf func(*net) ([]float32, error)) ([]float32, error) {
-	if b.closed {
-		return nil, fmt.Errorf("cudaops: backend is closed")
-	}
-	b.drain()
 	var out []float32
-	err := b.dev.do(func() error {
-		s := b.slots[0]
-		b.nt.x, b.nt.xU8, b.nt.labels = s.x, s.xU8, s.labels
+	err := b.input(unsafe.Pointer(unsafe.SliceData(x)), len(x), true, nil, n, func(xv G.Value) error {
 		var err error
-		out, err = logitsOf(b.nt)
+		out, err = b.m.LogitsValue(xv, n)
 		return err
 	})
+	runtime.KeepAlive(x)
 	return out, err
 }
 
-// Params downloads the weights, named and laid out as model.Model's.
-func (b *Backend) Params() []model.NamedTensor { return b.read(false) }
-
-// OptimizerState downloads the momentum buffers and the step count.
-func (b *Backend) OptimizerState() []model.NamedTensor { return b.read(true) }
-
-func (b *Backend) read(momentum bool) []model.NamedTensor {
-	b.drain()
-	var out []model.NamedTensor
-	err := b.dev.do(func() error {
-		var err error
-		out, err = b.nt.readParams(momentum)
-		return err
-	})
-	if err != nil {
-		panic(fmt.Sprintf("cudaops: reading parameters from the device: %v", err)) // the interface has no error
+// input puts a batch of bytes (float32s, or uint8 when u8) into the first
+// slot's input, synchronously once every step in flight is done, and runs
+// f on its value.
+func (b *Backend) input(src unsafe.Pointer, bytes int, u8 bool, labels []int32, n int, f func(G.Value) error) error {
+	if b.closed {
+		return fmt.Errorf("cudaops: backend is closed")
 	}
-	return out
+	want := 4 * b.xLen
+	if u8 {
+		want = b.xLen
+	}
+	if bytes != want {
+		return fmt.Errorf("cudaops: eval: batch of %d bytes, want %d", bytes, want)
+	}
+	if labels != nil {
+		if err := b.checkRows(labels, n); err != nil {
+			return err
+		}
+	} else if n < 1 || n > b.m.Options().Batch {
+		return fmt.Errorf("cudaops: n = %d valid samples, want 1..%d (the batch size)", n, b.m.Options().Batch)
+	}
+	b.drain()
+	s := b.slots[0]
+	dst := s.x.p
+	if u8 {
+		dst = s.xU8.p
+	}
+	err := b.dev.do(func() error {
+		return first(cu.MemcpyHtoDAsync(dst, src, int64(bytes), b.compute), b.prepare(s, n, u8), b.compute.Synchronize())
+	})
+	if err == nil {
+		err = f(s.xv)
+	}
+	if err != nil {
+		return fmt.Errorf("cudaops: eval: %w", err)
+	}
+	return nil
+}
+
+// State downloads the weights and the optimizer state (momentum buffers and
+// the step count), named and laid out as model.Model's. A failed read (a
+// device error, a closed backend) is returned, never a partial state.
+func (b *Backend) State() (params, optState []model.NamedTensor, err error) {
+	if b.closed {
+		return nil, nil, errors.New("cudaops: reading parameters: the backend is closed")
+	}
+	b.drain()
+	if params, optState, err = b.m.State(); err != nil {
+		return nil, nil, fmt.Errorf("cudaops: reading parameters from the device: %w", err)
+	}
+	return params, optState, nil
 }
 
 // Load uploads parameters and optimizer state (model.Model.Load's contract).
 func (b *Backend) Load(params, optState []model.NamedTensor) error {
 	b.drain()
-	return b.dev.do(func() error {
-		if err := b.nt.load(params, optState); err != nil {
-			return err
-		}
-		return b.compute.Synchronize() // the host slices may be reused
-	})
+	return b.m.Load(params, optState)
 }
 
 // NumParams is the number of trainable scalars.
-func (b *Backend) NumParams() int { return b.nt.numParams() }
+func (b *Backend) NumParams() int { return b.m.NumParams() }
 
-// Close frees the device memory, streams, events and pinned result buffers.
+// Close frees the device memory, streams and events.
 func (b *Backend) Close() {
 	if b.closed {
 		return
 	}
 	b.closed = true
 	b.drain()
+	if b.m != nil {
+		b.m.Close()
+	}
 	b.dev.do(func() error {
 		b.compute.Synchronize()
 		for _, s := range b.slots {
@@ -415,9 +468,6 @@ func (b *Backend) Close() {
 			}
 			for _, ev := range []*cu.Event{&s.copyStart, &s.copyEnd, &s.computeStart, &s.computeEnd} {
 				cu.DestroyEvent(ev)
-			}
-			for _, m := range s.hostMem {
-				b.dev.pinned.Free(m)
 			}
 		}
 		if b.e != nil {

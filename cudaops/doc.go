@@ -14,12 +14,12 @@
 // stream, and the Start methods return once the host buffer may be reused.
 // Rows from n on are padding: zeroed on the device, never scored.
 //
-// The network is a fixed sequence of kernels over an engine (net.go): the
-// GPU engine launches them on a stream, the CPU engine runs their mirrors in
-// ref.go, which have the same index arithmetic. The CPU engine is tested
-// against the gorgonia model in every build (ref_test.go); the GPU engine
-// against the CPU engine and the model on a GPU (gpu_test.go, via
-// scripts/gpu-check.sh).
+// The network is model's gorgonia graph, the same as on the CPU: its ops
+// call a model.Engine at the level of layers, and GraphEngine (engine_graph.go)
+// implements it by launching the kernels on device values. Each kernel is
+// checked against its CPU mirror (ref_kernels_test.go, TestGPUKernelParity)
+// and the graph on the GPU engine against the graph on the CPU engine
+// (graph_test.go), on a GPU or under the stand-in (scripts/gpu-sim.sh).
 //
 // The binary never links libcuda: driver.c loads libcuda.so.1 at the first
 // cuInit, and tramp_linux_amd64.S routes every driver function cu calls

@@ -16,9 +16,6 @@ import (
 	"unsafe"
 )
 
-// Built reports whether this binary was built with CUDA support (-tags stokecuda).
-const Built = true
-
 // driverStatus asks driver.c whether the driver loaded and cuInit succeeded.
 func driverStatus() error {
 	var res C.int

@@ -38,6 +38,16 @@ func openOrSkip(t *testing.T) *Device {
 // skipOnStandIn skips a test that measures the hardware itself (speed,
 // overlap in time) when the driver is the CPU stand-in: its clocks are the
 // host's, so such a figure would mean nothing.
+// state reads a backend's parameters and optimizer state, failing t on error.
+func state(t *testing.T, b *Backend) (params, optState []model.NamedTensor) {
+	t.Helper()
+	p, o, err := b.State()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, o
+}
+
 func skipOnStandIn(t *testing.T, d *Device, what string) {
 	t.Helper()
 	if d.Simulated() {
@@ -45,7 +55,7 @@ func skipOnStandIn(t *testing.T, d *Device, what string) {
 	}
 }
 
-// TestGPUKernelParity runs every kernel on the GPU and its mirror in ref.go
+// TestGPUKernelParity runs every kernel on the GPU and its mirror in ref_kernels_test.go
 // on the same random inputs (forward and backward kernels alike).
 func TestGPUKernelParity(t *testing.T) {
 	d := openOrSkip(t)
@@ -231,11 +241,11 @@ func TestGPUNetMatchesModel(t *testing.T) {
 			if math.Abs(gr.Loss-wr.Loss) > 1e-4 || gr.Correct != wr.Correct {
 				t.Fatalf("non_blocking=%v step %d: GPU %+v, CPU model %+v", nonBlocking, step, gr, wr)
 			}
-			wp, gp := ref.Params(), b.Params()
+			wp, wv := ref.Params(), ref.OptimizerState()
+			gp, gv := state(t, b)
 			for i := range wp {
 				close32(t, wp[i].Name, gp[i].Data, wp[i].Data, 1e-4)
 			}
-			wv, gv := ref.OptimizerState(), b.OptimizerState()
 			for i := range wv {
 				close32(t, wv[i].Name, gv[i].Data, wv[i].Data, 1e-3)
 			}
@@ -535,11 +545,11 @@ func TestGPUU8MatchesFloat(t *testing.T) {
 			if math.Abs(gr.Loss-wr.Loss) > 1e-4 || gr.Correct != wr.Correct {
 				t.Fatalf("non_blocking=%v step %d: uint8 %+v, float32 %+v", nonBlocking, step, gr, wr)
 			}
-			wp, gp := b32.Params(), b8.Params()
+			wp, wv := state(t, b32)
+			gp, gv := state(t, b8)
 			for i := range wp {
 				close32(t, wp[i].Name, gp[i].Data, wp[i].Data, 1e-4)
 			}
-			wv, gv := b32.OptimizerState(), b8.OptimizerState()
 			for i := range wv {
 				close32(t, wv[i].Name, gv[i].Data, wv[i].Data, 1e-3)
 			}
@@ -646,7 +656,8 @@ func TestGPUU8AsyncCopy(t *testing.T) {
 				t.Fatalf("%s step %d: async uint8 %+v, float32 %+v", kind, k, got[k], want[k])
 			}
 		}
-		wp, gp := b32.Params(), b8.Params()
+		wp, _ := state(t, b32)
+		gp, _ := state(t, b8)
 		for i := range wp {
 			close32(t, kind+" "+wp[i].Name, gp[i].Data, wp[i].Data, 1e-4)
 		}
@@ -725,4 +736,31 @@ func TestStandInCatchesMissingCopyWait(t *testing.T) {
 		t.Fatal("without the copy-event wait, every step under chaos mode matched the CPU model: the stand-in did not catch it")
 	}
 	t.Log("without the copy-event wait the stand-in's chaos mode gives wrong losses; with it, all match")
+}
+
+// TestGPUStateError: reading the state of a closed backend is an error, not
+// a panic (a checkpoint then fails cleanly), and an open one reads the
+// model's layout.
+func TestGPUStateError(t *testing.T) {
+	d := openOrSkip(t)
+	spec := model.Spec{InputSize: 8, Classes: 3, Conv: []model.ConvSpec{{Channels: 4, Kernel: 3}}}
+	opt := model.Options{Batch: 2, Seed: 1, Momentum: 0.9}
+	b, err := NewBackend(d, spec, opt, false, imageNet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := model.New(spec, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	params, optState := state(t, b)
+	if len(params) != len(m.Params()) || len(optState) != len(m.OptimizerState()) {
+		t.Fatalf("state: %d params, %d optimizer tensors; the model has %d, %d", len(params), len(optState), len(m.Params()), len(m.OptimizerState()))
+	}
+	b.Close()
+	p, o, err := b.State()
+	if err == nil || p != nil || o != nil {
+		t.Fatalf("State after Close: %d params, %d tensors, err %v; want an error and nothing", len(p), len(o), err)
+	}
 }

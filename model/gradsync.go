@@ -57,6 +57,9 @@ func (m *Model) trainStepSync(x []float32, labels []int32, n int, lr float32) (S
 	if n < 0 || n > m.opt.Batch {
 		return StepResult{}, fmt.Errorf("model.TrainStep: n = %d valid samples, want 0..%d", n, m.opt.Batch)
 	}
+	if m.dev {
+		return StepResult{}, errors.New("model.TrainStep: a gradient hook runs on the CPU engine only")
+	}
 	m.sync.Begin(n)
 	var (
 		loss   float32
@@ -99,7 +102,9 @@ func (m *Model) trainStepSync(x []float32, labels []int32, n int, lr float32) (S
 	if n > 0 { // per-rank BatchNorm statistics, as PyTorch DDP keeps them
 		m.commitBN()
 	}
-	m.update(grads, lr)
+	if err := m.update(grads, lr); err != nil {
+		return StepResult{}, fmt.Errorf("model.TrainStep: %w", err)
+	}
 	m.steps++
 	r := StepResult{Loss: float64(loss)}
 	K := m.spec.Classes

@@ -26,29 +26,22 @@ func (s *opSet) softmaxCrossEntropy(logits, target *G.Node) (*G.Node, error) {
 	if !logits.Shape().Eq(target.Shape()) {
 		return nil, fmt.Errorf("logits %v and target %v must be equal (B,K) shapes", logits.Shape(), target.Shape())
 	}
+	eng := s.engine()
 	fwd := s.op("SoftmaxCrossEntropy", []int{2, 2}, nil)
 	fwd.wrt = []bool{true, false}
-	var in [2][]float32
 	fwd.do = func(v []G.Value) error {
-		if err := f32s(v, in[:]); err != nil {
-			return err
-		}
-		*fwd.out.(*G.F32) = G.F32(cpuops.XentForward(B, K, in[0], in[1]))
-		return nil
+		l, err := eng.Xent(B, K, v[0], v[1])
+		*fwd.out.(*G.F32) = G.F32(l)
+		return err
 	}
 	fwd.diff = func(inputs G.Nodes, _, grad *G.Node) (G.Nodes, error) {
 		op := s.op("SoftmaxCrossEntropyGrad", []int{2, 2, 0}, tensor.Shape{B, K})
-		var in [2][]float32
 		op.do = func(v []G.Value) error {
-			if err := f32s(v[:2], in[:]); err != nil {
-				return err
-			}
 			g, err := scalarF32(v[2])
 			if err != nil {
 				return err
 			}
-			cpuops.XentBackward(B, K, in[0], in[1], g, op.outData)
-			return nil
+			return eng.XentBackward(B, K, v[0], v[1], g, op.out)
 		}
 		dz, err := apply(op, inputs[0], inputs[1], grad)
 		return G.Nodes{dz, nil}, err

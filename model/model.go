@@ -9,8 +9,6 @@ import (
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
-
-	"stoke/cpuops"
 )
 
 // ErrNonFiniteLoss is returned (wrapped) by a training step whose loss is NaN
@@ -68,6 +66,7 @@ type param struct {
 	noDecay    bool      // a BatchNorm parameter or a bias
 	bn         *bnLayer  // set on a BatchNorm's bias: its buffers follow it in the state dict
 	gradData   []float32 // the gradient op's own output buffer (GradSync)
+	momV       G.Value   // a device engine's momentum buffer (data and mom are then host copies)
 }
 
 // Model is a CNN built as one gorgonia graph with a fixed batch size, and
@@ -90,6 +89,15 @@ type Model struct {
 
 	bns  []*bnLayer // the ResNets' BatchNorms, in state_dict order
 	mode bnMode
+
+	eng         Engine        // runs the ops; CPUEngine unless NewOn was given another
+	dev         bool          // eng's values are not host slices: x, target, logits go through it
+	xV, targetV *tensor.Dense // the inputs' values (on the device when dev)
+	xNode       *G.Node
+	xBound      G.Value   // the value xNode is bound to: xV, or a caller's (TrainStepValue)
+	in          G.Value   // set during a *Value step: the input value
+	hostLogits  []float32 // dev: the logits, downloaded after each run
+	stale       bool      // dev: the host copies of the weights and momentum are behind the device's
 }
 
 // buildMu serialises graph construction: gorgonia's builders share
@@ -99,7 +107,12 @@ var buildMu sync.Mutex
 
 // New validates spec and opt, initialises the weights from opt.Seed as
 // PyTorch does by default, and builds the training and forward machines.
-func New(spec Spec, opt Options) (*Model, error) {
+func New(spec Spec, opt Options) (*Model, error) { return NewOn(CPUEngine(), spec, opt) }
+
+// NewOn is New with the graph's values and ops on eng: the same graph, the
+// same initial weights, on another device (cudaops's engine). A device
+// engine runs the cnn arch with SGD (deviceOK).
+func NewOn(eng Engine, spec Spec, opt Options) (*Model, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
@@ -115,7 +128,12 @@ func New(spec Spec, opt Options) (*Model, error) {
 	if err := opt.validate(); err != nil {
 		return nil, err
 	}
-	m := &Model{spec: spec, opt: opt}
+	m := &Model{spec: spec, opt: opt, eng: eng, dev: !eng.Host()}
+	if m.dev {
+		if err := deviceOK(spec, opt); err != nil {
+			return nil, fmt.Errorf("model: %w", err)
+		}
+	}
 	if spec.IsResNet() {
 		m.resnetParams()
 	} else {
@@ -151,17 +169,34 @@ func (m *Model) build() error {
 	m.g = G.NewGraph()
 	m.x = make([]float32, B*3*S*S)
 	m.target = make([]float32, B*K)
-	x := G.NewTensor(m.g, tensor.Float32, 4, G.WithShape(B, 3, S, S), G.WithName("x"),
-		G.WithValue(tensor.New(tensor.WithShape(B, 3, S, S), tensor.WithBacking(m.x))))
-	target := G.NewMatrix(m.g, tensor.Float32, G.WithShape(B, K), G.WithName("target"),
-		G.WithValue(tensor.New(tensor.WithShape(B, K), tensor.WithBacking(m.target))))
+	var err error
+	if m.xV, err = m.value(m.x, B, 3, S, S); err != nil {
+		return err
+	}
+	if m.targetV, err = m.value(m.target, B, K); err != nil {
+		return err
+	}
+	if m.dev {
+		m.hostLogits = make([]float32, B*K)
+	}
+	x := G.NewTensor(m.g, tensor.Float32, 4, G.WithShape(B, 3, S, S), G.WithName("x"), G.WithValue(m.xV))
+	m.xNode, m.xBound = x, m.xV
+	target := G.NewMatrix(m.g, tensor.Float32, G.WithShape(B, K), G.WithName("target"), G.WithValue(m.targetV))
 
 	for _, p := range m.params {
 		shape := p.shape
 		if p.transposed {
 			shape = []int{p.shape[1], p.shape[0]}
 		}
-		val := tensor.New(tensor.WithShape(shape...), tensor.WithBacking(p.data))
+		val, err := m.value(p.data, shape...)
+		if err != nil {
+			return fmt.Errorf("%s: %w", p.name, err)
+		}
+		if m.dev {
+			if p.momV, err = m.value(p.mom, shape...); err != nil {
+				return fmt.Errorf("%s momentum: %w", p.name, err)
+			}
+		}
 		p.node = G.NewTensor(m.g, tensor.Float32, len(shape), G.WithShape(shape...), G.WithName(p.name), G.WithValue(val))
 	}
 
@@ -176,9 +211,8 @@ func (m *Model) build() error {
 		seen[p.node] = true
 	}
 
-	var ops opSet
+	ops := opSet{eng: m.eng}
 	h := x
-	var err error
 	if m.spec.IsResNet() {
 		if h, err = m.buildResNet(&ops, x); err != nil {
 			return err
@@ -188,11 +222,11 @@ func (m *Model) build() error {
 		cin := 3
 		for i, c := range m.spec.Conv {
 			w, b := m.params[2*i].node, m.params[2*i+1].node
-			conv, err := cpuops.NewConv(B, cin, in[i], in[i], c.Channels, c.Kernel, c.Pool)
+			conv, err := m.eng.NewConv(B, cin, in[i], in[i], c.Channels, c.Kernel, c.Pool)
 			if err != nil {
 				return fmt.Errorf("conv%d: %w", i, err)
 			}
-			if h, err = ops.convBlock(conv, h, w, b, i > 0); err != nil {
+			if h, err = ops.convBlock(conv, B, cin, in[i], in[i], c.Channels, c.Kernel, c.Pool, h, w, b, i > 0); err != nil {
 				return fmt.Errorf("conv%d: %w", i, err)
 			}
 			cin = c.Channels
@@ -213,6 +247,9 @@ func (m *Model) build() error {
 	for i, p := range m.params {
 		wrt[i] = p.node
 	}
+	if ops.err != nil {
+		return ops.err
+	}
 	grads, err := G.Grad(m.loss, wrt...)
 	if err != nil {
 		return fmt.Errorf("gradients: %w", err)
@@ -230,6 +267,9 @@ func (m *Model) build() error {
 			err = fmt.Errorf("compiling: %v", r)
 		}
 	}()
+	if ops.err != nil { // the gradient ops' values
+		return ops.err
+	}
 	m.train = G.NewTapeMachine(m.g)
 	m.forward = G.NewTapeMachine(m.g.SubgraphRoots(m.logits))
 	m.hookGradients()
@@ -252,7 +292,9 @@ func (m *Model) TrainStep(x []float32, labels []int32, n int, lr float32) (StepR
 		return StepResult{}, fmt.Errorf("model.TrainStep: %w", err)
 	}
 	m.commitBN()
-	m.update(grads, lr)
+	if err := m.update(grads, lr); err != nil {
+		return StepResult{}, fmt.Errorf("model.TrainStep: %w", err)
+	}
 	m.steps++
 	r := StepResult{Loss: float64(loss)}
 	K := m.spec.Classes
@@ -285,8 +327,11 @@ func (m *Model) backward(x []float32, labels []int32, n int) (loss float32, logi
 	if math.IsNaN(float64(loss)) || math.IsInf(float64(loss), 0) {
 		return 0, nil, nil, fmt.Errorf("%w: %v; parameters not updated", ErrNonFiniteLoss, loss)
 	}
-	if logits, err = nodeData(m.logits); err != nil {
+	if logits, err = m.logitsData(); err != nil {
 		return 0, nil, nil, err
+	}
+	if m.dev {
+		return loss, logits, nil, nil // the gradients stay on the device for update
 	}
 	grads = make([][]float32, len(m.params))
 	for i, p := range m.params {
@@ -343,7 +388,31 @@ func (m *Model) runForward(x []float32, labels []int32, n int) ([]float32, error
 	if err := run(m.forward); err != nil {
 		return nil, err
 	}
-	return nodeData(m.logits)
+	return m.logitsData()
+}
+
+// logitsData is the last run's logits, downloaded when on a device.
+func (m *Model) logitsData() ([]float32, error) {
+	if !m.dev {
+		return nodeData(m.logits)
+	}
+	if err := m.eng.Download(m.hostLogits, m.logits.Value()); err != nil {
+		return nil, fmt.Errorf("downloading the logits: %w", err)
+	}
+	return m.hostLogits, nil
+}
+
+// value makes a float32 value of shape over data: data itself on the host;
+// on a device, a device value holding a copy of data.
+func (m *Model) value(data []float32, shape ...int) (*tensor.Dense, error) {
+	if !m.dev {
+		return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(data)), nil
+	}
+	v, err := m.eng.NewValue(tensor.Shape(shape))
+	if err != nil {
+		return nil, err
+	}
+	return v, m.eng.Upload(v, data)
 }
 
 // load checks a batch and copies it into the graph's inputs: the first n
@@ -351,6 +420,39 @@ func (m *Model) runForward(x []float32, labels []int32, n int) ([]float32, error
 // leak into the gradients as 0·NaN), and the weighted one-hot target.
 // labels may be nil (Logits): the target is then left as zero.
 func (m *Model) load(x []float32, labels []int32, n int) error {
+	return m.loadInput(x, m.in, labels, n)
+}
+
+// TrainStepValue is TrainStep on a batch already in the engine's memory: x
+// is a (B,3,S,S) value of the model's engine (NewValue) whose rows from n
+// on are zero. A device backend copies and normalizes its batches there
+// itself, so that the copy can overlap the previous step.
+func (m *Model) TrainStepValue(x G.Value, labels []int32, n int, lr float32) (StepResult, error) {
+	m.in = x
+	defer func() { m.in = nil }()
+	return m.TrainStep(nil, labels, n, lr)
+}
+
+// EvalStepValue is EvalStep on a batch in the engine's memory (TrainStepValue).
+func (m *Model) EvalStepValue(x G.Value, labels []int32, n int) (EvalResult, error) {
+	m.in = x
+	defer func() { m.in = nil }()
+	return m.EvalStep(nil, labels, n)
+}
+
+// LogitsValue is Logits on a batch in the engine's memory (TrainStepValue).
+func (m *Model) LogitsValue(x G.Value, n int) ([]float32, error) {
+	m.in = x
+	defer func() { m.in = nil }()
+	return m.Logits(nil, n)
+}
+
+// Engine is the engine the model's graph runs on.
+func (m *Model) Engine() Engine { return m.eng }
+
+// loadInput is load with the input either host floats x or, when xv is not
+// nil, a value of the engine's already holding the batch (padding zeroed).
+func (m *Model) loadInput(x []float32, xv G.Value, labels []int32, n int) error {
 	if m.closed {
 		return errors.New("model is closed")
 	}
@@ -358,7 +460,13 @@ func (m *Model) load(x []float32, labels []int32, n int) error {
 	if n < 1 || n > B {
 		return fmt.Errorf("n = %d valid samples, want 1..%d (the batch size)", n, B)
 	}
-	if len(x) != len(m.x) {
+	bind := G.Value(m.xV)
+	if xv != nil {
+		if !xv.Shape().Eq(m.xNode.Shape()) {
+			return fmt.Errorf("input value of shape %v, want %v", xv.Shape(), m.xNode.Shape())
+		}
+		bind = xv
+	} else if len(x) != len(m.x) {
 		return fmt.Errorf("x has %d floats, want %d (B=%d x 3 x %d x %d)", len(x), len(m.x), B, m.spec.InputSize, m.spec.InputSize)
 	}
 	clear(m.target)
@@ -389,9 +497,27 @@ func (m *Model) load(x []float32, labels []int32, n int) error {
 			}
 		}
 	}
-	per := len(m.x) / B
-	copy(m.x, x[:n*per])
-	clear(m.x[n*per:])
+	if bind != m.xBound {
+		if err := G.Let(m.xNode, bind); err != nil {
+			return fmt.Errorf("binding the input: %w", err)
+		}
+		m.xBound = bind
+	}
+	if xv == nil {
+		per := len(m.x) / B
+		copy(m.x, x[:n*per])
+		clear(m.x[n*per:])
+	}
+	if m.dev {
+		if xv == nil {
+			if err := m.eng.Upload(m.xV, m.x); err != nil {
+				return fmt.Errorf("uploading the batch: %w", err)
+			}
+		}
+		if err := m.eng.Upload(m.targetV, m.target); err != nil {
+			return fmt.Errorf("uploading the target: %w", err)
+		}
+	}
 	return nil
 }
 

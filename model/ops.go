@@ -9,7 +9,6 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
-	"stoke/cpuops"
 	"stoke/gemm"
 )
 
@@ -39,19 +38,39 @@ type kernelOp struct {
 	after   func() // called once do has run (a gradient op: hand it to the GradSync)
 }
 
-// opSet makes the model's ops, numbering them.
-type opSet struct{ n int }
+// opSet makes the model's ops, numbering them, with their output values
+// on eng (nil: the CPU engine). The first failed allocation is kept in err.
+type opSet struct {
+	n   int
+	eng Engine
+	err error
+}
 
 func (s *opSet) op(name string, inDims []int, shape tensor.Shape) *kernelOp {
 	s.n++
 	op := &kernelOp{name: name, id: s.n, inDims: inDims, shape: shape, wrt: make([]bool, len(inDims))}
-	if len(shape) == 0 {
+	switch {
+	case len(shape) == 0:
 		op.out = G.NewF32(0)
-		return op
+	case s.eng == nil || s.eng.Host():
+		op.outData = make([]float32, shape.TotalSize())
+		op.out = tensor.New(tensor.WithShape(shape...), tensor.WithBacking(op.outData))
+	default:
+		v, err := s.eng.NewValue(shape)
+		if err != nil {
+			s.err = cmpErr(s.err, fmt.Errorf("%s: %w", name, err))
+			v = tensor.New(tensor.WithShape(shape...), tensor.Of(tensor.Float32))
+		}
+		op.out = v
 	}
-	op.outData = make([]float32, shape.TotalSize())
-	op.out = tensor.New(tensor.WithShape(shape...), tensor.WithBacking(op.outData))
 	return op
+}
+
+func cmpErr(old, err error) error {
+	if old != nil {
+		return old
+	}
+	return err
 }
 
 func (op *kernelOp) Arity() int { return len(op.inDims) }
@@ -141,52 +160,31 @@ func f32s(vals []G.Value, dst [][]float32) error {
 
 func apply(op *kernelOp, in ...*G.Node) (*G.Node, error) { return G.ApplyOp(op, in...) }
 
-// convBlock is y = ReLU(conv(x, w) + b), max-pooled when k.Pool. Its gradients: dx (when needDX:
+// convBlock is y = ReLU(conv(x, w) + b), max-pooled when pooled. Its gradients: dx (when needDX:
 // the first block's input is data and needs none), dw, and db, which the
 // filter-gradient op computes alongside dw; the db op only hands it out,
 // taking dw as input so that it runs after.
-func (s *opSet) convBlock(k *cpuops.Conv, x, w, b *G.Node, needDX bool) (*G.Node, error) {
-	yShape, name := tensor.Shape{k.B, k.Cout, k.H, k.W}, "ConvBiasReLU"
-	if k.Pool {
-		yShape, name = tensor.Shape{k.B, k.Cout, k.H / 2, k.W / 2}, "ConvBiasReLUPool"
+func (s *opSet) convBlock(k ConvKernel, B, Cin, H, W, Cout, K int, pool bool, x, w, b *G.Node, needDX bool) (*G.Node, error) {
+	yShape, name := tensor.Shape{B, Cout, H, W}, "ConvBiasReLU"
+	if pool {
+		yShape, name = tensor.Shape{B, Cout, H / 2, W / 2}, "ConvBiasReLUPool"
 	}
 	fwd := s.op(name, []int{4, 4, 1}, yShape)
 	fwd.wrt = []bool{needDX, true, true}
-	var in [3][]float32
-	fwd.do = func(v []G.Value) error {
-		if err := f32s(v, in[:]); err != nil {
-			return err
-		}
-		k.Forward(in[0], in[1], in[2], fwd.outData)
-		return nil
-	}
+	fwd.do = func(v []G.Value) error { return k.Forward(v[0], v[1], v[2], fwd.out) }
 	fwd.diff = func(inputs G.Nodes, y, dy *G.Node) (G.Nodes, error) {
 		var dx *G.Node
 		if needDX {
-			op := s.op("ConvBackwardData", []int{4, 4, 4}, tensor.Shape{k.B, k.Cin, k.H, k.W})
-			var in [3][]float32
-			op.do = func(v []G.Value) error {
-				if err := f32s(v, in[:]); err != nil {
-					return err
-				}
-				k.BackwardData(in[0], in[1], in[2], op.outData)
-				return nil
-			}
+			op := s.op("ConvBackwardData", []int{4, 4, 4}, tensor.Shape{B, Cin, H, W})
+			op.do = func(v []G.Value) error { return k.BackwardData(v[0], v[1], v[2], op.out) }
 			var err error
 			if dx, err = apply(op, inputs[1], y, dy); err != nil {
 				return nil, err
 			}
 		}
-		dwOp := s.op("ConvBackwardFilter", []int{4, 4, 4}, tensor.Shape{k.Cout, k.Cin, k.K, k.K})
-		dbOp := s.op("ConvBiasGrad", []int{4}, tensor.Shape{k.Cout})
-		var fin [3][]float32
-		dwOp.do = func(v []G.Value) error {
-			if err := f32s(v, fin[:]); err != nil {
-				return err
-			}
-			k.BackwardFilter(fin[0], fin[1], fin[2], dwOp.outData, dbOp.outData)
-			return nil
-		}
+		dwOp := s.op("ConvBackwardFilter", []int{4, 4, 4}, tensor.Shape{Cout, Cin, K, K})
+		dbOp := s.op("ConvBiasGrad", []int{4}, tensor.Shape{Cout})
+		dwOp.do = func(v []G.Value) error { return k.BackwardFilter(v[0], v[1], v[2], dwOp.out, dbOp.out) }
 		dbOp.do = func([]G.Value) error { return nil }
 		dw, err := apply(dwOp, inputs[0], y, dy)
 		if err != nil {
@@ -204,72 +202,42 @@ func (s *opSet) convBlock(k *cpuops.Conv, x, w, b *G.Node, needDX bool) (*G.Node
 // avgPool is the global average pool (B,C,H,W) → (B,C).
 func (s *opSet) avgPool(x *G.Node) (*G.Node, error) {
 	sh := x.Shape()
+	BC, HW := sh[0]*sh[1], sh[2]*sh[3]
+	eng := s.engine()
 	fwd := s.op("GlobalAvgPool", []int{4}, tensor.Shape{sh[0], sh[1]})
 	fwd.wrt = []bool{true}
-	fwd.do = func(v []G.Value) error {
-		xd, err := f32(v[0])
-		if err != nil {
-			return err
-		}
-		cpuops.AvgPoolForward(xd, fwd.outData)
-		return nil
-	}
+	fwd.do = func(v []G.Value) error { return eng.AvgPool(v[0], fwd.out, BC, HW) }
 	fwd.diff = func(_ G.Nodes, _, dy *G.Node) (G.Nodes, error) {
 		op := s.op("GlobalAvgPoolBackward", []int{2}, sh.Clone())
-		op.do = func(v []G.Value) error {
-			d, err := f32(v[0])
-			if err != nil {
-				return err
-			}
-			cpuops.AvgPoolBackward(d, op.outData)
-			return nil
-		}
+		op.do = func(v []G.Value) error { return eng.AvgPoolBackward(v[0], op.out, BC, HW) }
 		dx, err := apply(op, dy)
 		return G.Nodes{dx}, err
 	}
 	return apply(fwd, x)
 }
 
+// engine is the set's engine, the CPU's when none was given.
+func (s *opSet) engine() Engine {
+	if s.eng == nil {
+		return cpuEngine{}
+	}
+	return s.eng
+}
+
 // linear is z = h·w + b for h (B,C), w (C,N), b (N).
 func (s *opSet) linear(h, w, b *G.Node) (*G.Node, error) {
 	B, C, N := h.Shape()[0], h.Shape()[1], w.Shape()[1]
+	eng := s.engine()
 	fwd := s.op("Linear", []int{2, 2, 1}, tensor.Shape{B, N})
 	fwd.wrt = []bool{true, true, true}
-	var in [3][]float32
-	fwd.do = func(v []G.Value) error {
-		if err := f32s(v, in[:]); err != nil {
-			return err
-		}
-		cpuops.LinearForward(B, C, N, in[0], in[1], in[2], fwd.outData)
-		return nil
-	}
+	fwd.do = func(v []G.Value) error { return eng.Linear(B, C, N, v[0], v[1], v[2], fwd.out) }
 	fwd.diff = func(inputs G.Nodes, _, dz *G.Node) (G.Nodes, error) {
 		dhOp := s.op("LinearBackwardData", []int{2, 2}, tensor.Shape{B, C})
 		dwOp := s.op("LinearBackwardWeight", []int{2, 2}, tensor.Shape{C, N})
 		dbOp := s.op("LinearBackwardBias", []int{2}, tensor.Shape{N})
-		var a, c [2][]float32
-		dhOp.do = func(v []G.Value) error {
-			if err := f32s(v, a[:]); err != nil {
-				return err
-			}
-			cpuops.LinearBackwardData(B, C, N, a[0], a[1], dhOp.outData)
-			return nil
-		}
-		dwOp.do = func(v []G.Value) error {
-			if err := f32s(v, c[:]); err != nil {
-				return err
-			}
-			cpuops.LinearBackwardWeight(B, C, N, c[0], c[1], dwOp.outData)
-			return nil
-		}
-		dbOp.do = func(v []G.Value) error {
-			d, err := f32(v[0])
-			if err != nil {
-				return err
-			}
-			cpuops.LinearBackwardBias(B, N, d, dbOp.outData)
-			return nil
-		}
+		dhOp.do = func(v []G.Value) error { return eng.LinearBackwardData(B, C, N, v[0], v[1], dhOp.out) }
+		dwOp.do = func(v []G.Value) error { return eng.LinearBackwardWeight(B, C, N, v[0], v[1], dwOp.out) }
+		dbOp.do = func(v []G.Value) error { return eng.LinearBackwardBias(B, N, v[0], dbOp.out) }
 		dh, err := apply(dhOp, inputs[1], dz)
 		if err != nil {
 			return nil, err

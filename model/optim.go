@@ -52,14 +52,20 @@ func (o Options) adam() (b1, b2, eps float32) {
 	return o.Beta1, o.Beta2, o.Eps
 }
 
-// update takes one optimizer step on every parameter.
-func (m *Model) update(grads [][]float32, lr float32) {
+// update takes one optimizer step on every parameter: on the host with
+// grads, or on a device engine with the gradient nodes' values.
+func (m *Model) update(grads [][]float32, lr float32) error {
 	for i, p := range m.params {
 		wd := m.opt.WeightDecay
 		if m.opt.NoDecayNormAndBias && p.noDecay {
 			wd = 0
 		}
 		switch {
+		case m.dev:
+			m.stale = true
+			if err := m.eng.SGD(p.node.Value(), p.grad.Value(), p.momV, len(p.data), lr, m.opt.Momentum, wd, m.steps == 0); err != nil {
+				return fmt.Errorf("SGD on %s: %w", p.name, err)
+			}
 		case m.opt.Optimizer == OptimizerAdamW:
 			b1, b2, eps := m.opt.adam()
 			AdamWUpdate(p.data, grads[i], p.mom, p.mom2, lr, b1, b2, eps, wd, m.steps+1)
@@ -69,6 +75,7 @@ func (m *Model) update(grads [][]float32, lr float32) {
 			SGDUpdate(p.data, grads[i], p.mom, lr, m.opt.Momentum, wd, m.steps == 0)
 		}
 	}
+	return nil
 }
 
 // SGDNesterovUpdate is torch.optim.SGD(nesterov=True, dampening 0):

@@ -98,6 +98,9 @@ func transpose(a []float32, rows, cols int) []float32 {
 // (Cout,Cin,K,K), conv<i>.bias, fc.weight (Classes,C), fc.bias.
 // The ResNets' BatchNorm buffers (running_mean, running_var,
 // num_batches_tracked) follow their layer's bias, as in torchvision's.
+//
+// On a device engine they are the host copies as of the last State or
+// Load: call State there, which downloads them first and reports errors.
 func (m *Model) Params() []NamedTensor {
 	out := make([]NamedTensor, 0, len(m.params)+3*len(m.bns))
 	for _, p := range m.params {
@@ -107,6 +110,50 @@ func (m *Model) Params() []NamedTensor {
 		}
 	}
 	return out
+}
+
+// State returns Params and OptimizerState together: the trainer's Backend
+// contract, where a device backend's read can fail. On the CPU it cannot.
+func (m *Model) State() (params, optState []NamedTensor, err error) {
+	if err := m.pull(); err != nil {
+		return nil, nil, fmt.Errorf("model.State: %w", err)
+	}
+	return m.Params(), m.OptimizerState(), nil
+}
+
+// pull brings a device model's host copies of the weights and momentum up
+// to date (nothing to do on the CPU).
+func (m *Model) pull() error {
+	if !m.dev || !m.stale {
+		return nil
+	}
+	for _, p := range m.params {
+		if err := m.eng.Download(p.data, p.node.Value()); err != nil {
+			return fmt.Errorf("downloading %s: %w", p.name, err)
+		}
+		if err := m.eng.Download(p.mom, p.momV); err != nil {
+			return fmt.Errorf("downloading %s's momentum: %w", p.name, err)
+		}
+	}
+	m.stale = false
+	return nil
+}
+
+// push uploads a device model's host copies after Load.
+func (m *Model) push() error {
+	if !m.dev {
+		return nil
+	}
+	for _, p := range m.params {
+		if err := m.eng.Upload(p.node.Value(), p.data); err != nil {
+			return fmt.Errorf("uploading %s: %w", p.name, err)
+		}
+		if err := m.eng.Upload(p.momV, p.mom); err != nil {
+			return fmt.Errorf("uploading %s's momentum: %w", p.name, err)
+		}
+	}
+	m.stale = false
+	return nil
 }
 
 // OptimizerState returns copies of the SGD state needed for an exact
@@ -166,6 +213,9 @@ func (m *Model) Load(params, optState []NamedTensor) error {
 		}
 	}
 	m.steps = st.Steps
+	if err := m.push(); err != nil {
+		return fmt.Errorf("model.Load: %w", err)
+	}
 	return nil
 }
 

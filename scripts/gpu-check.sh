@@ -6,7 +6,7 @@
 # (and $OUT/gpu-check.log when $OUT is set), cheapest part first:
 #   - compute-sanitizer memcheck and racecheck over the kernel parity test,
 #     when the machine has it;
-#   - parity of every kernel with its CPU mirror (ref.go), forward and backward;
+#   - parity of every kernel with its CPU mirror (ref_kernels_test.go), forward and backward;
 #   - the whole step (logits, loss, every weight and momentum after 3 SGD steps)
 #     against the gorgonia CPU model on the same weights and batches;
 #   - host->device GB/s, pinned vs pageable;

@@ -2,7 +2,8 @@
 # gpu-sim.sh: run stoke's GPU path on a machine without a GPU, under the CPU
 # stand-in for the CUDA driver (cudaops/cudasim, loaded through
 # LD_LIBRARY_PATH by the unchanged stokecuda binaries). In order:
-#   1. the GPU test binary (cudaops.test): kernel parity, whole-step parity
+#   1. the GPU test binary (cudaops.test): kernel parity, the same graph on
+#      the CPU and GPU engines (float32, uint8, padded), whole-step parity
 #      with the CPU model, uint8 path, pinned-buffer reuse, loss falls, copy
 #      order, the missing-copy-wait catch; only the tests that time real
 #      hardware may skip;
@@ -47,7 +48,8 @@ passed=$(grep -c '^--- PASS' "$log")
 skipped=$(grep '^--- SKIP' "$log" | awk '{print $3}' | tr '\n' ' ')
 missing=""
 for t in TestGPUKernelParity TestGPUNetMatchesModel TestGPUU8MatchesFloat TestGPUU8AsyncCopy TestGPUTrainingLossFalls \
-	TestGPUCopyOrder TestStandInCatchesMissingCopyWait TestStandInCopySemantics TestStandInNullStream TestStandInReports; do
+	TestGPUCopyOrder TestStandInCatchesMissingCopyWait TestStandInCopySemantics TestStandInNullStream TestStandInReports \
+	TestGPUGraphMatchesCPU TestGPUGraphU8MatchesCPU TestGPUStateError; do
 	grep -q "^--- PASS: $t " "$log" || missing+="$t "
 done
 extra_skips=$(echo "$skipped" | tr ' ' '\n' | grep -v -x -e '' -e TestGPUBandwidth -e TestGPUOverlap | tr '\n' ' ')

@@ -13,13 +13,15 @@ import (
 )
 
 // Backend runs the model's steps where the compute happens. The CPU backend
-// is *model.Model itself; a CUDA backend (build tag cuda) copies each batch
-// to the device and runs the same graph there.
+// is *model.Model itself; the CUDA backend (build tag stokecuda,
+// cudaops.Backend) copies each batch to the device and runs the same
+// gorgonia graph there, on cudaops's GraphEngine.
 type Backend interface {
 	TrainStep(x []float32, labels []int32, n int, lr float32) (model.StepResult, error)
 	EvalStep(x []float32, labels []int32, n int) (model.EvalResult, error)
-	Params() []model.NamedTensor
-	OptimizerState() []model.NamedTensor
+	// State copies the parameters and the optimizer state off the backend
+	// (a device read can fail: the error says so, nothing panics).
+	State() (params, optState []model.NamedTensor, err error)
 	Load(params, optState []model.NamedTensor) error
 	NumParams() int
 	Close()

@@ -89,7 +89,10 @@ func (d *distRun) setup(net Backend, cfg config.Config, out io.Writer) error {
 	if !ok || cfg.Train.Dist == dist.KindNCCL {
 		return fmt.Errorf("train.dist %s on device %s: data-parallel training is wired into the CPU model only so far; the CUDA backend has no gradient hook yet (see docs/distributed.md)", cfg.Train.Dist, cfg.Train.Device)
 	}
-	params, optim := net.Params(), net.OptimizerState()
+	params, optim, err := net.State()
+	if err != nil {
+		return err
+	}
 	for _, ts := range [][]model.NamedTensor{params, optim} {
 		for _, t := range ts {
 			if err := d.comm.Broadcast(t.Data, 0); err != nil {

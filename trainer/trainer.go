@@ -247,10 +247,14 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 		if !d.writer() {
 			return "", nil
 		}
+		params, optim, err := net.State()
+		if err != nil {
+			return "", fmt.Errorf("checkpoint: %w", err)
+		}
 		dir, err := saveCheckpoint(run, checkpointState{
 			Epoch: epochsDone, Step: step, StepsPerEpoch: trainLoader.NumBatches(), Partial: p, Config: d.checkpointConfig(cfg),
 			Classes: trainSet.Classes, Decoder: decoder, Dataset: files,
-			Params: net.Params(), Optim: net.OptimizerState(),
+			Params: params, Optim: optim,
 		}, cfg.Train.KeepCkpts)
 		checkpointed = checkpointed || err == nil
 		return dir, err

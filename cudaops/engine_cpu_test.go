@@ -6,7 +6,7 @@ import (
 	"stoke/model"
 )
 
-// cpuEngine runs ref.go's kernel mirrors on slices: the CPU reference of
+// cpuEngine runs ref_kernels_test.go's kernel mirrors on slices: the CPU reference of
 // the GPU engine, for the tests that every machine runs.
 type cpuEngine struct{}
 

@@ -4,9 +4,8 @@ import "math"
 
 // The CPU mirror of kernels.cu: one function per kernel, with the same
 // index arithmetic, each looping over what would be the CUDA thread index i.
-// The CPU engine (engine_cpu.go) runs the whole network with them, and
-// ref_test.go checks that network against the gorgonia model, so the index
-// arithmetic of the kernels is tested on every machine, GPU or not.
+// The CPU engine (engine_cpu_test.go) runs them; TestGPUKernelParity checks
+// every kernel against it, on a GPU or under the stand-in.
 
 func refIm2col(x, col []float32, B, C, H, W, K, P int) {
 	N := B * H * W

@@ -1,0 +1,309 @@
+//go:build stokecuda
+
+package cudaops
+
+import (
+	"errors"
+	"fmt"
+
+	"gorgonia.org/cu"
+	G "gorgonia.org/gorgonia"
+	gtensor "gorgonia.org/tensor"
+
+	"stoke/cpuops"
+	"stoke/model"
+)
+
+// GraphEngine is model.Engine on a GPU: the gorgonia graph's ops launch
+// kernels.cu's kernels, in order, on one stream, on values that are device
+// memory (float32 *gtensor.Dense over a cuMemAlloc pointer, which gorgonia
+// only reads the shape of). Every call makes the device's context current on
+// the calling thread first (Device.do): the tape machine runs ops on a
+// goroutine of its own, which moves between OS threads from run to run.
+//
+// The loss (B·K logits against the weighted target) is computed on the host
+// from downloaded logits, as the CPU engine does, and its gradient uploaded:
+// the step reads the loss there anyway. Uploads wait for their copy, so the
+// caller may reuse its slice at once.
+type GraphEngine struct {
+	d      *Device
+	e      *gpuEngine
+	s      cu.Stream
+	closed bool
+	shared bool      // e and s belong to a Backend, which frees them
+	z, t   []float32 // the loss's host scratch
+	dz     []float32
+}
+
+var _ model.Engine = (*GraphEngine)(nil)
+
+// NewGraphEngine loads the kernels on d and makes the engine's stream.
+// Close it after the models built on it.
+func NewGraphEngine(d *Device) (*GraphEngine, error) {
+	g := &GraphEngine{d: d}
+	err := d.do(func() error {
+		var err error
+		if g.s, err = cu.MakeStream(cu.NonBlocking); err != nil {
+			return err
+		}
+		g.e, err = newGPUEngine(g.s)
+		return err
+	})
+	if err != nil {
+		g.Close()
+		return nil, fmt.Errorf("cudaops: %w", err)
+	}
+	return g, nil
+}
+
+// Close frees every value the engine made, its kernels and its stream.
+func (g *GraphEngine) Close() {
+	if g.closed {
+		return
+	}
+	g.closed = true
+	if g.shared {
+		return
+	}
+	g.d.do(func() error {
+		if g.e != nil {
+			g.s.Synchronize()
+			g.e.free()
+		}
+		g.s.Destroy()
+		return nil
+	})
+}
+
+func (g *GraphEngine) Host() bool { return false }
+
+func (g *GraphEngine) do(f func() error) error {
+	if g.closed {
+		return errors.New("cudaops: the engine is closed")
+	}
+	return g.d.do(f)
+}
+
+// buf is a value's device memory.
+func buf(v G.Value) (devBuf, error) {
+	d, ok := v.(*gtensor.Dense)
+	if !ok || d.Dtype() != gtensor.Float32 {
+		return devBuf{}, fmt.Errorf("cudaops: want a float32 device tensor, got %T", v)
+	}
+	return devBuf{cu.DevicePtr(d.Uintptr()), d.Shape().TotalSize()}, nil
+}
+
+// bufs unpacks up to 5 values.
+func bufs(vals ...G.Value) (out [5]buffer, err error) {
+	for i, v := range vals {
+		b, err := buf(v)
+		if err != nil {
+			return out, fmt.Errorf("argument %d: %w", i, err)
+		}
+		out[i] = b
+	}
+	return out, nil
+}
+
+// run unpacks vals and runs f on them with the context current.
+func (g *GraphEngine) run(f func(b [5]buffer) error, vals ...G.Value) error {
+	b, err := bufs(vals...)
+	if err != nil {
+		return err
+	}
+	return g.do(func() error { return f(b) })
+}
+
+func (g *GraphEngine) NewValue(shape gtensor.Shape) (*gtensor.Dense, error) {
+	n := shape.TotalSize()
+	var b buffer
+	err := g.do(func() error {
+		var err error
+		if b, err = g.e.alloc(n); err != nil {
+			return err
+		}
+		return g.s.Synchronize() // the zeroing
+	})
+	if err != nil {
+		return nil, err
+	}
+	p := b.(devBuf).p
+	return gtensor.New(gtensor.Of(gtensor.Float32), gtensor.WithShape(shape...), gtensor.FromMemory(uintptr(p), uintptr(4*max(n, 1)))), nil
+}
+
+func (g *GraphEngine) Upload(dst G.Value, src []float32) error {
+	return g.run(func(b [5]buffer) error {
+		if err := g.e.upload(b[0], src); err != nil {
+			return err
+		}
+		return g.s.Synchronize()
+	}, dst)
+}
+
+func (g *GraphEngine) Download(dst []float32, src G.Value) error {
+	return g.run(func(b [5]buffer) error {
+		if n := b[0].(devBuf).n; len(dst) != n {
+			return fmt.Errorf("cudaops: download of %d floats into %d", n, len(dst))
+		}
+		return g.e.download(dst, b[0])
+	}, src)
+}
+
+// gpuConv is one conv block's kernels and scratch: the im2col of its input
+// (kept for the filter gradient), the GEMM output, and with pool the
+// full-size activations and the argmax.
+type gpuConv struct {
+	g                   *GraphEngine
+	B, C, H, W, Cout, K int
+	pool                bool
+	col, dcol, z, dz    buffer
+	yFull, dyFull, arg  buffer // with pool
+	dzReady             bool   // dz holds this run's ReLU gradient
+}
+
+func (g *GraphEngine) NewConv(B, Cin, H, W, Cout, K int, pool bool) (model.ConvKernel, error) {
+	if _, err := cpuops.NewConv(B, Cin, H, W, Cout, K, pool); err != nil { // the shape check
+		return nil, err
+	}
+	c := &gpuConv{g: g, B: B, C: Cin, H: H, W: W, Cout: Cout, K: K, pool: pool}
+	hw := H * W
+	err := g.do(func() error {
+		var errs [7]error
+		c.col, errs[0] = g.e.alloc(Cin * K * K * B * hw)
+		c.dcol, errs[1] = g.e.alloc(Cin * K * K * B * hw)
+		c.z, errs[2] = g.e.alloc(Cout * B * hw)
+		c.dz, errs[3] = g.e.alloc(Cout * B * hw)
+		if pool {
+			c.yFull, errs[4] = g.e.alloc(B * Cout * hw)
+			c.dyFull, errs[5] = g.e.alloc(B * Cout * hw)
+			c.arg, errs[6] = g.e.allocInt32(B * Cout * (H / 2) * (W / 2))
+		}
+		if err := first(errs[:]...); err != nil {
+			return err
+		}
+		return g.s.Synchronize()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *gpuConv) Forward(x, w, b, y G.Value) error {
+	e, hw := c.g.e, c.H*c.W
+	return c.g.run(func(a [5]buffer) error {
+		c.dzReady = false
+		yFull := a[3]
+		if c.pool {
+			yFull = c.yFull
+		}
+		if err := first(
+			e.im2col(a[0], c.col, c.B, c.C, c.H, c.W, c.K, c.K/2),
+			e.sgemm(false, false, c.Cout, c.B*hw, c.C*c.K*c.K, a[1], c.col, c.z),
+			e.biasReLU(c.z, a[2], yFull, c.B, c.Cout, hw),
+		); err != nil || !c.pool {
+			return err
+		}
+		return e.maxPool(yFull, a[3], c.arg, c.B*c.Cout, c.H, c.W)
+	}, x, w, b, y)
+}
+
+// reluGrad fills dz from the block's output gradient dy (and y), once per
+// run: BackwardData and BackwardFilter both start from it, in either order.
+func (c *gpuConv) reluGrad(y, dy buffer) error {
+	if c.dzReady {
+		return nil
+	}
+	e, hw := c.g.e, c.H*c.W
+	yFull, dyFull := y, dy
+	if c.pool {
+		yFull, dyFull = c.yFull, c.dyFull
+		if err := first(
+			e.zero(dyFull, 0, c.B*c.Cout*hw),
+			e.maxPoolBackward(dy, c.arg, dyFull, c.B*c.Cout, c.H, c.W),
+		); err != nil {
+			return err
+		}
+	}
+	if err := e.reluBackward(dyFull, yFull, c.dz, c.B, c.Cout, hw); err != nil {
+		return err
+	}
+	c.dzReady = true
+	return nil
+}
+
+func (c *gpuConv) BackwardData(w, y, dy, dx G.Value) error {
+	e, hw, ckk := c.g.e, c.H*c.W, c.C*c.K*c.K
+	return c.g.run(func(a [5]buffer) error {
+		return first(
+			c.reluGrad(a[1], a[2]),
+			e.sgemm(true, false, ckk, c.B*hw, c.Cout, a[0], c.dz, c.dcol),
+			e.col2im(c.dcol, a[3], c.B, c.C, c.H, c.W, c.K, c.K/2),
+		)
+	}, w, y, dy, dx)
+}
+
+func (c *gpuConv) BackwardFilter(x, y, dy, dw, db G.Value) error {
+	e, hw, ckk := c.g.e, c.H*c.W, c.C*c.K*c.K
+	return c.g.run(func(a [5]buffer) error {
+		return first(
+			c.reluGrad(a[1], a[2]),
+			e.rowSums(c.dz, a[4], c.Cout, c.B*hw),
+			e.sgemm(false, true, c.Cout, ckk, c.B*hw, c.dz, c.col, a[3]),
+		)
+	}, x, y, dy, dw, db)
+}
+
+func (g *GraphEngine) AvgPool(x, y G.Value, BC, HW int) error {
+	return g.run(func(a [5]buffer) error { return g.e.avgPool(a[0], a[1], BC, HW) }, x, y)
+}
+
+func (g *GraphEngine) AvgPoolBackward(dy, dx G.Value, BC, HW int) error {
+	return g.run(func(a [5]buffer) error { return g.e.avgPoolBackward(a[0], a[1], BC, HW) }, dy, dx)
+}
+
+// Linear: w is the graph's (C, N), so z = h·w needs no transpose.
+func (g *GraphEngine) Linear(B, C, N int, h, w, b, z G.Value) error {
+	return g.run(func(a [5]buffer) error {
+		return first(g.e.sgemm(false, false, B, N, C, a[0], a[1], a[3]), g.e.addRows(a[3], a[2], B, N))
+	}, h, w, b, z)
+}
+
+func (g *GraphEngine) LinearBackwardData(B, C, N int, w, dz, dh G.Value) error {
+	return g.run(func(a [5]buffer) error { return g.e.sgemm(false, true, B, C, N, a[1], a[0], a[2]) }, w, dz, dh)
+}
+
+func (g *GraphEngine) LinearBackwardWeight(B, C, N int, h, dz, dw G.Value) error {
+	return g.run(func(a [5]buffer) error { return g.e.sgemm(true, false, C, N, B, a[0], a[1], a[2]) }, h, dz, dw)
+}
+
+func (g *GraphEngine) LinearBackwardBias(B, N int, dz, db G.Value) error {
+	return g.run(func(a [5]buffer) error { return g.e.colSums(a[0], a[1], B, N) }, dz, db)
+}
+
+// fetchLoss downloads the logits and the target into the host scratch.
+func (g *GraphEngine) fetchLoss(B, N int, z, t G.Value) error {
+	if len(g.z) != B*N {
+		g.z, g.t, g.dz = make([]float32, B*N), make([]float32, B*N), make([]float32, B*N)
+	}
+	return first(g.Download(g.z, z), g.Download(g.t, t))
+}
+
+func (g *GraphEngine) Xent(B, N int, z, t G.Value) (float64, error) {
+	if err := g.fetchLoss(B, N, z, t); err != nil {
+		return 0, err
+	}
+	return cpuops.XentForward(B, N, g.z, g.t), nil
+}
+
+func (g *GraphEngine) XentBackward(B, N int, z, t G.Value, grad float32, dz G.Value) error {
+	if err := g.fetchLoss(B, N, z, t); err != nil {
+		return err
+	}
+	cpuops.XentBackward(B, N, g.z, g.t, grad, g.dz)
+	return g.Upload(dz, g.dz)
+}
+
+func (g *GraphEngine) SGD(w, grad, v G.Value, n int, lr, momentum, wd float32, firstStep bool) error {
+	return g.run(func(a [5]buffer) error { return g.e.sgd(a[0], a[1], a[2], n, lr, momentum, wd, firstStep) }, w, grad, v)
+}
