@@ -479,41 +479,21 @@ func toNRGBA(src image.Image, dst *image.NRGBA) *image.NRGBA {
 	// bytes of garbage a pixel (784 MB for a 7000x7000 16-bit PNG), beyond
 	// any budget a header can promise.
 	case *image.RGBA:
-		for y := 0; y < h; y++ {
-			o := y * dst.Stride
-			for x := 0; x < w; x++ {
-				pix[o], pix[o+1], pix[o+2] = unpremultiply(s.RGBAAt(r.Min.X+x, r.Min.Y+y).RGBA())
-				pix[o+3] = 255
-				o += 4
-			}
-		}
+		fillUnpremultiplied(pix, dst.Stride, w, h, func(x, y int) (uint32, uint32, uint32, uint32) {
+			return s.RGBAAt(r.Min.X+x, r.Min.Y+y).RGBA()
+		})
 	case *image.RGBA64:
-		for y := 0; y < h; y++ {
-			o := y * dst.Stride
-			for x := 0; x < w; x++ {
-				pix[o], pix[o+1], pix[o+2] = unpremultiply(s.RGBA64At(r.Min.X+x, r.Min.Y+y).RGBA())
-				pix[o+3] = 255
-				o += 4
-			}
-		}
+		fillUnpremultiplied(pix, dst.Stride, w, h, func(x, y int) (uint32, uint32, uint32, uint32) {
+			return s.RGBA64At(r.Min.X+x, r.Min.Y+y).RGBA()
+		})
 	case *image.NRGBA64:
-		for y := 0; y < h; y++ {
-			o := y * dst.Stride
-			for x := 0; x < w; x++ {
-				pix[o], pix[o+1], pix[o+2] = unpremultiply(s.NRGBA64At(r.Min.X+x, r.Min.Y+y).RGBA())
-				pix[o+3] = 255
-				o += 4
-			}
-		}
+		fillUnpremultiplied(pix, dst.Stride, w, h, func(x, y int) (uint32, uint32, uint32, uint32) {
+			return s.NRGBA64At(r.Min.X+x, r.Min.Y+y).RGBA()
+		})
 	case *image.Gray16:
-		for y := 0; y < h; y++ {
-			o := y * dst.Stride
-			for x := 0; x < w; x++ {
-				pix[o], pix[o+1], pix[o+2] = unpremultiply(s.Gray16At(r.Min.X+x, r.Min.Y+y).RGBA())
-				pix[o+3] = 255
-				o += 4
-			}
-		}
+		fillUnpremultiplied(pix, dst.Stride, w, h, func(x, y int) (uint32, uint32, uint32, uint32) {
+			return s.Gray16At(r.Min.X+x, r.Min.Y+y).RGBA()
+		})
 	case *image.Paletted:
 		var lut [256][3]uint8
 		for i, c := range s.Palette[:min(len(s.Palette), 256)] {
@@ -544,6 +524,21 @@ func toNRGBA(src image.Image, dst *image.NRGBA) *image.NRGBA {
 		}
 	}
 	return dst
+}
+
+// fillUnpremultiplied writes the w x h pixels that at gives (premultiplied
+// 16-bit components, as color.Color's RGBA) into pix as opaque 8-bit RGBX
+// rows of stride bytes. at is called with typed accessors (RGBA64At and
+// the like), which return colours by value: no pixel is boxed.
+func fillUnpremultiplied(pix []uint8, stride, w, h int, at func(x, y int) (r, g, b, a uint32)) {
+	for y := 0; y < h; y++ {
+		o := y * stride
+		for x := 0; x < w; x++ {
+			pix[o], pix[o+1], pix[o+2] = unpremultiply(at(x, y))
+			pix[o+3] = 255
+			o += 4
+		}
+	}
 }
 
 // unpremultiply is color.NRGBAModel's conversion of a colour's
