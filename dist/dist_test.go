@@ -297,3 +297,61 @@ func TestMPIStuckRankTimesOut(t *testing.T) {
 	}
 	t.Logf("ended in %v:\n%s", took.Round(time.Millisecond), out)
 }
+
+// A rank that returns (closes) or aborts while its peers wait in a
+// collective fails their collective instead of leaving them waiting for
+// ever; buffers of different lengths are an error, not a panic.
+func TestLocalPeerLeaves(t *testing.T) {
+	for _, leave := range []string{"close", "abort"} {
+		cs := Local(3)
+		errs := make(chan error, 2)
+		for _, c := range cs[1:] {
+			go func() { errs <- c.AllreduceSum(make([]float32, 4)) }()
+		}
+		if leave == "close" {
+			cs[0].Close()
+		} else {
+			cs[0].Abort(errors.New("test abort"))
+		}
+		for range 2 {
+			select {
+			case err := <-errs:
+				if err == nil || !strings.Contains(err.Error(), "rank 0") {
+					t.Errorf("%s: a peer's collective returned %v, want an error naming rank 0", leave, err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%s: a peer is still waiting 10 s after rank 0 left", leave)
+			}
+		}
+		for _, c := range cs {
+			c.Close()
+		}
+	}
+
+	cs := Local(2)
+	errs := make(chan error, 2)
+	for r, c := range cs {
+		go func() { errs <- c.AllreduceSum(make([]float32, 4+r)) }()
+	}
+	for range 2 {
+		if err := <-errs; err == nil || !strings.Contains(err.Error(), "elements") {
+			t.Errorf("allreduce over 4 and 5 elements: %v, want an error naming the lengths", err)
+		}
+	}
+	// The world still works after a caller's error.
+	for r, c := range cs {
+		go func() {
+			b := []float32{float32(r + 1)}
+			err := c.AllreduceSum(b)
+			if err == nil && b[0] != 3 {
+				err = fmt.Errorf("sum %v, want 3", b[0])
+			}
+			errs <- err
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}

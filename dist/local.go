@@ -51,7 +51,8 @@ type localGroup struct {
 	out    int   // ranks that have taken the result
 	gen    int
 	result any
-	closed bool
+	resErr error
+	gone   error // set when a rank closes or aborts: no collective can complete
 }
 
 type localComm struct {
@@ -68,31 +69,86 @@ func (c *localComm) serve() {
 }
 
 // meet deposits v, waits for every rank, has the last one in combine all
-// deposits into the result, and returns it.
-func (g *localGroup) meet(rank int, v any, combine func([]any) any) any {
+// deposits into the result, and returns it. Once a rank has closed or
+// aborted, a collective that is not complete fails with that error instead
+// of waiting for it for ever, as a peer's exit fails an MPI job.
+func (g *localGroup) meet(rank int, v any, combine func([]any) (any, error)) (any, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for g.out > 0 { // the previous collective's results are still being taken
+	for g.out > 0 && g.gone == nil { // the previous collective's results are still being taken
 		g.cond.Wait()
+	}
+	if g.gone != nil {
+		return nil, g.gone
 	}
 	g.bufs[rank] = v
 	g.in++
 	gen := g.gen
 	if g.in == g.n {
-		g.result = combine(g.bufs)
+		g.result, g.resErr = combine(g.bufs)
 		g.in, g.out = 0, g.n
 		g.gen++
 		g.cond.Broadcast()
 	}
 	for g.gen == gen {
+		if g.gone != nil {
+			return nil, g.gone
+		}
 		g.cond.Wait()
 	}
-	r := g.result
+	r, err := g.result, g.resErr
 	g.out--
 	if g.out == 0 {
 		g.cond.Broadcast()
 	}
-	return r
+	return r, err
+}
+
+// leave marks the world broken by rank's exit, and wakes every waiter.
+func (g *localGroup) leave(err error) {
+	g.mu.Lock()
+	if g.gone == nil {
+		g.gone = err
+	}
+	g.cond.Broadcast()
+	g.mu.Unlock()
+}
+
+// sameLen says whether every rank's buffer has the length of rank 0's: a
+// collective over buffers of different sizes is a caller's bug, which MPI
+// would not notice; here it is an error, not a wrong sum or a panic.
+func sameLen[T any](what string, all []any) error {
+	n := len(all[0].([]T))
+	for r, b := range all {
+		if m := len(b.([]T)); m != n {
+			return fmt.Errorf("dist: %s: rank %d passed %d elements, rank 0 passed %d", what, r, m, n)
+		}
+	}
+	return nil
+}
+
+func sum[T float32 | float64](what string) func([]any) (any, error) {
+	return func(all []any) (any, error) {
+		if err := sameLen[T](what, all); err != nil {
+			return nil, err
+		}
+		s := make([]T, len(all[0].([]T)))
+		for _, b := range all {
+			for i, v := range b.([]T) {
+				s[i] += v
+			}
+		}
+		return s, nil
+	}
+}
+
+func bcast[T any](what string, root int) func([]any) (any, error) {
+	return func(all []any) (any, error) {
+		if err := sameLen[T](what, all); err != nil {
+			return nil, err
+		}
+		return append([]T(nil), all[root].([]T)...), nil
+	}
 }
 
 type localReq chan error
@@ -105,24 +161,25 @@ func (c *localComm) submit(job func() error) Request {
 	return r
 }
 
+// collective runs one collective in this rank's order and copies its result
+// into buf.
+func collective[T any](c *localComm, buf []T, combine func([]any) (any, error)) Request {
+	return c.submit(func() error {
+		res, err := c.g.meet(c.rank, buf, combine)
+		if err != nil {
+			return err
+		}
+		copy(buf, res.([]T))
+		return nil
+	})
+}
+
 func (c *localComm) Rank() int    { return c.rank }
 func (c *localComm) Size() int    { return c.g.n }
 func (c *localComm) Name() string { return fmt.Sprintf("local (%d goroutine ranks)", c.g.n) }
 
 func (c *localComm) StartAllreduceSum(buf []float32) (Request, error) {
-	return c.submit(func() error {
-		sum := c.g.meet(c.rank, buf, func(all []any) any {
-			s := make([]float32, len(buf))
-			for _, b := range all {
-				for i, v := range b.([]float32) {
-					s[i] += v
-				}
-			}
-			return s
-		}).([]float32)
-		copy(buf, sum)
-		return nil
-	}), nil
+	return collective(c, buf, sum[float32]("allreduce")), nil
 }
 
 func (c *localComm) AllreduceSum(buf []float32) error {
@@ -131,46 +188,39 @@ func (c *localComm) AllreduceSum(buf []float32) error {
 }
 
 func (c *localComm) AllreduceSumFloat64(buf []float64) error {
-	return c.submit(func() error {
-		sum := c.g.meet(c.rank, buf, func(all []any) any {
-			s := make([]float64, len(buf))
-			for _, b := range all {
-				for i, v := range b.([]float64) {
-					s[i] += v
-				}
-			}
-			return s
-		}).([]float64)
-		copy(buf, sum)
-		return nil
-	}).Wait()
+	return collective(c, buf, sum[float64]("allreduce")).Wait()
 }
 
 func (c *localComm) Broadcast(buf []float32, root int) error {
-	return c.submit(func() error {
-		src := c.g.meet(c.rank, buf, func(all []any) any { return append([]float32(nil), all[root].([]float32)...) }).([]float32)
-		copy(buf, src)
-		return nil
-	}).Wait()
+	if root < 0 || root >= c.g.n {
+		return fmt.Errorf("dist: broadcast from rank %d in a world of %d", root, c.g.n)
+	}
+	return collective(c, buf, bcast[float32]("broadcast", root)).Wait()
 }
 
 func (c *localComm) BroadcastBytes(buf []byte, root int) error {
-	return c.submit(func() error {
-		src := c.g.meet(c.rank, buf, func(all []any) any { return append([]byte(nil), all[root].([]byte)...) }).([]byte)
-		copy(buf, src)
-		return nil
-	}).Wait()
+	if root < 0 || root >= c.g.n {
+		return fmt.Errorf("dist: broadcast from rank %d in a world of %d", root, c.g.n)
+	}
+	return collective(c, buf, bcast[byte]("broadcast", root)).Wait()
 }
 
 func (c *localComm) Barrier() error {
-	return c.submit(func() error { c.g.meet(c.rank, nil, func([]any) any { return nil }); return nil }).Wait()
+	return c.submit(func() error {
+		_, err := c.g.meet(c.rank, nil, func([]any) (any, error) { return nil, nil })
+		return err
+	}).Wait()
 }
 
 func (c *localComm) Close() error {
-	c.once.Do(func() { close(c.jobs) })
+	c.once.Do(func() {
+		close(c.jobs)
+		c.g.leave(fmt.Errorf("dist: rank %d has closed its communicator; the collective cannot complete", c.rank))
+	})
 	return nil
 }
 
 func (c *localComm) Abort(reason error) {
 	fmt.Fprintf(os.Stderr, "rank %d: %v\n", c.rank, reason)
+	c.g.leave(fmt.Errorf("dist: rank %d aborted the job: %w", c.rank, reason))
 }
