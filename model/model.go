@@ -226,8 +226,14 @@ func (m *Model) build() error {
 			if err != nil {
 				return fmt.Errorf("conv%d: %w", i, err)
 			}
+			skip := h
 			if h, err = ops.convBlock(conv, B, cin, in[i], in[i], c.Channels, c.Kernel, c.Pool, h, w, b, i > 0); err != nil {
 				return fmt.Errorf("conv%d: %w", i, err)
+			}
+			if m.spec.skips(i) {
+				if h, err = G.Add(skip, h); err != nil {
+					return fmt.Errorf("conv%d skip: %w", i, err)
+				}
 			}
 			cin = c.Channels
 		}
@@ -270,8 +276,17 @@ func (m *Model) build() error {
 	if ops.err != nil { // the gradient ops' values
 		return ops.err
 	}
-	m.train = G.NewTapeMachine(m.g)
-	m.forward = G.NewTapeMachine(m.g.SubgraphRoots(m.logits))
+	// gorgonia's own ops (the Add that Backpropagate inserts where a node
+	// has two consumers) compute through the machine's tensor engine: a
+	// device engine supplies one that works on its values.
+	var vmOpts []G.VMOpt
+	if te := m.eng.TensorEngine(); te != nil {
+		vmOpts = append(vmOpts, G.WithEngine(te))
+	} else if m.dev {
+		return errors.New("the engine's values are not host slices but it has no TensorEngine for gorgonia's own ops")
+	}
+	m.train = G.NewTapeMachine(m.g, vmOpts...)
+	m.forward = G.NewTapeMachine(m.g.SubgraphRoots(m.logits), vmOpts...)
 	m.hookGradients()
 	return err
 }
