@@ -230,4 +230,10 @@ __global__ void normalize_u8(const unsigned char *x, float *y, int B, int HW, fl
 	}
 }
 
+// add_f32: c = a + b over n floats (gorgonia's fan-out Add on device values).
+// c may be a or b (the in-place form): each element is read before written.
+__global__ void add_f32(const float *a, const float *b, float *c, int n) {
+	GRID_STRIDE(i, n) { c[i] = a[i] + b[i]; }
+}
+
 } // extern "C"

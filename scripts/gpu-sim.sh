@@ -49,7 +49,8 @@ skipped=$(grep '^--- SKIP' "$log" | awk '{print $3}' | tr '\n' ' ')
 missing=""
 for t in TestGPUKernelParity TestGPUNetMatchesModel TestGPUU8MatchesFloat TestGPUU8AsyncCopy TestGPUTrainingLossFalls \
 	TestGPUCopyOrder TestStandInCatchesMissingCopyWait TestStandInCopySemantics TestStandInNullStream TestStandInReports \
-	TestGPUGraphMatchesCPU TestGPUGraphU8MatchesCPU TestGPUStateError; do
+	TestGPUGraphMatchesCPU TestGPUGraphU8MatchesCPU TestGPUStateError \
+	TestGPUAdd; do
 	grep -q "^--- PASS: $t " "$log" || missing+="$t "
 done
 extra_skips=$(echo "$skipped" | tr ' ' '\n' | grep -v -x -e '' -e TestGPUBandwidth -e TestGPUOverlap | tr '\n' ' ')
