@@ -85,7 +85,7 @@ func (te *tensorEngine) Add(a, b gtensor.Tensor, opts ...gtensor.FuncOpt) (gtens
 	}
 	n := a.Shape().TotalSize()
 	te.adds++
-	if err := te.g.run(func(v [5]buffer) error { return te.g.e.fanAdd(v[0], v[1], v[2], n) }, a, b, c); err != nil {
+	if err := te.g.run(func(v [5]buffer) error { return te.g.e.add(v[0], v[1], v[2], n) }, a, b, c); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -93,19 +93,4 @@ func (te *tensorEngine) Add(a, b gtensor.Tensor, opts ...gtensor.FuncOpt) (gtens
 
 func (*tensorEngine) AddScalar(gtensor.Tensor, interface{}, bool, ...gtensor.FuncOpt) (gtensor.Tensor, error) {
 	return nil, errors.New("cudaops: Add of a scalar and a device tensor is not supported")
-}
-
-// fanAdd is c = a + b over n floats; c may be a or b.
-//
-// Temporary, until the add_f32 kernel lands: add_rows with one row (y +=
-// bias) into c, zeroed first unless it is a or b (0 + a is a, exactly).
-func (e *gpuEngine) fanAdd(a, b, c buffer, n int) error {
-	pa, pb, pc := a.(devBuf).p, b.(devBuf).p, c.(devBuf).p
-	switch pc {
-	case pa:
-		return e.addRows(c, b, 1, n)
-	case pb:
-		return e.addRows(c, a, 1, n)
-	}
-	return first(e.zero(c, 0, n), e.addRows(c, a, 1, n), e.addRows(c, b, 1, n))
 }
