@@ -1,7 +1,6 @@
 package model
 
 import (
-	"errors"
 	"fmt"
 
 	G "gorgonia.org/gorgonia"
@@ -212,17 +211,4 @@ func (cpuEngine) SGD(w, grad, v G.Value, _ int, lr, momentum, wd float32, first 
 		SGDUpdate(a[0], a[1], a[2], lr, momentum, wd, first)
 	}
 	return err
-}
-
-// deviceOK says whether a model with these settings can run on a device
-// engine: the cnn arch with plain SGD (the ResNets' BatchNorm, AdamW and
-// Nesterov are CPU-only for now).
-func deviceOK(spec Spec, opt Options) error {
-	switch {
-	case spec.IsResNet():
-		return errors.New("the ResNet archs run on the CPU engine only")
-	case opt.Optimizer == OptimizerAdamW || opt.Nesterov:
-		return errors.New("a device engine runs plain SGD (with momentum) only")
-	}
-	return nil
 }

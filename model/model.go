@@ -67,6 +67,7 @@ type param struct {
 	bn         *bnLayer  // set on a BatchNorm's bias: its buffers follow it in the state dict
 	gradData   []float32 // the gradient op's own output buffer (GradSync)
 	momV       G.Value   // a device engine's momentum buffer (data and mom are then host copies)
+	mom2V      G.Value   // a device engine's exp_avg_sq (AdamW)
 }
 
 // Model is a CNN built as one gorgonia graph with a fixed batch size, and
@@ -91,6 +92,7 @@ type Model struct {
 	mode bnMode
 
 	eng         Engine        // runs the ops; CPUEngine unless NewOn was given another
+	re          ResNetEngine  // eng's ResNet layers and optimizers, when it has them
 	dev         bool          // eng's values are not host slices: x, target, logits go through it
 	xV, targetV *tensor.Dense // the inputs' values (on the device when dev)
 	xNode       *G.Node
@@ -110,8 +112,8 @@ var buildMu sync.Mutex
 func New(spec Spec, opt Options) (*Model, error) { return NewOn(CPUEngine(), spec, opt) }
 
 // NewOn is New with the graph's values and ops on eng: the same graph, the
-// same initial weights, on another device (cudaops's engine). A device
-// engine runs the cnn arch with SGD (deviceOK).
+// same initial weights, on another device (cudaops's engine). The ResNet
+// archs, Nesterov and AdamW need an engine that is a ResNetEngine.
 func NewOn(eng Engine, spec Spec, opt Options) (*Model, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
@@ -129,10 +131,9 @@ func NewOn(eng Engine, spec Spec, opt Options) (*Model, error) {
 		return nil, err
 	}
 	m := &Model{spec: spec, opt: opt, eng: eng, dev: !eng.Host()}
-	if m.dev {
-		if err := deviceOK(spec, opt); err != nil {
-			return nil, fmt.Errorf("model: %w", err)
-		}
+	var err error
+	if m.re, err = resnetEngine(eng, spec, opt); err != nil {
+		return nil, fmt.Errorf("model: %w", err)
 	}
 	if spec.IsResNet() {
 		m.resnetParams()
@@ -146,7 +147,7 @@ func NewOn(eng Engine, spec Spec, opt Options) (*Model, error) {
 	}
 
 	buildMu.Lock()
-	err := m.build()
+	err = m.build()
 	buildMu.Unlock()
 	if err != nil {
 		m.Close()
@@ -195,6 +196,11 @@ func (m *Model) build() error {
 		if m.dev {
 			if p.momV, err = m.value(p.mom, shape...); err != nil {
 				return fmt.Errorf("%s momentum: %w", p.name, err)
+			}
+			if p.mom2 != nil {
+				if p.mom2V, err = m.value(p.mom2, shape...); err != nil {
+					return fmt.Errorf("%s exp_avg_sq: %w", p.name, err)
+				}
 			}
 		}
 		p.node = G.NewTensor(m.g, tensor.Float32, len(shape), G.WithShape(shape...), G.WithName(p.name), G.WithValue(val))
@@ -306,7 +312,9 @@ func (m *Model) TrainStep(x []float32, labels []int32, n int, lr float32) (StepR
 	if err != nil {
 		return StepResult{}, fmt.Errorf("model.TrainStep: %w", err)
 	}
-	m.commitBN()
+	if err := m.commitBN(); err != nil {
+		return StepResult{}, fmt.Errorf("model.TrainStep: %w", err)
+	}
 	if err := m.update(grads, lr); err != nil {
 		return StepResult{}, fmt.Errorf("model.TrainStep: %w", err)
 	}
@@ -332,7 +340,9 @@ func (m *Model) backward(x []float32, labels []int32, n int) (loss float32, logi
 		return 0, nil, nil, err
 	}
 	m.mode = bnMode{training: true, n: n}
-	m.stageBN()
+	if err := m.stageBN(); err != nil {
+		return 0, nil, nil, err
+	}
 	if err := run(m.train); err != nil {
 		return 0, nil, nil, err
 	}
