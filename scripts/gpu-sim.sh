@@ -50,7 +50,7 @@ missing=""
 for t in TestGPUKernelParity TestGPUNetMatchesModel TestGPUU8MatchesFloat TestGPUU8AsyncCopy TestGPUTrainingLossFalls \
 	TestGPUCopyOrder TestStandInCatchesMissingCopyWait TestStandInCopySemantics TestStandInNullStream TestStandInReports \
 	TestGPUGraphMatchesCPU TestGPUGraphU8MatchesCPU TestGPUStateError \
-	TestGPUAdd; do
+	TestGPUAdd TestGPUConv2d TestGPUBatchNorm TestGPUMaxPoolK TestGPUAddReLU TestGPUOptimizers; do
 	grep -q "^--- PASS: $t " "$log" || missing+="$t "
 done
 extra_skips=$(echo "$skipped" | tr ' ' '\n' | grep -v -x -e '' -e TestGPUBandwidth -e TestGPUOverlap | tr '\n' ' ')
