@@ -416,6 +416,20 @@ func (m *Model) runForward(x []float32, labels []int32, n int) ([]float32, error
 	return m.logitsData()
 }
 
+// LastLogits returns a copy of the logits of the last run, all B rows: a
+// training step's are the train-mode ones (batch statistics), which
+// Logits cannot give. The PyTorch parity checks compare them.
+func (m *Model) LastLogits() ([]float32, error) {
+	if m.closed {
+		return nil, errors.New("model.LastLogits: model is closed")
+	}
+	l, err := m.logitsData()
+	if err != nil {
+		return nil, fmt.Errorf("model.LastLogits: %w", err)
+	}
+	return append([]float32(nil), l...), nil
+}
+
 // logitsData is the last run's logits, downloaded when on a device.
 func (m *Model) logitsData() ([]float32, error) {
 	if !m.dev {
