@@ -64,8 +64,8 @@ else
 fi
 
 echo "== gpu-sim 2/4: mutations the stand-in must catch"
-mutate() { # name, sed expression on kernels.cu, what the parity run's output must show
-	local name=$1 expr=$2 want=$3 dir="$work/mut-$1"
+mutate() { # name, sed expression on kernels.cu, what the parity run's output must show[, tests to run]
+	local name=$1 expr=$2 want=$3 run=${4:-TestGPUKernelParity} dir="$work/mut-$1"
 	mkdir -p "$dir"
 	sed -E "$expr" cudaops/kernels.cu >"$dir/kernels.cu"
 	if cmp -s cudaops/kernels.cu "$dir/kernels.cu"; then
@@ -73,7 +73,7 @@ mutate() { # name, sed expression on kernels.cu, what the parity run's output mu
 		return
 	fi
 	cudaops/cudasim/build.sh "$dir/lib" "$dir/kernels.cu" 2>"$dir/build.log" || { fail "mutation-$name" "build failed ($dir/build.log)"; return; }
-	(cd cudaops && LD_LIBRARY_PATH="$dir/lib" timeout 120 "$work/cudaops.test" -test.run '^TestGPUKernelParity$' -test.count=1) >"$dir/out.log" 2>&1
+	(cd cudaops && LD_LIBRARY_PATH="$dir/lib" timeout 120 "$work/cudaops.test" -test.run "^($run)\$" -test.count=1) >"$dir/out.log" 2>&1
 	local rc=$?
 	if [ "$rc" != 0 ] && grep -q -E "$want" "$dir/out.log"; then
 		echo "mutation $name: caught ($(grep -m1 -E "$want" "$dir/out.log" | sed 's/^ *//' | cut -c1-150))"
@@ -86,6 +86,8 @@ mutate() { # name, sed expression on kernels.cu, what the parity run's output mu
 mutate off-by-one 's/\+ bias\[c\];/+ bias[(c + 1) % Cout];/' 'bias_relu\[[0-9]+\] = '
 # avg_pool reads one element past each plane: past the end of x for the last.
 mutate out-of-bounds 's/s \+= x\[i \* HW \+ p\];/s += x[i * HW + p + 1];/' 'cudasim: error: kernel avg_pool: out-of-bounds'
+# bn_forward moves the running variance toward the biased variance, not PyTorch's unbiased one.
+mutate biased-running-var 's/\+ 0\.1 \* unbiased\);/+ 0.1 * var);/' 'bn running var .*want' TestGPUBatchNorm
 
 echo "== gpu-sim 3/4: train --device cuda against --device cpu"
 # The CPU reference takes uint8 batches too (data.batch_dtype uint8, as auto
