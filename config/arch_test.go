@@ -5,9 +5,8 @@ import (
 	"testing"
 )
 
-// TestArchSettings: the ResNets and their optimizer settings validate; the
-// cuda device refuses every arch but the cnn, naming model.arch; bad values
-// are named.
+// TestArchSettings: the ResNets and their optimizer settings validate, on
+// either device; bad values are named.
 func TestArchSettings(t *testing.T) {
 	ok := Default()
 	ok.Model.Arch, ok.Model.Stem = "resnet18", "cifar"
@@ -17,11 +16,14 @@ func TestArchSettings(t *testing.T) {
 	if err := ok.Validate(); err != nil {
 		t.Fatalf("valid resnet18 config: %v", err)
 	}
+	ok.Train.Device, ok.Model.Arch, ok.Optim.Optimizer, ok.Optim.Nesterov = "cuda", "resnet20", "sgd", true
+	if err := ok.Validate(); err != nil {
+		t.Fatalf("valid resnet20 config on cuda (Nesterov): %v", err)
+	}
 	for _, tc := range []struct {
 		edit func(c *Config)
 		want string
 	}{
-		{func(c *Config) { c.Model.Arch, c.Train.Device = "resnet20", "cuda" }, "model.arch: resnet20 runs on the cpu device only"},
 		{func(c *Config) { c.Model.Arch = "resnet50" }, `model.arch: must be one of cnn, resnet18, resnet34, resnet20, resnet32, resnet56, got "resnet50"`},
 		{func(c *Config) { c.Model.Stem = "tiny" }, "model.stem: must be imagenet or cifar"},
 		{func(c *Config) { c.Model.Conv = nil }, "model.conv: needs at least one conv block"},

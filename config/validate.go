@@ -161,12 +161,10 @@ func (p *problems) model(c *Config) {
 		}
 	}
 
+	// Every arch runs on both devices: the cuda engine (cudaops.GraphEngine)
+	// is a model.ResNetEngine.
 	if !slices.Contains(model.Archs, c.Model.Arch) {
 		p.bad("model.arch", "must be one of %s, got %q", strings.Join(model.Archs, ", "), c.Model.Arch)
-	} else if c.Model.Arch != model.ArchCNN && c.Train.Device == "cuda" {
-		// The CUDA engine (cudaops) is the plain CNN's own executor until
-		// "One model, two engines" (issue 12) runs every arch on it.
-		p.bad("model.arch", "%s runs on the cpu device only: the cuda engine has the cnn alone so far; use --device cpu, or model.arch cnn", c.Model.Arch)
 	}
 	if c.Model.Stem != model.StemImageNet && c.Model.Stem != model.StemCIFAR {
 		p.bad("model.stem", "must be %s or %s, got %q", model.StemImageNet, model.StemCIFAR, c.Model.Stem)

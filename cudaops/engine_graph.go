@@ -33,6 +33,9 @@ type GraphEngine struct {
 	shared bool      // e and s belong to a Backend, which frees them
 	z, t   []float32 // the loss's host scratch
 	dz     []float32
+	te     *tensorEngine // TensorEngine: gorgonia's Add on the device
+	ws     buffer        // the convs' shared workspace (engine_resnet.go)
+	wsNeed int           // its size: the largest conv's Workspace
 }
 
 var _ model.Engine = (*GraphEngine)(nil)

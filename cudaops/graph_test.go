@@ -26,6 +26,14 @@ var (
 		{Channels: 6, Kernel: 5, Pool: true},  // 5 -> 2 (floor: the last row and column are dropped)
 		{Channels: 5, Kernel: 1, Pool: false}, // 1x1
 	}}
+	// skipSpec has two residual blocks in a row (model.Spec.Skip): the
+	// pooled activations feed conv1 and the first skip's Add, conv1's
+	// output feeds conv2 and the second's, so backward sums two gradients
+	// twice with gorgonia's built-in Add, which runs on the device through
+	// the GraphEngine's TensorEngine (as does the forward Add).
+	skipSpec = model.Spec{InputSize: 8, Classes: 4, Conv: []model.ConvSpec{
+		{Channels: 6, Kernel: 3, Pool: true}, {Channels: 6, Kernel: 3}, {Channels: 6, Kernel: 1}, {Channels: 5, Kernel: 3}},
+		Skip: []int{1, 2}}
 )
 
 func TestGPUGraphMatchesCPU(t *testing.T) {
@@ -39,7 +47,7 @@ func TestGPUGraphMatchesCPU(t *testing.T) {
 	for _, tc := range []struct {
 		spec model.Spec
 		n    int
-	}{{graphSpec, 6}, {graphSpec, 4}, {oddSpec, 6}, {oddSpec, 1}} {
+	}{{graphSpec, 6}, {graphSpec, 4}, {oddSpec, 6}, {oddSpec, 1}, {skipSpec, 6}, {skipSpec, 3}} {
 		spec, n := tc.spec, tc.n
 		S := spec.InputSize
 		cpu, err := model.New(spec, opt)
@@ -50,6 +58,7 @@ func TestGPUGraphMatchesCPU(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		adds := eng.te.adds
 		rng := rand.New(rand.NewPCG(7, uint64(n)))
 		for step := range 3 {
 			x := randBatch(rng, opt.Batch*3*S*S)
@@ -86,7 +95,12 @@ func TestGPUGraphMatchesCPU(t *testing.T) {
 				close32(t, wv[i].Name, gv[i].Data, wv[i].Data, 1e-3)
 			}
 		}
-		t.Logf("input %d, n=%d: 3 steps, loss, logits, %d params and momentum buffers agree", S, n, len(spec.Conv)*2+2)
+		if got := eng.te.adds - adds; len(spec.Skip) > 0 && got == 0 {
+			t.Errorf("the skip graph ran no Add on the device engine")
+		} else if len(spec.Skip) == 0 && got != 0 {
+			t.Errorf("the plain cnn ran %d device Adds", got)
+		}
+		t.Logf("input %d, n=%d, skips %v: 3 steps, loss, logits, %d params and momentum buffers agree (%d device Adds)", S, n, spec.Skip, len(spec.Conv)*2+2, eng.te.adds-adds)
 		cpu.Close()
 		gpu.Close()
 	}

@@ -13,6 +13,42 @@
 #define GRID_STRIDE(i, total) \
 	for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < (total); i += (long long)gridDim.x * blockDim.x)
 
+// The ResNets' kernels (after normalize_u8) follow cpuops (conv2d.go,
+// norm.go) and model/optim.go instead of ref.go mirrors: their tests
+// (kernels_resnet_test.go) compare them with those host functions.
+
+// block_sum is the sum of v over a block of 256 threads, added in a fixed
+// order (a tree over threadIdx.x), so the result does not depend on timing;
+// every thread gets it. Every thread of the block must call it. (Helpers
+// that call __syncthreads stay above the first kernel: cudasim/build.sh
+// counts a barrier as the enclosing kernel's.)
+__device__ double block_sum(double v) {
+	__shared__ double part[256];
+	part[threadIdx.x] = v;
+	__syncthreads();
+	for (int w = 128; w > 0; w >>= 1) {
+		if (threadIdx.x < w) part[threadIdx.x] += part[threadIdx.x + w];
+		__syncthreads();
+	}
+	double s = part[0];
+	__syncthreads(); // the next call overwrites part
+	return s;
+}
+
+// relu is max(v, 0) with a NaN kept, as Go's max (cpuops's ReLU) keeps it.
+__device__ float relu(float v) { return !(v <= 0.f) ? v : 0.f; }
+
+// relu_grad1 is dy where a ReLU's output y is not 0 (y >= 0 or NaN), as
+// cpuops's reluGrad tests y's bits.
+__device__ float relu_grad1(float y, float dy) { return y != 0.f ? dy : 0.f; }
+
+// order_key maps a float to an int that orders as floats do (-0 below +0)
+// with NaN above +Inf, as cpuops's orderKey: a NaN wins a max-pool.
+__device__ int order_key(float v) {
+	int b = __float_as_int(v);
+	return b ^ (int)((unsigned)(b >> 31) >> 1);
+}
+
 extern "C" {
 
 // im2col: x (B,C,H,W) -> col (C*K*K, B*H*W); stride 1, padding P, H x W out.
@@ -227,6 +263,230 @@ __global__ void normalize_u8(const unsigned char *x, float *y, int B, int HW, fl
 		int c = (int)((i / HW) % 3);
 		float m = c == 0 ? m0 : (c == 1 ? m1 : m2), s = c == 0 ? s0 : (c == 1 ? s1 : s2);
 		y[i] = (x[i] / 255.f - m) / s;
+	}
+}
+
+// add_f32: c = a + b over n floats (gorgonia's fan-out Add on device values).
+// c may be a or b (the in-place form): each element is read before written.
+__global__ void add_f32(const float *a, const float *b, float *c, int n) {
+	GRID_STRIDE(i, n) { c[i] = a[i] + b[i]; }
+}
+
+// copy_f32: dst = src over n floats (the staged BatchNorm statistics).
+__global__ void copy_f32(const float *src, float *dst, int n) {
+	GRID_STRIDE(i, n) { dst[i] = src[i]; }
+}
+
+// swap01: y (D1, D0, HW) = x (D0, D1, HW) with the first two axes swapped:
+// NCHW <-> the (C, B·H·W) layout of a convolution's GEMM.
+__global__ void swap01(const float *x, float *y, int D0, int D1, int HW) {
+	GRID_STRIDE(i, (long long)D0 * D1 * HW) {
+		int p = (int)(i % HW), a = (int)((i / HW) % D0), b = (int)(i / ((long long)D0 * HW));
+		y[i] = x[((long long)a * D1 + b) * HW + p];
+	}
+}
+
+// im2col_s: x (B,C,H,W) -> col (C*K*K, B*Ho*Wo) for stride S, padding P:
+// row c*K*K + kh*K + kw, column b*Ho*Wo + oh*Wo + ow reads x at
+// (oh*S - P + kh, ow*S - P + kw), 0 outside.
+__global__ void im2col_s(const float *x, float *col, int B, int C, int H, int W, int K, int S, int P, int Ho, int Wo) {
+	long long N = (long long)B * Ho * Wo;
+	GRID_STRIDE(i, (long long)C * K * K * N) {
+		int row = (int)(i / N), j = (int)(i % N);
+		int c = row / (K * K), kh = (row % (K * K)) / K, kw = row % K;
+		int b = j / (Ho * Wo), q = j % (Ho * Wo), oh = q / Wo, ow = q % Wo;
+		int ih = oh * S - P + kh, iw = ow * S - P + kw;
+		col[i] = (ih >= 0 && ih < H && iw >= 0 && iw < W) ? x[(((long long)b * C + c) * H + ih) * W + iw] : 0.f;
+	}
+}
+
+// col2im_s: im2col_s's adjoint, gathered (no atomics): dx (B,C,H,W) sums
+// every dcol entry read from its position, in (kh, kw) order as cpuops's
+// col2im adds them.
+__global__ void col2im_s(const float *dcol, float *dx, int B, int C, int H, int W, int K, int S, int P, int Ho, int Wo) {
+	long long N = (long long)B * Ho * Wo;
+	GRID_STRIDE(i, (long long)B * C * H * W) {
+		int iw = (int)(i % W), ih = (int)((i / W) % H), c = (int)((i / ((long long)H * W)) % C), b = (int)(i / ((long long)C * H * W));
+		float s = 0.f;
+		for (int kh = 0; kh < K; kh++) {
+			int t = ih + P - kh;
+			if (t < 0 || t % S != 0 || t / S >= Ho) continue;
+			int oh = t / S;
+			for (int kw = 0; kw < K; kw++) {
+				int u = iw + P - kw;
+				if (u < 0 || u % S != 0 || u / S >= Wo) continue;
+				s += dcol[(long long)(c * K * K + kh * K + kw) * N + (long long)b * Ho * Wo + oh * Wo + u / S];
+			}
+		}
+		dx[i] = s;
+	}
+}
+
+// The BatchNorm kernels round x·scale + shift and the like as the host does
+// (no fused multiply-add, which nvcc would otherwise contract them into): a
+// channel whose mean is far from 0 against its spread cancels most of x·scale
+// in the add, and an FMA's different rounding would show there.
+
+// bn_forward: BatchNorm2d over the first n samples of x (B, C, HW), one
+// block of 256 threads per channel (gridDim.x = C). flags: 1 training, 2 a
+// fused ReLU. Training normalizes with the batch mean and biased variance
+// (two passes, summed in double), saves them as saved[2c] = mean,
+// saved[2c+1] = 1/sqrt(var + eps) for bn_backward, and moves rm, rv toward
+// the mean and the unbiased variance with momentum 0.1; evaluation
+// normalizes with rm, rv. Rows >= n are not touched (the wrapper zeroes them).
+__global__ void bn_forward(const float *x, const float *gamma, const float *beta, float *y, float *rm, float *rv, double *saved,
+			   int C, int HW, int n, int flags) {
+	int c = blockIdx.x;
+	long long cnt = (long long)n * HW;
+	double mean, invstd;
+	if (flags & 1) {
+		double s = 0.;
+		for (long long j = threadIdx.x; j < cnt; j += 256) s += x[((long long)(j / HW) * C + c) * HW + j % HW];
+		mean = block_sum(s) / (double)cnt;
+		double ss = 0.;
+		for (long long j = threadIdx.x; j < cnt; j += 256) {
+			double d = (double)x[((long long)(j / HW) * C + c) * HW + j % HW] - mean;
+			ss += d * d;
+		}
+		ss = block_sum(ss);
+		double var = ss / (double)cnt;
+		invstd = 1. / sqrt(var + 1e-5);
+		if (threadIdx.x == 0) {
+			saved[2 * c] = mean;
+			saved[2 * c + 1] = invstd;
+			double unbiased = cnt > 1 ? ss / (double)(cnt - 1) : var;
+			rm[c] = (float)(0.9 * (double)rm[c] + 0.1 * mean);
+			rv[c] = (float)(0.9 * (double)rv[c] + 0.1 * unbiased);
+		}
+	} else {
+		mean = (double)rm[c];
+		invstd = 1. / sqrt((double)rv[c] + 1e-5);
+	}
+	float scale = (float)((double)gamma[c] * invstd);
+	float shift = (float)((double)beta[c] - mean * (double)gamma[c] * invstd);
+	for (long long j = threadIdx.x; j < cnt; j += 256) {
+		long long at = ((long long)(j / HW) * C + c) * HW + j % HW;
+		float v = __fadd_rn(__fmul_rn(x[at], scale), shift); // unfused, as on the host
+		y[at] = (flags & 2) ? relu(v) : v;
+	}
+	// build.sh runs a kernel's threads as fibers only when its own text calls
+	// __syncthreads (block_sum's are above the kernels): say so here.
+	__syncthreads();
+}
+
+// bn_backward: dx, dgamma, dbeta of the last training bn_forward over the
+// first n samples, one block of 256 per channel, from x, its output y (the
+// fused ReLU's mask when fused), dy and saved. With g the masked gradient
+// and x^ = (x - mean)·invstd: dbeta = Σ g, dgamma = Σ g·x^,
+// dx = gamma·invstd/N · (N·g - dbeta - x^·dgamma) (sums in double).
+// Rows >= n of dx are not touched (the wrapper zeroes them).
+__global__ void bn_backward(const float *x, const float *gamma, const float *y, const float *dy, const double *saved, float *dx,
+			    float *dgamma, float *dbeta, int C, int HW, int n, int fused) {
+	int c = blockIdx.x;
+	long long cnt = (long long)n * HW;
+	double mean = saved[2 * c], invstd = saved[2 * c + 1];
+	double sg = 0., sgx = 0.;
+	for (long long j = threadIdx.x; j < cnt; j += 256) {
+		long long at = ((long long)(j / HW) * C + c) * HW + j % HW;
+		float g = fused ? relu_grad1(y[at], dy[at]) : dy[at];
+		sg += (double)g;
+		sgx += (double)g * (double)x[at];
+	}
+	sg = block_sum(sg);
+	sgx = (block_sum(sgx) - mean * sg) * invstd;
+	if (threadIdx.x == 0) {
+		dbeta[c] = (float)sg;
+		dgamma[c] = (float)sgx;
+	}
+	double k = (double)gamma[c] * invstd / (double)cnt;
+	float a = (float)(k * (double)cnt), bx = (float)(-k * sgx * invstd), d = (float)(-k * sg + k * sgx * invstd * mean);
+	for (long long j = threadIdx.x; j < cnt; j += 256) {
+		long long at = ((long long)(j / HW) * C + c) * HW + j % HW;
+		float g = fused ? relu_grad1(y[at], dy[at]) : dy[at];
+		dx[at] = __fadd_rn(__fadd_rn(__fmul_rn(a, g), __fmul_rn(bx, x[at])), d); // unfused, as on the host
+	}
+	__syncthreads(); // as in bn_forward: for build.sh
+}
+
+// maxpool_k: PyTorch's MaxPool2d(K, S, P) on x (BC, H, W) -> y (BC, Ho, Wo):
+// padding never wins, the first maximum of a window in row-major order is
+// kept (order_key: NaN wins), arg = its index in x's H x W plane.
+__global__ void maxpool_k(const float *x, float *y, int *arg, int BC, int H, int W, int K, int S, int P, int Ho, int Wo) {
+	GRID_STRIDE(i, (long long)BC * Ho * Wo) {
+		int ow = (int)(i % Wo), oh = (int)((i / Wo) % Ho);
+		long long bc = i / ((long long)Ho * Wo);
+		const float *plane = x + bc * H * W;
+		int best = -1, bk = 0;
+		for (int kh = 0; kh < K; kh++) {
+			int ih = oh * S - P + kh;
+			if (ih < 0 || ih >= H) continue;
+			for (int kw = 0; kw < K; kw++) {
+				int iw = ow * S - P + kw;
+				if (iw < 0 || iw >= W) continue;
+				int j = ih * W + iw, k = order_key(plane[j]);
+				if (best < 0 || k > bk) {
+					best = j;
+					bk = k;
+				}
+			}
+		}
+		y[i] = plane[best];
+		arg[i] = best;
+	}
+}
+
+// maxpool_k_backward: dx (BC, H, W) = Σ dy over the windows whose argmax is
+// each position, gathered (windows overlap when S < K) in row-major window
+// order, as cpuops adds them; every dx element is written.
+__global__ void maxpool_k_backward(const float *dy, const int *arg, float *dx, int BC, int H, int W, int K, int S, int P, int Ho,
+				   int Wo) {
+	GRID_STRIDE(i, (long long)BC * H * W) {
+		int j = (int)(i % ((long long)H * W)), ih = j / W, iw = j % W;
+		long long o = i / ((long long)H * W) * Ho * Wo;
+		// windows oh with oh*S - P <= ih <= oh*S - P + K - 1
+		int oh0 = max(0, (ih + P - K + S) / S), oh1 = min(Ho - 1, (ih + P) / S);
+		int ow0 = max(0, (iw + P - K + S) / S), ow1 = min(Wo - 1, (iw + P) / S);
+		float s = 0.f;
+		for (int oh = oh0; oh <= oh1; oh++)
+			for (int ow = ow0; ow <= ow1; ow++)
+				if (arg[o + oh * Wo + ow] == j) s += dy[o + oh * Wo + ow];
+		dx[i] = s;
+	}
+}
+
+// add_relu: the residual join y = max(a + b, 0) over n floats (NaN kept).
+__global__ void add_relu(const float *a, const float *b, float *y, int n) {
+	GRID_STRIDE(i, n) { y[i] = relu(a[i] + b[i]); }
+}
+
+// relu_grad: d = dy where the ReLU output y is not 0, over n floats; d may
+// be dy.
+__global__ void relu_grad(const float *y, const float *dy, float *d, int n) {
+	GRID_STRIDE(i, n) { d[i] = relu_grad1(y[i], dy[i]); }
+}
+
+// sgd_nesterov: torch.optim.SGD(nesterov=True, dampening 0): g = grad + wd*w;
+// v = g on the first step, else mom*v + g; w -= lr*(g + mom*v).
+__global__ void sgd_nesterov(float *w, const float *grad, float *v, int N, float lr, float mom, float wd, int first) {
+	GRID_STRIDE(i, N) {
+		float g = grad[i] + wd * w[i];
+		v[i] = first ? g : mom * v[i] + g;
+		w[i] -= lr * (g + mom * v[i]);
+	}
+}
+
+// adamw: torch.optim.AdamW (amsgrad off), one step; the host computes
+// step = lr/(1-b1^t), sq = sqrt(1-b2^t) and decay = 1 - lr*wd as
+// model.AdamWUpdate does: w *= decay; m = b1*m + (1-b1)*g;
+// v = b2*v + (1-b2)*g*g; w -= step*m / (sqrt(v)/sq + eps).
+__global__ void adamw(float *w, const float *grad, float *m, float *v, int N, float b1, float b2, float eps, float step, float sq,
+		      float decay) {
+	GRID_STRIDE(i, N) {
+		float g = grad[i];
+		w[i] *= decay;
+		m[i] = b1 * m[i] + (1.f - b1) * g;
+		v[i] = b2 * v[i] + (1.f - b2) * g * g;
+		w[i] -= step * m[i] / (sqrtf(v[i]) / sq + eps);
 	}
 }
 

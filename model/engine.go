@@ -1,7 +1,6 @@
 package model
 
 import (
-	"errors"
 	"fmt"
 
 	G "gorgonia.org/gorgonia"
@@ -28,6 +27,11 @@ type Engine interface {
 	NewValue(shape tensor.Shape) (*tensor.Dense, error) // zeroed
 	Upload(dst G.Value, src []float32) error
 	Download(dst []float32, src G.Value) error // complete when it returns
+	// TensorEngine is what gorgonia's own ops compute with on this
+	// engine's values: the Add that Backpropagate inserts where a node has
+	// two consumers (a residual block's input) calls its tensor.Adder.
+	// nil on the host: gorgonia's standard engine.
+	TensorEngine() tensor.Engine
 
 	// NewConv is one conv block of a fixed shape: y = ReLU(conv(x, w) + b),
 	// KxK, stride 1, pad K/2, max-pooled 2x2 when pool (cpuops.Conv).
@@ -62,6 +66,8 @@ func CPUEngine() Engine { return cpuEngine{} }
 type cpuEngine struct{}
 
 func (cpuEngine) Host() bool { return true }
+
+func (cpuEngine) TensorEngine() tensor.Engine { return nil }
 
 func (cpuEngine) NewValue(shape tensor.Shape) (*tensor.Dense, error) {
 	return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(make([]float32, shape.TotalSize()))), nil
@@ -205,17 +211,4 @@ func (cpuEngine) SGD(w, grad, v G.Value, _ int, lr, momentum, wd float32, first 
 		SGDUpdate(a[0], a[1], a[2], lr, momentum, wd, first)
 	}
 	return err
-}
-
-// deviceOK says whether a model with these settings can run on a device
-// engine: the cnn arch with plain SGD (the ResNets' BatchNorm, AdamW and
-// Nesterov are CPU-only for now).
-func deviceOK(spec Spec, opt Options) error {
-	switch {
-	case spec.IsResNet():
-		return errors.New("the ResNet archs run on the CPU engine only")
-	case opt.Optimizer == OptimizerAdamW || opt.Nesterov:
-		return errors.New("a device engine runs plain SGD (with momentum) only")
-	}
-	return nil
 }

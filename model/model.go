@@ -67,6 +67,7 @@ type param struct {
 	bn         *bnLayer  // set on a BatchNorm's bias: its buffers follow it in the state dict
 	gradData   []float32 // the gradient op's own output buffer (GradSync)
 	momV       G.Value   // a device engine's momentum buffer (data and mom are then host copies)
+	mom2V      G.Value   // a device engine's exp_avg_sq (AdamW)
 }
 
 // Model is a CNN built as one gorgonia graph with a fixed batch size, and
@@ -91,6 +92,7 @@ type Model struct {
 	mode bnMode
 
 	eng         Engine        // runs the ops; CPUEngine unless NewOn was given another
+	re          ResNetEngine  // eng's ResNet layers and optimizers, when it has them
 	dev         bool          // eng's values are not host slices: x, target, logits go through it
 	xV, targetV *tensor.Dense // the inputs' values (on the device when dev)
 	xNode       *G.Node
@@ -110,8 +112,8 @@ var buildMu sync.Mutex
 func New(spec Spec, opt Options) (*Model, error) { return NewOn(CPUEngine(), spec, opt) }
 
 // NewOn is New with the graph's values and ops on eng: the same graph, the
-// same initial weights, on another device (cudaops's engine). A device
-// engine runs the cnn arch with SGD (deviceOK).
+// same initial weights, on another device (cudaops's engine). The ResNet
+// archs, Nesterov and AdamW need an engine that is a ResNetEngine.
 func NewOn(eng Engine, spec Spec, opt Options) (*Model, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
@@ -129,10 +131,9 @@ func NewOn(eng Engine, spec Spec, opt Options) (*Model, error) {
 		return nil, err
 	}
 	m := &Model{spec: spec, opt: opt, eng: eng, dev: !eng.Host()}
-	if m.dev {
-		if err := deviceOK(spec, opt); err != nil {
-			return nil, fmt.Errorf("model: %w", err)
-		}
+	var err error
+	if m.re, err = resnetEngine(eng, spec, opt); err != nil {
+		return nil, fmt.Errorf("model: %w", err)
 	}
 	if spec.IsResNet() {
 		m.resnetParams()
@@ -146,7 +147,7 @@ func NewOn(eng Engine, spec Spec, opt Options) (*Model, error) {
 	}
 
 	buildMu.Lock()
-	err := m.build()
+	err = m.build()
 	buildMu.Unlock()
 	if err != nil {
 		m.Close()
@@ -196,6 +197,11 @@ func (m *Model) build() error {
 			if p.momV, err = m.value(p.mom, shape...); err != nil {
 				return fmt.Errorf("%s momentum: %w", p.name, err)
 			}
+			if p.mom2 != nil {
+				if p.mom2V, err = m.value(p.mom2, shape...); err != nil {
+					return fmt.Errorf("%s exp_avg_sq: %w", p.name, err)
+				}
+			}
 		}
 		p.node = G.NewTensor(m.g, tensor.Float32, len(shape), G.WithShape(shape...), G.WithName(p.name), G.WithValue(val))
 	}
@@ -226,8 +232,14 @@ func (m *Model) build() error {
 			if err != nil {
 				return fmt.Errorf("conv%d: %w", i, err)
 			}
+			skip := h
 			if h, err = ops.convBlock(conv, B, cin, in[i], in[i], c.Channels, c.Kernel, c.Pool, h, w, b, i > 0); err != nil {
 				return fmt.Errorf("conv%d: %w", i, err)
+			}
+			if m.spec.skips(i) {
+				if h, err = G.Add(skip, h); err != nil {
+					return fmt.Errorf("conv%d skip: %w", i, err)
+				}
 			}
 			cin = c.Channels
 		}
@@ -270,8 +282,17 @@ func (m *Model) build() error {
 	if ops.err != nil { // the gradient ops' values
 		return ops.err
 	}
-	m.train = G.NewTapeMachine(m.g)
-	m.forward = G.NewTapeMachine(m.g.SubgraphRoots(m.logits))
+	// gorgonia's own ops (the Add that Backpropagate inserts where a node
+	// has two consumers) compute through the machine's tensor engine: a
+	// device engine supplies one that works on its values.
+	var vmOpts []G.VMOpt
+	if te := m.eng.TensorEngine(); te != nil {
+		vmOpts = append(vmOpts, G.WithEngine(te))
+	} else if m.dev {
+		return errors.New("the engine's values are not host slices but it has no TensorEngine for gorgonia's own ops")
+	}
+	m.train = G.NewTapeMachine(m.g, vmOpts...)
+	m.forward = G.NewTapeMachine(m.g.SubgraphRoots(m.logits), vmOpts...)
 	m.hookGradients()
 	return err
 }
@@ -291,7 +312,9 @@ func (m *Model) TrainStep(x []float32, labels []int32, n int, lr float32) (StepR
 	if err != nil {
 		return StepResult{}, fmt.Errorf("model.TrainStep: %w", err)
 	}
-	m.commitBN()
+	if err := m.commitBN(); err != nil {
+		return StepResult{}, fmt.Errorf("model.TrainStep: %w", err)
+	}
 	if err := m.update(grads, lr); err != nil {
 		return StepResult{}, fmt.Errorf("model.TrainStep: %w", err)
 	}
@@ -317,7 +340,9 @@ func (m *Model) backward(x []float32, labels []int32, n int) (loss float32, logi
 		return 0, nil, nil, err
 	}
 	m.mode = bnMode{training: true, n: n}
-	m.stageBN()
+	if err := m.stageBN(); err != nil {
+		return 0, nil, nil, err
+	}
 	if err := run(m.train); err != nil {
 		return 0, nil, nil, err
 	}
@@ -389,6 +414,20 @@ func (m *Model) runForward(x []float32, labels []int32, n int) ([]float32, error
 		return nil, err
 	}
 	return m.logitsData()
+}
+
+// LastLogits returns a copy of the logits of the last run, all B rows: a
+// training step's are the train-mode ones (batch statistics), which
+// Logits cannot give. The PyTorch parity checks compare them.
+func (m *Model) LastLogits() ([]float32, error) {
+	if m.closed {
+		return nil, errors.New("model.LastLogits: model is closed")
+	}
+	l, err := m.logitsData()
+	if err != nil {
+		return nil, fmt.Errorf("model.LastLogits: %w", err)
+	}
+	return append([]float32(nil), l...), nil
 }
 
 // logitsData is the last run's logits, downloaded when on a device.

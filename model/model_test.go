@@ -10,6 +10,10 @@ import (
 
 var tinySpec = Spec{InputSize: 6, Classes: 3, Conv: []ConvSpec{{Channels: 4, Kernel: 3, Pool: true}, {Channels: 6, Kernel: 3}}}
 
+// skipSpec has a residual block (ConvSpec.Skip): conv1's input feeds conv1
+// and the skip's Add, so its gradient is the sum of two (fan-out).
+var skipSpec = Spec{InputSize: 6, Classes: 3, Conv: []ConvSpec{{Channels: 4, Kernel: 3, Pool: true}, {Channels: 4, Kernel: 3}, {Channels: 5, Kernel: 1}}, Skip: []int{1}}
+
 func newModel(t testing.TB, spec Spec, opt Options) *Model {
 	t.Helper()
 	m, err := New(spec, opt)
@@ -24,12 +28,15 @@ func newModel(t testing.TB, spec Spec, opt Options) *Model {
 // against a central difference of the float64 reference loss. Row 1 of the
 // batch is padding (n = 1 < B = 2) with a label that would pull the
 // gradients elsewhere: if the mask leaked, the gradients would not match.
+// The skip spec's residual block checks the fan-out's summed gradient.
 func TestGradientsMatchFiniteDifferences(t *testing.T) {
 	for _, tc := range []struct {
 		name string
+		spec Spec
 		n    int
-	}{{"full batch", 2}, {"padded row", 1}} {
+	}{{"full batch", tinySpec, 2}, {"padded row", tinySpec, 1}, {"skip connection", skipSpec, 2}} {
 		t.Run(tc.name, func(t *testing.T) {
+			tinySpec := tc.spec
 			m := newModel(t, tinySpec, Options{Batch: 2, Seed: 7})
 			rng := rand.New(rand.NewPCG(1, 2))
 			x := randomInput(rng, 2*3*6*6)

@@ -63,8 +63,8 @@ func (m *Model) update(grads [][]float32, lr float32) error {
 		switch {
 		case m.dev:
 			m.stale = true
-			if err := m.eng.SGD(p.node.Value(), p.grad.Value(), p.momV, len(p.data), lr, m.opt.Momentum, wd, m.steps == 0); err != nil {
-				return fmt.Errorf("SGD on %s: %w", p.name, err)
+			if err := m.devUpdate(p, lr, wd); err != nil {
+				return fmt.Errorf("%s: %w", p.name, err)
 			}
 		case m.opt.Optimizer == OptimizerAdamW:
 			b1, b2, eps := m.opt.adam()
@@ -73,6 +73,28 @@ func (m *Model) update(grads [][]float32, lr float32) error {
 			SGDNesterovUpdate(p.data, grads[i], p.mom, lr, m.opt.Momentum, wd, m.steps == 0)
 		default:
 			SGDUpdate(p.data, grads[i], p.mom, lr, m.opt.Momentum, wd, m.steps == 0)
+		}
+	}
+	return nil
+}
+
+// devUpdate is update's step on one parameter of a device engine, on the
+// gradient node's value: the same three optimizers, the engine's kernels.
+func (m *Model) devUpdate(p *param, lr, wd float32) error {
+	w, g, n := p.node.Value(), p.grad.Value(), len(p.data)
+	switch {
+	case m.opt.Optimizer == OptimizerAdamW:
+		b1, b2, eps := m.opt.adam()
+		if err := m.re.AdamW(w, g, p.momV, p.mom2V, n, lr, b1, b2, eps, wd, m.steps+1); err != nil {
+			return fmt.Errorf("AdamW: %w", err)
+		}
+	case m.opt.Nesterov:
+		if err := m.re.SGDNesterov(w, g, p.momV, n, lr, m.opt.Momentum, wd, m.steps == 0); err != nil {
+			return fmt.Errorf("SGD (Nesterov): %w", err)
+		}
+	default:
+		if err := m.eng.SGD(w, g, p.momV, n, lr, m.opt.Momentum, wd, m.steps == 0); err != nil {
+			return fmt.Errorf("SGD: %w", err)
 		}
 	}
 	return nil

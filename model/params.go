@@ -134,6 +134,16 @@ func (m *Model) pull() error {
 		if err := m.eng.Download(p.mom, p.momV); err != nil {
 			return fmt.Errorf("downloading %s's momentum: %w", p.name, err)
 		}
+		if p.mom2V != nil {
+			if err := m.eng.Download(p.mom2, p.mom2V); err != nil {
+				return fmt.Errorf("downloading %s's exp_avg_sq: %w", p.name, err)
+			}
+		}
+	}
+	for _, b := range m.bns {
+		if err := cmpErr(m.eng.Download(b.mean, b.meanV), m.eng.Download(b.vari, b.variV)); err != nil {
+			return fmt.Errorf("downloading %s's running statistics: %w", b.name, err)
+		}
 	}
 	m.stale = false
 	return nil
@@ -150,6 +160,16 @@ func (m *Model) push() error {
 		}
 		if err := m.eng.Upload(p.momV, p.mom); err != nil {
 			return fmt.Errorf("uploading %s's momentum: %w", p.name, err)
+		}
+		if p.mom2V != nil {
+			if err := m.eng.Upload(p.mom2V, p.mom2); err != nil {
+				return fmt.Errorf("uploading %s's exp_avg_sq: %w", p.name, err)
+			}
+		}
+	}
+	for _, b := range m.bns {
+		if err := cmpErr(m.eng.Upload(b.meanV, b.mean), m.eng.Upload(b.variV, b.vari)); err != nil {
+			return fmt.Errorf("uploading %s's running statistics: %w", b.name, err)
 		}
 	}
 	m.stale = false
@@ -197,7 +217,13 @@ func (m *Model) Load(params, optState []NamedTensor) error {
 			p.set(st.Params[p.name])
 		}
 		m.loadBuffers(bufs)
-		return m.loadAdamState(optState, true)
+		if err := m.loadAdamState(optState, true); err != nil {
+			return fmt.Errorf("model.Load: %w", err)
+		}
+		if err := m.push(); err != nil {
+			return fmt.Errorf("model.Load: %w", err)
+		}
+		return nil
 	}
 	st, err := CheckState(want, params, optState)
 	if err != nil {

@@ -73,7 +73,13 @@ func refLogits(spec Spec, params map[string][]float64, x []float64) []float64 {
 	S := spec.InputSize
 	t := refTensor{3, S, S, x}
 	for i, c := range spec.Conv {
+		in := t
 		t = refReLU(refConv(t, params[nameOf("conv", i, "weight")], params[nameOf("conv", i, "bias")], c.Channels, c.Kernel))
+		if spec.skips(i) {
+			for j := range t.v {
+				t.v[j] += in.v[j]
+			}
+		}
 		if c.Pool {
 			t = refMaxPool(t)
 		}

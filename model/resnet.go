@@ -8,8 +8,7 @@ import (
 	"strings"
 
 	G "gorgonia.org/gorgonia"
-
-	"stoke/cpuops"
+	"gorgonia.org/tensor"
 )
 
 // The ResNets, named and laid out as torchvision's state_dict so that a
@@ -102,15 +101,20 @@ func convOut(size, k, stride, pad int) int { return (size+2*pad-k)/stride + 1 }
 
 // bnLayer is one BatchNorm2d: its affine parameters are params of the
 // model; its running statistics are buffers, staged during a training
-// step and kept only when the step succeeds.
+// step and kept only when the step succeeds. The ops read and write them as
+// engine values (the *V fields): on the host those are the slices
+// themselves; on a device, device copies, and the slices are host copies
+// brought up to date by pull (checkpoints) and uploaded by push (Load).
 type bnLayer struct {
-	name                string
-	gamma, beta         *param
-	mean, vari          []float32 // running_mean, running_var
-	stageMean, stageVar []float32
-	tracked             int64 // num_batches_tracked
-	k                   *cpuops.BatchNorm
-	channels, hw        int
+	name                  string
+	gamma, beta           *param
+	mean, vari            []float32 // running_mean, running_var
+	stageMean, stageVar   []float32
+	meanV, variV          G.Value
+	stageMeanV, stageVarV G.Value
+	tracked               int64 // num_batches_tracked
+	k                     BatchNormKernel
+	channels, hw          int
 }
 
 // bnMode is what the BatchNorm ops read at run time.
@@ -203,26 +207,39 @@ func (m *Model) buildResNet(ops *opSet, x *G.Node) (*G.Node, error) {
 	bns := map[string]*bnLayer{}
 	for _, b := range m.bns {
 		bns[b.name] = b
+		for _, v := range []struct {
+			dst  *G.Value
+			data []float32
+		}{{&b.meanV, b.mean}, {&b.variV, b.vari}, {&b.stageMeanV, b.stageMean}, {&b.stageVarV, b.stageVar}} {
+			t, err := m.value(v.data, b.channels)
+			if err != nil {
+				return nil, fmt.Errorf("%s running statistics: %w", b.name, err)
+			}
+			*v.dst = t
+		}
 	}
+	re := m.re
 	C, S := 3, m.spec.InputSize
 	// convBN is conv (no bias) then BatchNorm, ReLU fused when relu.
 	convBN := func(h *G.Node, cin, size int, conv, bnName string, cout, k, stride int, relu, needDX bool) (*G.Node, int, error) {
-		kc, err := cpuops.NewConv2d(B, cin, size, size, cout, k, stride, k/2)
+		kc, err := re.NewConv2d(B, cin, size, size, cout, k, stride, k/2)
 		if err != nil {
 			return nil, 0, fmt.Errorf("%s: %w", conv, err)
 		}
-		if h, err = ops.conv2d(kc, h, byName[conv+".weight"].node, needDX); err != nil {
+		so := convOut(size, k, stride, k/2)
+		xShape, wShape, yShape := tensor.Shape{B, cin, size, size}, tensor.Shape{cout, cin, k, k}, tensor.Shape{B, cout, so, so}
+		if h, err = ops.conv2d(kc, xShape, wShape, yShape, h, byName[conv+".weight"].node, needDX); err != nil {
 			return nil, 0, fmt.Errorf("%s: %w", conv, err)
 		}
 		b := bns[bnName]
-		b.hw = kc.Ho * kc.Wo
-		if b.k, err = cpuops.NewBatchNorm(B, cout, b.hw, relu); err != nil {
+		b.hw = so * so
+		if b.k, err = re.NewBatchNorm(B, cout, b.hw, relu); err != nil {
 			return nil, 0, fmt.Errorf("%s: %w", bnName, err)
 		}
 		if h, err = ops.batchNorm(b, &m.mode, h); err != nil {
 			return nil, 0, fmt.Errorf("%s: %w", bnName, err)
 		}
-		return h, kc.Ho, nil
+		return h, so, nil
 	}
 	h, S, err := convBN(x, C, S, "conv1", "bn1", l.stemWidth, l.stemKernel, l.stemStride, true, false)
 	if err != nil {
@@ -230,14 +247,15 @@ func (m *Model) buildResNet(ops *opSet, x *G.Node) (*G.Node, error) {
 	}
 	C = l.stemWidth
 	if l.maxPool {
-		p, err := cpuops.NewMaxPoolK(B, C, S, S, 3, 2, 1)
+		p, err := re.NewMaxPool(B, C, S, S, 3, 2, 1)
 		if err != nil {
 			return nil, fmt.Errorf("maxpool: %w", err)
 		}
-		if h, err = ops.maxPoolK(p, h); err != nil {
+		so := convOut(S, 3, 2, 1)
+		if h, err = ops.maxPoolK(p, tensor.Shape{B, C, S, S}, tensor.Shape{B, C, so, so}, h); err != nil {
 			return nil, fmt.Errorf("maxpool: %w", err)
 		}
-		S = p.Ho
+		S = so
 	}
 	for s, w := range l.widths {
 		for b := 0; b < l.blocks[s]; b++ {
@@ -260,7 +278,7 @@ func (m *Model) buildResNet(ops *opSet, x *G.Node) (*G.Node, error) {
 					return nil, err
 				}
 			}
-			if h, err = ops.addReLU(y, short); err != nil {
+			if h, err = ops.addReLU(re, y, short); err != nil {
 				return nil, fmt.Errorf("%sadd: %w", pre, err)
 			}
 			C, S = w, so
@@ -335,18 +353,34 @@ func (m *Model) Buffers() []NamedTensor {
 }
 
 // stageBN copies the running statistics to where a training step updates
-// them; commitBN keeps the step's update.
-func (m *Model) stageBN() {
+// them; commitBN keeps the step's update. On a device the copies are the
+// engine's, of its values.
+func (m *Model) stageBN() error {
 	for _, b := range m.bns {
+		if m.dev {
+			if err := cmpErr(m.re.Copy(b.stageMeanV, b.meanV), m.re.Copy(b.stageVarV, b.variV)); err != nil {
+				return fmt.Errorf("staging %s's running statistics: %w", b.name, err)
+			}
+			continue
+		}
 		copy(b.stageMean, b.mean)
 		copy(b.stageVar, b.vari)
 	}
+	return nil
 }
 
-func (m *Model) commitBN() {
+func (m *Model) commitBN() error {
 	for _, b := range m.bns {
-		copy(b.mean, b.stageMean)
-		copy(b.vari, b.stageVar)
+		if m.dev {
+			m.stale = true
+			if err := cmpErr(m.re.Copy(b.meanV, b.stageMeanV), m.re.Copy(b.variV, b.stageVarV)); err != nil {
+				return fmt.Errorf("keeping %s's running statistics: %w", b.name, err)
+			}
+		} else {
+			copy(b.mean, b.stageMean)
+			copy(b.vari, b.stageVar)
+		}
 		b.tracked++
 	}
+	return nil
 }

@@ -1,6 +1,9 @@
 package model
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // ConvSpec is one conv block: a KxK convolution with stride 1 and "same"
 // padding (K/2), a bias, ReLU, then an optional 2x2 max-pool with stride 2.
@@ -20,7 +23,17 @@ type Spec struct {
 	Conv      []ConvSpec `yaml:"conv" json:"conv"`
 	Arch      string     `yaml:"-" json:"arch,omitempty"`
 	Stem      string     `yaml:"-" json:"stem,omitempty"` // resnet18/34: imagenet or cifar
+	// Skip lists cnn conv blocks whose input is added to their output,
+	// y = x + ReLU(conv(x) + b): a residual connection, so x has two
+	// consumers and its gradient fans out (gorgonia's built-in Add, forward
+	// and backward, on the engine's values). Such a block keeps its input's
+	// channels and has no pool. Not a config setting: the engine parity
+	// tests' fan-out graph (the ResNet archs are the real residual nets).
+	Skip []int `yaml:"-" json:"skip,omitempty"`
 }
+
+// skips says whether conv block i has a residual connection (Skip).
+func (s Spec) skips(i int) bool { return slices.Contains(s.Skip, i) }
 
 // Validate checks the spec and returns an error naming the first bad field,
 // e.g. "model.conv[1].kernel: must be odd and >= 1, got 4".
@@ -36,6 +49,18 @@ func (s Spec) Validate() error {
 	}
 	if len(s.Conv) == 0 {
 		return fmt.Errorf("model.conv: need at least one conv block")
+	}
+	for _, i := range s.Skip {
+		if i < 0 || i >= len(s.Conv) {
+			return fmt.Errorf("model.skip: conv block %d does not exist", i)
+		}
+		cin := 3
+		if i > 0 {
+			cin = s.Conv[i-1].Channels
+		}
+		if c := s.Conv[i]; c.Pool || c.Channels != cin {
+			return fmt.Errorf("model.conv[%d]: a skip connection needs no pool and %d channels (its input's), got pool %v, %d channels", i, cin, c.Pool, c.Channels)
+		}
 	}
 	size := s.InputSize
 	for i, c := range s.Conv {

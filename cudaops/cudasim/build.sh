@@ -20,7 +20,7 @@ command -v g++ >/dev/null || { echo "cudasim: g++ not found (apt-get install g++
 
 # Every pointer the kernels declare becomes a bounds-checked dptr<T>: the
 # same source, each access checked against the allocation it points into.
-sed -E 's/(const )?(unsigned char|float|int) \*/dptr<\1\2> /g' "$src" >"$out/kernels.host.inc"
+sed -E 's/(const )?(unsigned char|float|double|int) \*/dptr<\1\2> /g' "$src" >"$out/kernels.host.inc"
 # One STOKE_KERNEL(name, uses __syncthreads) per __global__ function.
 awk '
 	/__global__ void [A-Za-z_0-9]+\(/ { if (name != "") print "STOKE_KERNEL(" name ", " bar ")"; match($0, /__global__ void [A-Za-z_0-9]+/); name = substr($0, RSTART + 16, RLENGTH - 16); bar = "false" }

@@ -10,6 +10,7 @@
 #pragma once
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 
@@ -50,11 +51,28 @@ template <class T> struct dptr {
 	dptr operator-(long long i) const { return dptr{p - i, lo, hi, param}; }
 };
 
+inline int __float_as_int(float v) { return std::bit_cast<int>(v); }
+// __fmul_rn and __fadd_rn are never contracted into an FMA: the empty asm
+// keeps g++ (-ffp-contract=fast) from fusing the product into the next add.
+inline float __fmul_rn(float a, float b) {
+	float r = a * b;
+	asm("" : "+x"(r));
+	return r;
+}
+inline float __fadd_rn(float a, float b) {
+	float r = a + b;
+	asm("" : "+x"(r));
+	return r;
+}
+
 inline float atomicAdd(float *a, float v) { return std::atomic_ref<float>(*a).fetch_add(v, std::memory_order_relaxed); }
 inline int atomicAdd(int *a, int v) { return std::atomic_ref<int>(*a).fetch_add(v, std::memory_order_relaxed); }
 
 } // namespace cudasim
 
+using cudasim::__fadd_rn;
+using cudasim::__float_as_int;
+using cudasim::__fmul_rn;
 using cudasim::atomicAdd;
 using cudasim::dim3;
 using cudasim::dptr;

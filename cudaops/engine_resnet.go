@@ -1,0 +1,188 @@
+//go:build stokecuda
+
+package cudaops
+
+import (
+	"fmt"
+
+	G "gorgonia.org/gorgonia"
+
+	"stoke/model"
+)
+
+// GraphEngine's ResNet layers (model.ResNetEngine): the ResNet archs, and
+// the Nesterov and AdamW optimizers, on the device, over kernels_resnet.go.
+// Each layer is a small struct of its shape and device scratch; every call
+// makes the context current and enqueues on the engine's stream (run).
+//
+// The convolutions share one workspace (im2col matrix and GEMM output),
+// as large as the largest conv built on the engine needs: the stream runs
+// one conv call at a time and no call keeps anything in it for another
+// (the filter gradient redoes the im2col).
+
+var _ model.ResNetEngine = (*GraphEngine)(nil)
+
+// workspace returns the shared conv workspace, (re)allocated to the largest
+// size asked for so far. The old one stays allocated until Close (the
+// engine frees every allocation then): it only grows while models are built.
+func (g *GraphEngine) workspace() (buffer, error) {
+	if g.ws != nil && g.ws.(devBuf).n >= g.wsNeed {
+		return g.ws, nil
+	}
+	var err error
+	g.ws, err = g.e.alloc(g.wsNeed)
+	return g.ws, err
+}
+
+type gpuConv2d struct {
+	g *GraphEngine
+	s convShape
+}
+
+func (g *GraphEngine) NewConv2d(B, Cin, H, W, Cout, K, stride, pad int) (model.Conv2dKernel, error) {
+	s := convShape{B: B, Cin: Cin, H: H, W: W, Cout: Cout, K: K, Stride: stride, Pad: pad}
+	if err := s.validate(); err != nil {
+		return nil, err
+	}
+	g.wsNeed = max(g.wsNeed, s.Workspace())
+	return &gpuConv2d{g: g, s: s}, nil
+}
+
+// conv runs f with the workspace.
+func (c *gpuConv2d) conv(f func(a [5]buffer, ws buffer) error, vals ...G.Value) error {
+	return c.g.run(func(a [5]buffer) error {
+		ws, err := c.g.workspace()
+		if err != nil {
+			return err
+		}
+		return f(a, ws)
+	}, vals...)
+}
+
+func (c *gpuConv2d) Forward(x, w, y G.Value) error {
+	return c.conv(func(a [5]buffer, ws buffer) error { return c.g.e.conv2dForward(c.s, a[0], a[1], a[2], ws) }, x, w, y)
+}
+
+func (c *gpuConv2d) BackwardData(w, dy, dx G.Value) error {
+	return c.conv(func(a [5]buffer, ws buffer) error { return c.g.e.conv2dBackwardData(c.s, a[0], a[1], a[2], ws) }, w, dy, dx)
+}
+
+func (c *gpuConv2d) BackwardFilter(x, dy, dw G.Value) error {
+	return c.conv(func(a [5]buffer, ws buffer) error { return c.g.e.conv2dBackwardFilter(c.s, a[0], a[1], a[2], ws) }, x, dy, dw)
+}
+
+// gpuBatchNorm keeps what its backward needs of the last training forward:
+// the per-channel statistics (saved, on the device) and n.
+type gpuBatchNorm struct {
+	g        *GraphEngine
+	B, C, HW int
+	relu     bool
+	saved    buffer
+	n        int
+}
+
+func (g *GraphEngine) NewBatchNorm(B, C, HW int, relu bool) (model.BatchNormKernel, error) {
+	if err := bnCheck("NewBatchNorm", B, C, HW, B); err != nil {
+		return nil, err
+	}
+	b := &gpuBatchNorm{g: g, B: B, C: C, HW: HW, relu: relu}
+	err := g.do(func() error {
+		var err error
+		b.saved, err = g.e.alloc(bnSavedLen(C))
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+func (b *gpuBatchNorm) Forward(x, gamma, beta, y, runMean, runVar G.Value, n int, training bool) error {
+	if err := b.g.run(func(a [5]buffer) error {
+		rv, err := buf(runVar)
+		if err != nil {
+			return fmt.Errorf("argument 5: %w", err)
+		}
+		return b.g.e.bnForward(a[0], a[1], a[2], a[3], a[4], rv, b.saved, b.B, b.C, b.HW, n, training, b.relu)
+	}, x, gamma, beta, y, runMean); err != nil {
+		return err
+	}
+	if training {
+		b.n = n
+	}
+	return nil
+}
+
+func (b *gpuBatchNorm) Backward(x, gamma, y, dy, dx, dgamma, dbeta G.Value) error {
+	if b.n == 0 {
+		return fmt.Errorf("cudaops: BatchNorm backward before a training forward")
+	}
+	return b.g.run(func(a [5]buffer) error {
+		dg, err1 := buf(dgamma)
+		db, err2 := buf(dbeta)
+		if err := first(err1, err2); err != nil {
+			return fmt.Errorf("dgamma, dbeta: %w", err)
+		}
+		return b.g.e.bnBackward(a[0], a[1], a[2], a[3], b.saved, a[4], dg, db, b.B, b.C, b.HW, b.n, b.relu)
+	}, x, gamma, y, dy, dx)
+}
+
+type gpuMaxPool struct {
+	g   *GraphEngine
+	s   poolShape
+	arg buffer
+}
+
+func (g *GraphEngine) NewMaxPool(B, C, H, W, K, stride, pad int) (model.MaxPoolKernel, error) {
+	if B < 1 || C < 1 {
+		return nil, fmt.Errorf("cudaops: NewMaxPool: bad shape B=%d C=%d", B, C)
+	}
+	pk := &gpuMaxPool{g: g, s: poolShape{BC: B * C, H: H, W: W, K: K, Stride: stride, Pad: pad}}
+	ho, wo := pk.s.Out()
+	if H < 1 || W < 1 || K < 1 || stride < 1 || pad < 0 || 2*pad > K || ho < 1 || wo < 1 {
+		return nil, fmt.Errorf("cudaops: NewMaxPool: bad shape %+v", pk.s)
+	}
+	err := g.do(func() error {
+		var err error
+		pk.arg, err = g.e.allocInt32(pk.s.OutLen())
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return pk, nil
+}
+
+func (pk *gpuMaxPool) Forward(x, y G.Value) error {
+	return pk.g.run(func(a [5]buffer) error { return pk.g.e.maxPoolK(pk.s, a[0], a[1], pk.arg) }, x, y)
+}
+
+func (pk *gpuMaxPool) Backward(dy, dx G.Value) error {
+	return pk.g.run(func(a [5]buffer) error { return pk.g.e.maxPoolKBackward(pk.s, a[0], pk.arg, a[1]) }, dy, dx)
+}
+
+// size is a value's element count.
+func size(v G.Value) int { return v.Shape().TotalSize() }
+
+func (g *GraphEngine) AddReLU(a, b, y G.Value) error {
+	return g.run(func(v [5]buffer) error { return g.e.addReLU(v[0], v[1], v[2], size(y)) }, a, b, y)
+}
+
+func (g *GraphEngine) ReLUBackward(y, dy, d G.Value) error {
+	return g.run(func(v [5]buffer) error { return g.e.reluGrad(v[0], v[1], v[2], size(y)) }, y, dy, d)
+}
+
+func (g *GraphEngine) Copy(dst, src G.Value) error {
+	if size(dst) != size(src) {
+		return fmt.Errorf("cudaops: copy of %d floats into %d", size(src), size(dst))
+	}
+	return g.run(func(v [5]buffer) error { return g.e.copyD2D(v[1], v[0], size(dst)) }, dst, src)
+}
+
+func (g *GraphEngine) SGDNesterov(w, grad, v G.Value, n int, lr, momentum, wd float32, firstStep bool) error {
+	return g.run(func(a [5]buffer) error { return g.e.sgdNesterov(a[0], a[1], a[2], n, lr, momentum, wd, firstStep) }, w, grad, v)
+}
+
+func (g *GraphEngine) AdamW(w, grad, m, v G.Value, n int, lr, b1, b2, eps, wd float32, t int64) error {
+	return g.run(func(a [5]buffer) error { return g.e.adamW(a[0], a[1], a[2], a[3], n, lr, b1, b2, eps, wd, t) }, w, grad, m, v)
+}

@@ -1,0 +1,346 @@
+//go:build stokecuda
+
+package cudaops
+
+import (
+	"fmt"
+	"math"
+
+	"gorgonia.org/cu"
+)
+
+// The ResNets' kernels (kernels.cu, after normalize_u8) and their launch
+// wrappers on the GPU engine, with cpuops's semantics (conv2d.go, norm.go)
+// and model/optim.go's updates. Each wrapper checks its buffers' sizes and
+// only enqueues work on the engine's stream: the caller has made the
+// context current (Device.do) and synchronizes when it needs a result on the
+// host. Buffers are devBufs from alloc (sub-ranges from sub); every size is
+// in float32 elements and every activation is NCHW. kernels_resnet_test.go
+// checks each wrapper against the host functions, under the stand-in
+// (scripts/gpu-sim.sh) or on a GPU.
+//
+// Determinism: everything here gives the same bits from run to run except
+// the convolution's filter gradient when sgemm splits its long inner
+// dimension (atomicAdd of the slices, as for the cnn's convs).
+
+func init() { kernelNames = append(kernelNames, resnetKernelNames...) }
+
+var resnetKernelNames = []string{"add_f32", "copy_f32", "swap01", "im2col_s", "col2im_s", "bn_forward", "bn_backward",
+	"maxpool_k", "maxpool_k_backward", "add_relu", "relu_grad", "sgd_nesterov", "adamw"}
+
+// needs checks that each buffer (devBuf) holds at least the elements a
+// kernel will touch, so that a wrong shape is an error here rather than a
+// fault on the device.
+func needs(what string, pairs ...any) error {
+	for k := 0; k+1 < len(pairs); k += 2 {
+		b, n := pairs[k].(buffer), pairs[k+1].(int)
+		if d := b.(devBuf); d.n < n {
+			return fmt.Errorf("cudaops: %s: argument %d holds %d floats, needs %d", what, k/2, d.n, n)
+		}
+	}
+	return nil
+}
+
+// sub is the n elements of b from off.
+func sub(b buffer, off, n int) buffer {
+	d := b.(devBuf)
+	return devBuf{d.p + cu.DevicePtr(4*off), n}
+}
+
+// add is c = a + b over n floats: reads a[0:n) and b[0:n), writes c[0:n).
+// c may be a or b (in place: a += b is add(a, b, a, n)); no other overlap.
+// Used for gorgonia's fan-out Add (the residual's gradient).
+func (e *gpuEngine) add(a, b, c buffer, n int) error {
+	if err := needs("add", a, n, b, n, c, n); err != nil || n == 0 {
+		return err
+	}
+	return e.launch1D("add_f32", n, p(a), p(b), p(c), i(n))
+}
+
+// copyD2D is dst[0:n) = src[0:n) on the device (the staged BatchNorm
+// statistics); src and dst must not overlap.
+func (e *gpuEngine) copyD2D(src, dst buffer, n int) error {
+	if err := needs("copy", src, n, dst, n); err != nil || n == 0 {
+		return err
+	}
+	return e.launch1D("copy_f32", n, p(src), p(dst), i(n))
+}
+
+// swap01 is y (d1, d0, hw) = x (d0, d1, hw): the first two axes swapped.
+// x and y must not overlap.
+func (e *gpuEngine) swap01(x, y buffer, d0, d1, hw int) error {
+	n := d0 * d1 * hw
+	if err := needs("swap01", x, n, y, n); err != nil || n == 0 {
+		return err
+	}
+	return e.launch1D("swap01", n, p(x), p(y), i(d0), i(d1), i(hw))
+}
+
+// convShape is a Conv2d(Cin, Cout, K, Stride, Pad, bias=False) on a (B, Cin,
+// H, W) input, as cpuops.NewConv2d takes it: weights (Cout, Cin, K, K),
+// output (B, Cout, Ho, Wo).
+type convShape struct{ B, Cin, H, W, Cout, K, Stride, Pad int }
+
+// Out is the output's height and width.
+func (s convShape) Out() (ho, wo int) {
+	return (s.H+2*s.Pad-s.K)/s.Stride + 1, (s.W+2*s.Pad-s.K)/s.Stride + 1
+}
+
+// InLen, WLen and OutLen are the sizes of x, w and y.
+func (s convShape) InLen() int { return s.B * s.Cin * s.H * s.W }
+func (s convShape) WLen() int  { return s.Cout * s.Cin * s.K * s.K }
+func (s convShape) OutLen() int {
+	ho, wo := s.Out()
+	return s.B * s.Cout * ho * wo
+}
+
+// Workspace is the scratch every conv wrapper needs, in floats: the whole
+// batch's im2col matrix (Cin·K·K, B·Ho·Wo) followed by the GEMM's output
+// (Cout, B·Ho·Wo). One workspace of the largest size can serve every conv
+// of a network, one call at a time (the stream orders them).
+func (s convShape) Workspace() int {
+	ho, wo := s.Out()
+	return (s.Cin*s.K*s.K + s.Cout) * s.B * ho * wo
+}
+
+func (s convShape) validate() error {
+	ho, wo := s.Out()
+	if s.B < 1 || s.Cin < 1 || s.H < 1 || s.W < 1 || s.Cout < 1 || s.K < 1 || s.Stride < 1 || s.Pad < 0 || s.Pad >= s.K || ho < 1 || wo < 1 {
+		return fmt.Errorf("cudaops: conv2d: bad shape %+v", s)
+	}
+	return nil
+}
+
+// parts splits the workspace into the im2col matrix and the GEMM output.
+func (s convShape) parts(ws buffer) (col, z buffer) {
+	ho, wo := s.Out()
+	n := s.B * ho * wo
+	ckk := s.Cin * s.K * s.K
+	return sub(ws, 0, ckk*n), sub(ws, ckk*n, s.Cout*n)
+}
+
+// colLaunch runs im2col_s (a = x, b = col) or col2im_s (a = dcol, b = dx).
+func (e *gpuEngine) colLaunch(name string, total int, s convShape, a, b buffer) error {
+	ho, wo := s.Out()
+	return e.launch1D(name, total, p(a), p(b), i(s.B), i(s.Cin), i(s.H), i(s.W), i(s.K), i(s.Stride), i(s.Pad), i(ho), i(wo))
+}
+
+func (e *gpuEngine) convCheck(what string, s convShape, in, w, out, ws buffer, inLen, outLen int) error {
+	if err := s.validate(); err != nil {
+		return err
+	}
+	return needs("conv2d "+what, in, inLen, w, s.WLen(), out, outLen, ws, s.Workspace())
+}
+
+// conv2dForward is y = conv(x, w), cpuops.Conv2d.Forward: reads x
+// (InLen) and w (WLen), writes y (OutLen), uses ws (Workspace). Every one
+// of the B samples is computed (a padded batch's rows are whatever x holds
+// there, as on the CPU).
+func (e *gpuEngine) conv2dForward(s convShape, x, w, y, ws buffer) error {
+	if err := e.convCheck("forward", s, x, w, y, ws, s.InLen(), s.OutLen()); err != nil {
+		return err
+	}
+	ho, wo := s.Out()
+	n, ckk := s.B*ho*wo, s.Cin*s.K*s.K
+	col, z := s.parts(ws)
+	if err := e.colLaunch("im2col_s", ckk*n, s, x, col); err != nil {
+		return err
+	}
+	if err := e.sgemm(false, false, s.Cout, n, ckk, w, col, z); err != nil {
+		return err
+	}
+	return e.swap01(z, y, s.Cout, s.B, ho*wo)
+}
+
+// conv2dBackwardData is dx from w and the output gradient dy,
+// cpuops.Conv2d.BackwardData: reads w and dy (OutLen), writes all of dx
+// (InLen), uses ws.
+func (e *gpuEngine) conv2dBackwardData(s convShape, w, dy, dx, ws buffer) error {
+	if err := e.convCheck("backward data", s, dy, w, dx, ws, s.OutLen(), s.InLen()); err != nil {
+		return err
+	}
+	ho, wo := s.Out()
+	n, ckk := s.B*ho*wo, s.Cin*s.K*s.K
+	col, z := s.parts(ws)
+	if err := e.swap01(dy, z, s.B, s.Cout, ho*wo); err != nil {
+		return err
+	}
+	if err := e.sgemm(true, false, ckk, n, s.Cout, w, z, col); err != nil {
+		return err
+	}
+	return e.colLaunch("col2im_s", s.InLen(), s, col, dx)
+}
+
+// conv2dBackwardFilter is dw (WLen, overwritten), summed over the batch,
+// from x and dy, cpuops.Conv2d.BackwardFilter; uses ws. Rows of a padded
+// batch add their x·dy like any other (0 when dy is 0 there, as the
+// BatchNorm backward leaves it).
+func (e *gpuEngine) conv2dBackwardFilter(s convShape, x, dy, dw, ws buffer) error {
+	if err := e.convCheck("backward filter", s, x, dw, dy, ws, s.InLen(), s.OutLen()); err != nil {
+		return err
+	}
+	ho, wo := s.Out()
+	n, ckk := s.B*ho*wo, s.Cin*s.K*s.K
+	col, z := s.parts(ws)
+	if err := e.swap01(dy, z, s.B, s.Cout, ho*wo); err != nil {
+		return err
+	}
+	if err := e.colLaunch("im2col_s", ckk*n, s, x, col); err != nil {
+		return err
+	}
+	return e.sgemm(false, true, s.Cout, ckk, n, z, col, dw)
+}
+
+// bnSavedLen is the size in floats of the per-channel statistics a training
+// bnForward saves for bnBackward: C (mean, 1/sqrt(var+eps)) pairs of doubles.
+func bnSavedLen(C int) int { return 4 * C }
+
+func bnCheck(what string, B, C, HW, n int) error {
+	if B < 1 || C < 1 || HW < 1 || n < 1 || n > B {
+		return fmt.Errorf("cudaops: %s: bad shape B=%d C=%d HW=%d n=%d (want 1 <= n <= B)", what, B, C, HW, n)
+	}
+	return nil
+}
+
+// bnForward is cpuops.BatchNorm.Forward over x (B, C, HW), eps 1e-5,
+// momentum 0.1, a ReLU fused when relu. Only the first n samples are real:
+// the statistics are theirs and y's rows >= n are zeroed. It reads x, gamma
+// (C) and beta (C) and writes y (all B·C·HW). Training (batch statistics,
+// biased variance for normalizing) also updates rm and rv (C each) in place
+// toward the batch mean and the unbiased variance, and writes saved
+// (bnSavedLen(C)) for bnBackward; evaluation normalizes with rm and rv and
+// leaves them and saved alone. Pass the staged copies of the running
+// statistics as rm, rv in training (copyD2D), as the model does on the CPU;
+// it counts num_batches_tracked. One block of 256 threads per channel sums
+// the channel's n·HW values in a fixed order (deterministic).
+func (e *gpuEngine) bnForward(x, gamma, beta, y, rm, rv, saved buffer, B, C, HW, n int, training, relu bool) error {
+	if err := bnCheck("bnForward", B, C, HW, n); err != nil {
+		return err
+	}
+	N := B * C * HW
+	if err := needs("bnForward", x, N, gamma, C, beta, C, y, N, rm, C, rv, C, saved, bnSavedLen(C)); err != nil {
+		return err
+	}
+	flags := 0
+	if training {
+		flags |= 1
+	}
+	if relu {
+		flags |= 2
+	}
+	if err := e.launch("bn_forward", C, 1, 1, 256, p(x), p(gamma), p(beta), p(y), p(rm), p(rv), p(saved), i(C), i(HW), i(n), i(flags)); err != nil {
+		return err
+	}
+	return e.zero(y, n*C*HW, N-n*C*HW)
+}
+
+// bnBackward is cpuops.BatchNorm.Backward for the last training bnForward
+// (its saved statistics, the same n and relu): reads x, gamma, y (the
+// forward's output: the ReLU's mask), dy and saved; writes dx (all B·C·HW,
+// rows >= n zeroed), dgamma and dbeta (C each, overwritten).
+func (e *gpuEngine) bnBackward(x, gamma, y, dy, saved, dx, dgamma, dbeta buffer, B, C, HW, n int, relu bool) error {
+	if err := bnCheck("bnBackward", B, C, HW, n); err != nil {
+		return err
+	}
+	N := B * C * HW
+	if err := needs("bnBackward", x, N, gamma, C, y, N, dy, N, saved, bnSavedLen(C), dx, N, dgamma, C, dbeta, C); err != nil {
+		return err
+	}
+	if err := e.launch("bn_backward", C, 1, 1, 256, p(x), p(gamma), p(y), p(dy), p(saved), p(dx), p(dgamma), p(dbeta), i(C), i(HW), i(n), bl(relu)); err != nil {
+		return err
+	}
+	return e.zero(dx, n*C*HW, N-n*C*HW)
+}
+
+// poolShape is MaxPool2d(K, Stride, Pad) over (B·C = BC, H, W) planes, as
+// cpuops.NewMaxPoolK takes it (pad at most K/2).
+type poolShape struct{ BC, H, W, K, Stride, Pad int }
+
+// Out is the output's height and width.
+func (s poolShape) Out() (ho, wo int) {
+	return (s.H+2*s.Pad-s.K)/s.Stride + 1, (s.W+2*s.Pad-s.K)/s.Stride + 1
+}
+
+func (s poolShape) InLen() int { return s.BC * s.H * s.W }
+func (s poolShape) OutLen() int {
+	ho, wo := s.Out()
+	return s.BC * ho * wo
+}
+
+func (s poolShape) check(what string, in, out, arg buffer) error {
+	ho, wo := s.Out()
+	if s.BC < 1 || s.H < 1 || s.W < 1 || s.K < 1 || s.Stride < 1 || s.Pad < 0 || 2*s.Pad > s.K || ho < 1 || wo < 1 {
+		return fmt.Errorf("cudaops: %s: bad shape %+v", what, s)
+	}
+	return needs(what, in, s.InLen(), out, s.OutLen(), arg, s.OutLen())
+}
+
+func (e *gpuEngine) poolLaunch(name string, total int, s poolShape, a, b, c buffer) error {
+	ho, wo := s.Out()
+	return e.launch1D(name, total, p(a), p(b), p(c), i(s.BC), i(s.H), i(s.W), i(s.K), i(s.Stride), i(s.Pad), i(ho), i(wo))
+}
+
+// maxPoolK is cpuops.MaxPoolK.Forward: reads x (InLen), writes y and arg
+// (OutLen each; arg from allocInt32: each output's argmax in its H·W plane,
+// the first maximum of its window, NaN winning). All B samples.
+func (e *gpuEngine) maxPoolK(s poolShape, x, y, arg buffer) error {
+	if err := s.check("maxPoolK", x, y, arg); err != nil {
+		return err
+	}
+	return e.poolLaunch("maxpool_k", s.OutLen(), s, x, y, arg)
+}
+
+// maxPoolKBackward is cpuops.MaxPoolK.Backward: reads dy (OutLen) and the
+// forward's arg, writes all of dx (InLen; overlapping windows' gradients
+// summed in the CPU's order, no atomics).
+func (e *gpuEngine) maxPoolKBackward(s poolShape, dy, arg, dx buffer) error {
+	if err := s.check("maxPoolKBackward", dx, dy, arg); err != nil {
+		return err
+	}
+	return e.poolLaunch("maxpool_k_backward", s.InLen(), s, dy, arg, dx)
+}
+
+// addReLU is the residual join y = max(a + b, 0), cpuops.AddReLU, over n
+// floats: reads a and b, writes y (which may be a or b).
+func (e *gpuEngine) addReLU(a, b, y buffer, n int) error {
+	if err := needs("addReLU", a, n, b, n, y, n); err != nil || n == 0 {
+		return err
+	}
+	return e.launch1D("add_relu", n, p(a), p(b), p(y), i(n))
+}
+
+// reluGrad is d = dy where the ReLU output y is not 0, cpuops.ReLUBackward,
+// over n floats: the gradient of both of addReLU's inputs (d may be dy).
+func (e *gpuEngine) reluGrad(y, dy, d buffer, n int) error {
+	if err := needs("reluGrad", y, n, dy, n, d, n); err != nil || n == 0 {
+		return err
+	}
+	return e.launch1D("relu_grad", n, p(y), p(dy), p(d), i(n))
+}
+
+// sgdNesterov is model.SGDNesterovUpdate on n elements: updates w and v in
+// place from grad.
+func (e *gpuEngine) sgdNesterov(w, grad, v buffer, n int, lr, mom, wd float32, first bool) error {
+	if err := needs("sgdNesterov", w, n, grad, n, v, n); err != nil || n == 0 {
+		return err
+	}
+	return e.launch1D("sgd_nesterov", n, p(w), p(grad), p(v), i(n), fl(lr), fl(mom), fl(wd), bl(first))
+}
+
+// adamW is model.AdamWUpdate at step t (1 on the first) on n elements:
+// updates w, m (exp_avg) and v (exp_avg_sq) in place from grad. The bias
+// corrections are computed here in float64, as on the host.
+func (e *gpuEngine) adamW(w, grad, m, v buffer, n int, lr, b1, b2, eps, wd float32, t int64) error {
+	if t < 1 {
+		return fmt.Errorf("cudaops: adamW: step %d, want >= 1", t)
+	}
+	if err := needs("adamW", w, n, grad, n, m, n, v, n); err != nil || n == 0 {
+		return err
+	}
+	bc1 := 1 - math.Pow(float64(b1), float64(t))
+	bc2 := 1 - math.Pow(float64(b2), float64(t))
+	step := float32(float64(lr) / bc1)
+	sq := float32(math.Sqrt(bc2))
+	decay := 1 - lr*wd
+	return e.launch1D("adamw", n, p(w), p(grad), p(m), p(v), i(n), fl(b1), fl(b2), fl(eps), fl(step), fl(sq), fl(decay))
+}

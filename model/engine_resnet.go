@@ -1,0 +1,220 @@
+package model
+
+import (
+	"fmt"
+
+	G "gorgonia.org/gorgonia"
+
+	"stoke/cpuops"
+)
+
+// ResNetEngine is what the ResNet archs, and the Nesterov and AdamW
+// optimizers, need of an engine beyond Engine: strided and 1x1 convolution
+// without bias, BatchNorm2d, the max-pool of the imagenet stem, the residual
+// join, a copy (the BatchNorm running statistics are staged during a step,
+// kept only when it succeeds), and the two optimizers' updates. Values are
+// the engine's (NewValue), as for Engine; the BatchNorm running statistics
+// are engine values too. NewOn refuses a ResNet arch, or one of those
+// optimizers, on an engine without it, naming what was asked.
+type ResNetEngine interface {
+	Engine
+	// NewConv2d is y = conv(x, w) over (B,Cin,H,W) with a (Cout,Cin,K,K)
+	// filter, stride and zero padding pad, no bias (cpuops.Conv2d).
+	NewConv2d(B, Cin, H, W, Cout, K, stride, pad int) (Conv2dKernel, error)
+	// NewBatchNorm is BatchNorm2d(C) over (B,C,HW), ReLU fused after it
+	// when relu (cpuops.BatchNorm).
+	NewBatchNorm(B, C, HW int, relu bool) (BatchNormKernel, error)
+	// NewMaxPool is MaxPool2d(K, stride, pad) over (B,C,H,W) (cpuops.MaxPoolK).
+	NewMaxPool(B, C, H, W, K, stride, pad int) (MaxPoolKernel, error)
+	AddReLU(a, b, y G.Value) error       // y = ReLU(a + b)
+	ReLUBackward(y, dy, d G.Value) error // d = dy where y > 0, else 0
+	Copy(dst, src G.Value) error         // same sizes
+	// SGDNesterov is SGDNesterovUpdate, AdamW is AdamWUpdate, on n elements.
+	SGDNesterov(w, grad, v G.Value, n int, lr, momentum, wd float32, first bool) error
+	AdamW(w, grad, m, v G.Value, n int, lr, b1, b2, eps, wd float32, t int64) error
+}
+
+// Conv2dKernel is one convolution's kernels (cpuops.Conv2d's contract).
+type Conv2dKernel interface {
+	Forward(x, w, y G.Value) error
+	BackwardData(w, dy, dx G.Value) error
+	BackwardFilter(x, dy, dw G.Value) error
+}
+
+// BatchNormKernel is one BatchNorm's kernels (cpuops.BatchNorm's contract):
+// Forward normalizes the first n rows (the rest of y is 0); in training with
+// their batch statistics, updating runMean and runVar in place (momentum
+// 0.1, the unbiased variance), otherwise with runMean and runVar. Backward
+// is for the last training Forward, from its x, its y (the fused ReLU's
+// mask) and dy.
+type BatchNormKernel interface {
+	Forward(x, gamma, beta, y, runMean, runVar G.Value, n int, training bool) error
+	Backward(x, gamma, y, dy, dx, dgamma, dbeta G.Value) error
+}
+
+// MaxPoolKernel is one max-pool's kernels: Backward routes dy to the
+// argmax of the last Forward.
+type MaxPoolKernel interface {
+	Forward(x, y G.Value) error
+	Backward(dy, dx G.Value) error
+}
+
+var _ ResNetEngine = cpuEngine{}
+
+// resnetEngine returns eng's ResNet layers, or an error naming what needs
+// them.
+func resnetEngine(eng Engine, spec Spec, opt Options) (ResNetEngine, error) {
+	re, ok := eng.(ResNetEngine)
+	switch {
+	case ok:
+		return re, nil
+	case spec.IsResNet():
+		return nil, fmt.Errorf("model.arch %s: the engine (%T) has no ResNet layers (model.ResNetEngine)", spec.Arch, eng)
+	case opt.Optimizer == OptimizerAdamW:
+		return nil, fmt.Errorf("model.options.optimizer %s: the engine (%T) has no AdamW update (model.ResNetEngine)", opt.Optimizer, eng)
+	case opt.Nesterov:
+		return nil, fmt.Errorf("model.options.nesterov: the engine (%T) has no Nesterov update (model.ResNetEngine)", eng)
+	}
+	return nil, nil
+}
+
+func (cpuEngine) NewConv2d(B, Cin, H, W, Cout, K, stride, pad int) (Conv2dKernel, error) {
+	k, err := cpuops.NewConv2d(B, Cin, H, W, Cout, K, stride, pad)
+	if err != nil {
+		return nil, err
+	}
+	return cpuConv2d{k}, nil
+}
+
+type cpuConv2d struct{ k *cpuops.Conv2d }
+
+func (c cpuConv2d) Forward(x, w, y G.Value) error {
+	a, err := host(x, w, y)
+	if err == nil {
+		c.k.Forward(a[0], a[1], a[2])
+	}
+	return err
+}
+
+func (c cpuConv2d) BackwardData(w, dy, dx G.Value) error {
+	a, err := host(w, dy, dx)
+	if err == nil {
+		c.k.BackwardData(a[0], a[1], a[2])
+	}
+	return err
+}
+
+func (c cpuConv2d) BackwardFilter(x, dy, dw G.Value) error {
+	a, err := host(x, dy, dw)
+	if err == nil {
+		c.k.BackwardFilter(a[0], a[1], a[2])
+	}
+	return err
+}
+
+func (cpuEngine) NewBatchNorm(B, C, HW int, relu bool) (BatchNormKernel, error) {
+	k, err := cpuops.NewBatchNorm(B, C, HW, relu)
+	if err != nil {
+		return nil, err
+	}
+	return cpuBatchNorm{k}, nil
+}
+
+type cpuBatchNorm struct{ k *cpuops.BatchNorm }
+
+func (b cpuBatchNorm) Forward(x, gamma, beta, y, runMean, runVar G.Value, n int, training bool) error {
+	a, err := host(x, gamma, beta, y, runMean)
+	if err != nil {
+		return err
+	}
+	rv, err := f32(runVar)
+	if err != nil {
+		return fmt.Errorf("argument 5: %w", err)
+	}
+	b.k.Forward(a[0], a[1], a[2], a[3], a[4], rv, n, training)
+	return nil
+}
+
+func (b cpuBatchNorm) Backward(x, gamma, y, dy, dx, dgamma, dbeta G.Value) error {
+	a, err := host(x, gamma, y, dy, dx)
+	if err != nil {
+		return err
+	}
+	g, err1 := f32(dgamma)
+	bb, err2 := f32(dbeta)
+	if err := cmpErr(err1, err2); err != nil {
+		return fmt.Errorf("dgamma, dbeta: %w", err)
+	}
+	b.k.Backward(a[0], a[1], a[2], a[3], a[4], g, bb)
+	return nil
+}
+
+func (cpuEngine) NewMaxPool(B, C, H, W, K, stride, pad int) (MaxPoolKernel, error) {
+	k, err := cpuops.NewMaxPoolK(B, C, H, W, K, stride, pad)
+	if err != nil {
+		return nil, err
+	}
+	return cpuMaxPool{k}, nil
+}
+
+type cpuMaxPool struct{ k *cpuops.MaxPoolK }
+
+func (p cpuMaxPool) Forward(x, y G.Value) error {
+	a, err := host(x, y)
+	if err == nil {
+		p.k.Forward(a[0], a[1])
+	}
+	return err
+}
+
+func (p cpuMaxPool) Backward(dy, dx G.Value) error {
+	a, err := host(dy, dx)
+	if err == nil {
+		p.k.Backward(a[0], a[1])
+	}
+	return err
+}
+
+func (cpuEngine) AddReLU(a, b, y G.Value) error {
+	v, err := host(a, b, y)
+	if err == nil {
+		cpuops.AddReLU(v[0], v[1], v[2])
+	}
+	return err
+}
+
+func (cpuEngine) ReLUBackward(y, dy, d G.Value) error {
+	v, err := host(y, dy, d)
+	if err == nil {
+		cpuops.ReLUBackward(v[0], v[1], v[2])
+	}
+	return err
+}
+
+func (cpuEngine) Copy(dst, src G.Value) error {
+	v, err := host(dst, src)
+	if err != nil {
+		return err
+	}
+	if len(v[0]) != len(v[1]) {
+		return fmt.Errorf("copy of %d floats into %d", len(v[1]), len(v[0]))
+	}
+	copy(v[0], v[1])
+	return nil
+}
+
+func (cpuEngine) SGDNesterov(w, grad, v G.Value, _ int, lr, momentum, wd float32, first bool) error {
+	a, err := host(w, grad, v)
+	if err == nil {
+		SGDNesterovUpdate(a[0], a[1], a[2], lr, momentum, wd, first)
+	}
+	return err
+}
+
+func (cpuEngine) AdamW(w, grad, m, v G.Value, _ int, lr, b1, b2, eps, wd float32, t int64) error {
+	a, err := host(w, grad, m, v)
+	if err == nil {
+		AdamWUpdate(a[0], a[1], a[2], a[3], lr, b1, b2, eps, wd, t)
+	}
+	return err
+}
