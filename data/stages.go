@@ -8,7 +8,7 @@ import (
 
 // A loader worker turns one sample into its slot of a batch in five
 // stages, each a function of its own so that a benchmark can time them one
-// at a time on the loader's own code (bench.MeasureStages):
+// at a time on the loader's own code (bench-data: bench/data.go):
 //
 //	Decoder.ReadFile       the file's bytes
 //	Decoder.DecodeHeader   format and size, before any pixel
