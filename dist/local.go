@@ -51,7 +51,6 @@ type localGroup struct {
 	out    int   // ranks that have taken the result
 	gen    int
 	result any
-	closed bool
 }
 
 type localComm struct {
