@@ -54,7 +54,7 @@ func TestStepsDoNotGrowHeap(t *testing.T) {
 }
 
 // TestCloseFreesModel: closed models are collected. Without clearing the
-// tape machine's finalizer (FACTS.md) every one of them stays alive.
+// tape machine's finalizer (docs/gorgonia.md) every one of them stays alive.
 func TestCloseFreesModel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(2, 2))
 	x := randomInput(rng, 8*3*16*16)
@@ -102,7 +102,7 @@ func TestCloseFreesModel(t *testing.T) {
 // TestCloseReleasesGraph: after Close, one GC cycle frees the graph. A
 // tape machine still carrying gorgonia's finalizer keeps the graph and its
 // values alive through the cycle that finds it unreachable (and forever
-// when anything it reaches points back at it: FACTS.md).
+// when anything it reaches points back at it: docs/gorgonia.md).
 func TestCloseReleasesGraph(t *testing.T) {
 	m, err := New(tinySpec, Options{Batch: 2})
 	if err != nil {
