@@ -1,7 +1,16 @@
-// Package bench reproduces the experiment of "How 3 lines of PyTorch made
-// my training ~5x faster": the same training run with the input-pipeline
-// switches off (the baseline), each switch alone, and all three together,
-// measured side by side in one invocation.
+// Package bench holds the measurements beside the trainer, each the body of
+// a `train` subcommand (cmd/train parses the flags and finds the config
+// and the dataset):
+//
+//	bench.go, report.go, chart.go   `train bench`: the "3 lines, ~5x" experiment
+//	data.go                         `train bench-data`: the loader alone, img/s and µs per stage
+//	step.go                         `train bench-step`: the model's training step alone
+//	dist.go                         `train bench-dist`: 1 and N ranks, the allreduce's cost
+//
+// The experiment of "How 3 lines of PyTorch made my training ~5x faster"
+// is the same training run with the input-pipeline switches off (the
+// baseline), each switch alone, and all three together, measured side by
+// side in one invocation.
 //
 // Each run is a child process (the train command itself, so every run
 // starts from a clean heap and its peak RSS is its own), and the runs

@@ -3,8 +3,8 @@
 // newer drivers JIT it for their device (H100/H200 included).
 //
 // Each kernel's index arithmetic is mirrored, line for line, by a function in
-// ref.go that runs in the CPU test suite (ref_test.go checks the whole
-// network against the gorgonia model). Change both together.
+// ref_kernels_test.go (TestGPUKernelParity checks every kernel against it, on
+// a GPU or under the CPU stand-in for the driver). Change both together.
 //
 // Layouts: activations NCHW; a conv's im2col matrix is (C*K*K, B*H*W) with
 // row c*K*K + kh*K + kw and column b*H*W + oh*W + ow, so the conv is

@@ -25,6 +25,7 @@
 //	sampler.go  Permutation, SampleRNG, SampleSource (reseeded without allocating)
 //	alloc.go    Pageable, Float32s/Int32s views of a buffer
 //	loader.go   Loader, Iter, Batch: workers, the buffer pool, reordering
+//	stages.go   one sample's stages (PlanCrop, ApplyCrop), which benchmarks time one by one
 //	synth.go    Generate/EnsureSynthetic: the learnable synthetic dataset
 //
 // Errors: a bad image is an *ImageError naming the file and wrapping one of

@@ -433,9 +433,9 @@ func (l *Loader) build(it *Iter, b *Batch, j, worker int, ws *workerState) error
 	return nil
 }
 
-// load reads, decodes and transforms sample idx of epoch into slot n of b.
-// Errors reading or decoding are *ImageErrors for path; a transform's error
-// is wrapped with the path.
+// load reads, decodes and transforms sample idx of epoch into slot n of b,
+// stage after stage (stages.go). Errors reading or decoding are
+// *ImageErrors for path; a transform's error is wrapped with the path.
 func (l *Loader) load(path string, idx, epoch int, ws *workerState, b *Batch, n int) error {
 	file, err := ws.dec.ReadFile(path)
 	if err != nil {
@@ -459,24 +459,15 @@ func (l *Loader) load(path string, idx, epoch int, ws *workerState, b *Batch, n 
 		}
 		return nil
 	}
-	src, outW, outH := l.region.Region(h.Width, h.Height, rng)
-	scale := 1
-	if h.Scalable && !l.cfg.NoDCTScale {
-		scale = DCTScale(src, outW, outH)
-	}
-	img, scale, err := ws.dec.DecodeScaled(path, file, h, scale)
+	c := PlanCrop(l.region, h, rng, l.cfg.NoDCTScale)
+	img, scale, err := ws.dec.DecodeScaled(path, file, h, c.Scale)
 	if err != nil {
 		return err
 	}
 	if b.U8 != nil {
-		err = l.region.ApplyRegion(img, scale, src, rng, nil, b.U8[lo:hi])
-	} else {
-		err = l.region.ApplyRegion(img, scale, src, rng, b.X[lo:hi], nil)
+		return ApplyCrop(l.region, img, scale, c, rng, path, nil, b.U8[lo:hi])
 	}
-	if err != nil {
-		return fmt.Errorf("data: transforming %s: %w", path, err)
-	}
-	return nil
+	return ApplyCrop(l.region, img, scale, c, rng, path, b.X[lo:hi], nil)
 }
 
 // stopped reports whether the Iter was closed or its context cancelled.

@@ -15,10 +15,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"testing"
 
 	"stoke/augment"
+	"stoke/internal/rss"
 )
 
 // The memory tests run the loader in a child process (this test binary,
@@ -78,11 +78,11 @@ type childResult struct {
 	Err      string
 }
 
-// peakRSS is the process's peak resident set (ru_maxrss is in KiB on Linux).
+// peakRSS is the process's peak resident set size (internal/rss: this
+// process's own, not the test binary's that started it).
 func peakRSS() int64 {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return ru.Maxrss << 10
+	_, peak := rss.Now()
+	return peak
 }
 
 // loaderChild loads one epoch of the images in the folder $childEnv names

@@ -22,7 +22,7 @@
 // one in use). gorgonia's built-in layers are not used: its Conv2d and
 // MaxPool2D are correct but slow (transposes and fresh buffers every run);
 // its GlobalAveragePool2D has no gradient and AveragePool2D and two-axis
-// Mean are wrong (FACTS.md).
+// Mean are wrong (docs/gorgonia.md).
 //
 // Files:
 //

@@ -2,12 +2,11 @@ package model
 
 import (
 	"math/rand/v2"
-	"os"
 	"runtime"
-	"strconv"
-	"strings"
 	"testing"
 	"weak"
+
+	"stoke/internal/rss"
 )
 
 func heapAfterGC() uint64 {
@@ -19,18 +18,10 @@ func heapAfterGC() uint64 {
 	return ms.HeapAlloc
 }
 
-// rssBytes is the process's resident set size (Linux), or 0.
+// rssBytes is the process's resident set size now (internal/rss), or 0.
 func rssBytes() uint64 {
-	b, err := os.ReadFile("/proc/self/statm")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 2 {
-		return 0
-	}
-	pages, _ := strconv.ParseUint(f[1], 10, 64)
-	return pages * uint64(os.Getpagesize())
+	cur, _ := rss.Now()
+	return uint64(cur)
 }
 
 var memSpec = Spec{InputSize: 16, Classes: 10, Conv: []ConvSpec{{Channels: 16, Kernel: 3, Pool: true}, {Channels: 32, Kernel: 3}}}
@@ -63,7 +54,7 @@ func TestStepsDoNotGrowHeap(t *testing.T) {
 }
 
 // TestCloseFreesModel: closed models are collected. Without clearing the
-// tape machine's finalizer (FACTS.md) every one of them stays alive.
+// tape machine's finalizer (docs/gorgonia.md) every one of them stays alive.
 func TestCloseFreesModel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(2, 2))
 	x := randomInput(rng, 8*3*16*16)
@@ -111,7 +102,7 @@ func TestCloseFreesModel(t *testing.T) {
 // TestCloseReleasesGraph: after Close, one GC cycle frees the graph. A
 // tape machine still carrying gorgonia's finalizer keeps the graph and its
 // values alive through the cycle that finds it unreachable (and forever
-// when anything it reaches points back at it: FACTS.md).
+// when anything it reaches points back at it: docs/gorgonia.md).
 func TestCloseReleasesGraph(t *testing.T) {
 	m, err := New(tinySpec, Options{Batch: 2})
 	if err != nil {

@@ -163,7 +163,7 @@ func NewOn(eng Engine, spec Spec, opt Options) (*Model, error) {
 //	loss = SoftmaxCrossEntropy(logits, target)
 //
 // gorgonia's GlobalAveragePool2D has no gradient and its AveragePool2D and
-// two-axis Mean are wrong (FACTS.md); its Conv2d and MaxPool2D are correct
+// two-axis Mean are wrong (docs/gorgonia.md); its Conv2d and MaxPool2D are correct
 // but slow (transposes, fresh buffers each run).
 func (m *Model) build() error {
 	B, S, K := m.opt.Batch, m.spec.InputSize, m.spec.Classes
@@ -613,7 +613,7 @@ func (m *Model) Options() Options { return m.opt }
 
 // Close releases the machines. gorgonia sets a finalizer on each tape
 // machine that keeps it, and the whole graph with it, alive forever; it is
-// removed here so the model can be collected (FACTS.md). Close is
+// removed here so the model can be collected (docs/gorgonia.md). Close is
 // idempotent; the model cannot be used afterwards.
 func (m *Model) Close() {
 	m.closed = true

@@ -21,7 +21,7 @@ func Kernel() string { return gemm.Name() }
 // contract a device backend implements too). Each op owns its output
 // value, allocated when the graph is built and returned by every run:
 // the tape machine's Reset clears its registers, so it never offers a
-// buffer back (FACTS.md, "Custom ops in a gorgonia graph"). Gradients are
+// buffer back (docs/gorgonia.md, "Custom ops"). Gradients are
 // ops of ours too, so the backward pass allocates nothing either.
 //
 // kernelOp is the one Op type; what it computes is its do function.

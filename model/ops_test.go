@@ -15,7 +15,7 @@ import (
 // aliased).
 //
 // These tests check gorgonia's own layers, which the graph no longer uses
-// (ops.go replaces them): they stay as the evidence behind FACTS.md and
+// (ops.go replaces them): they stay as the evidence behind docs/gorgonia.md and
 // model/doc.go's account of which built-ins are right. The graph's own ops
 // are checked in ../cpuops (each kernel) and model_test.go (the whole
 // graph's gradients against finite differences).
@@ -97,7 +97,7 @@ func TestMaxPool2DGradient(t *testing.T) {
 }
 
 // TestGlobalAveragePoolGradient checks the reshape + one-axis Mean form
-// used in place of GlobalAveragePool2D (FACTS.md).
+// used in place of GlobalAveragePool2D (docs/gorgonia.md).
 func TestGlobalAveragePoolGradient(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 3))
 	const batch, ch, size = 2, 3, 3

@@ -48,15 +48,9 @@ func TestCopyShareIsFilledIn(t *testing.T) {
 }
 
 // TestPeakRSSIsNeverBelowRSS: every metrics record's peak_rss_bytes is at
-// least its rss_bytes (two sources read at different moments disagreed).
+// least its rss_bytes (two sources read at different moments disagreed;
+// internal/rss reads both from one snapshot, and tests that too).
 func TestPeakRSSIsNeverBelowRSS(t *testing.T) {
-	for i := 0; i < 50; i++ {
-		rss, peak := memoryNow()
-		if peak < rss {
-			t.Fatalf("memoryNow: peak %d below current %d", peak, rss)
-		}
-		_ = make([]byte, 1<<20) // move the figures a little between reads
-	}
 	c := tinyConfig(t)
 	c.Train.Epochs = 3
 	if _, err := Run(context.Background(), c, Options{Out: new(bytes.Buffer)}); err != nil {

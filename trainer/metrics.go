@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"stoke/internal/rss"
 )
 
 // EpochMetrics is one line of metrics.jsonl.
@@ -42,7 +44,7 @@ func epochMetrics(epoch, epochs int, tr trainResult, ev evalResult, wall time.Du
 		}
 		return a / b
 	}
-	rss, peak := memoryNow()
+	cur, peak := rss.Now()
 	return EpochMetrics{
 		Epoch: epoch + 1, Epochs: epochs,
 		TrainLoss:     div(tr.LossSum, float64(tr.Images)),
@@ -58,7 +60,7 @@ func epochMetrics(epoch, epochs int, tr trainResult, ev evalResult, wall time.Du
 		EvalSeconds:   ev.Wall.Seconds(),
 		EpochSeconds:  wall.Seconds(),
 		LR:            lr,
-		RSSBytes:      rss,
+		RSSBytes:      cur,
 		PeakRSSBytes:  peak,
 		SkippedImages: tr.Skipped,
 	}

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -17,32 +15,23 @@ import (
 
 // benchCmd is `train bench`: the "3 lines, ~5x" experiment side by side.
 func benchCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cfgPath := fs.String("config", "configs/blog.yaml", "the experiment's config (the built-in one when this file is absent)")
-	epochs := fs.Int("epochs", 0, "epochs of every run; 0 = the config's")
-	device := fs.String("device", "", "cpu or cuda; empty = the config's")
-	workers := fs.Int("workers", 8, "loader workers in the num_workers and all-three runs (the post's 8)")
-	rounds := fs.Int("rounds", 2, "runs of each variant; the variants alternate within a round, and the table shows medians")
-	out := fs.String("out", "runs/bench", "report folder: bench.md, bench.json, bench.csv, chart.png, chart.svg, runs/*/trace.json")
-	data := fs.String("data", "", "dataset folder (overrides the config's data.root)")
-	python := fs.String("python", "/usr/bin/python3", "python with torch and torchvision for the PyTorch rows; empty = no PyTorch rows")
-	script := fs.String("pytorch-script", "scripts/blog_pytorch.py", "the PyTorch side of the experiment")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: train bench [--config configs/blog.yaml] [--epochs N] [--device cpu|cuda] [options]\n\n"+
-			"Runs the baseline (0 workers, pageable, blocking), each switch alone and all three, alternating,\n"+
-			"each as a child process, and writes a table, a chart and a timeline per run.\n\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	c := newSubcommand("bench", "Usage: train bench [--config configs/blog.yaml] [--epochs N] [--device cpu|cuda] [options]\n\n"+
+		"Runs the baseline (0 workers, pageable, blocking), each switch alone and all three, alternating,\n"+
+		"each as a child process, and writes a table, a chart and a timeline per run.\n\n", stderr)
+	cfgPath := c.String("config", "configs/blog.yaml", "the experiment's config (the built-in one when this file is absent)")
+	epochs := c.Int("epochs", 0, "epochs of every run; 0 = the config's")
+	device := c.String("device", "", "cpu or cuda; empty = the config's")
+	workers := c.Int("workers", 8, "loader workers in the num_workers and all-three runs (the post's 8)")
+	rounds := c.Int("rounds", 2, "runs of each variant; the variants alternate within a round, and the table shows medians")
+	out := c.String("out", "runs/bench", "report folder: bench.md, bench.json, bench.csv, chart.png, chart.svg, runs/*/trace.json")
+	data := c.String("data", "", "dataset folder (overrides the config's data.root)")
+	python := c.String("python", "/usr/bin/python3", "python with torch and torchvision for the PyTorch rows; empty = no PyTorch rows")
+	script := c.String("pytorch-script", "scripts/blog_pytorch.py", "the PyTorch side of the experiment")
+	if code, ok := c.parse(args); !ok {
+		return code
 	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
-		fmt.Fprintf(stderr, "train bench: %v\n", err)
-		return 1
+		return c.fail(1, "%v", err)
 	}
 	cfgFile, cfg, err := benchConfig(*cfgPath, *out)
 	if err == nil && *epochs > 0 {
@@ -58,18 +47,15 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		err = cfg.Validate()
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "train bench: %v\n", err)
-		return 2
+		return c.fail(2, "%v", err)
 	}
 	root, err := trainer.DatasetRoot(cfg.Data, stdout)
 	if err != nil {
-		fmt.Fprintf(stderr, "train bench: %v\n", err)
-		return 1
+		return c.fail(1, "%v", err)
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		fmt.Fprintf(stderr, "train bench: cannot find this program to run each variant: %v\n", err)
-		return 1
+		return c.fail(1, "cannot find this program to run each variant: %v", err)
 	}
 	opt := bench.Options{
 		Config: cfgFile, Epochs: cfg.Train.Epochs, Device: cfg.Train.Device, Workers: *workers, Rounds: *rounds,
@@ -92,8 +78,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	rep, err := bench.Run(ctx, opt)
 	if err != nil {
-		fmt.Fprintf(stderr, "train bench: %v\n", err)
-		return 1
+		return c.fail(1, "%v", err)
 	}
 	fmt.Fprintf(stdout, "\n%s\n", rep.Markdown())
 	if cfg.Train.Device == "cpu" {

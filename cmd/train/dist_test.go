@@ -281,7 +281,7 @@ func TestMPIKilledRankEndsTheJob(t *testing.T) {
 func TestMPIBenchDist(t *testing.T) {
 	mpirunCmd(t, 2) // skips without mpirun or under -race
 	out := t.TempDir()
-	args := append([]string{"bench-dist", "--ranks", "1,2", "--bucket-mb", "25,0.02", "--out", out, "--"}, small(t, "unused")...)
+	args := append([]string{"bench-dist", "--ranks", "1,2", "--bucket-mb", "25,0.02", "--out", out, "--"}, small(t, filepath.Join(out, "unused"))...) // --out is the bench's own, per run
 	o := runOrFail(t, command(args...))
 	b, err := os.ReadFile(filepath.Join(out, "bench-dist.json"))
 	if err != nil {

@@ -1,16 +1,16 @@
 //go:build unix && !linux
 
-package trainer
+package rss
 
 import (
 	"runtime"
 	"syscall"
 )
 
-// memoryNow is the process's peak resident set size in bytes, from
+// Now returns the process's peak resident set size in bytes, from
 // getrusage, for both figures: these systems have no /proc/self/status to
 // read the current size from, and one source keeps peak >= current.
-func memoryNow() (rss, peak int64) {
+func Now() (current, peak int64) {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
 		return 0, 0

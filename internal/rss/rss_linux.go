@@ -1,4 +1,4 @@
-package trainer
+package rss
 
 import (
 	"bufio"
@@ -7,11 +7,10 @@ import (
 	"strconv"
 )
 
-// memoryNow is the process's resident set size now and its peak, in bytes,
-// both read from one snapshot of /proc/self/status (VmRSS and VmHWM), so
-// that the peak is never below the current figure. 0, 0 where it cannot be
-// read.
-func memoryNow() (rss, peak int64) {
+// Now returns the process's resident set size now and its peak, in bytes,
+// both read from one snapshot of /proc/self/status (VmRSS and VmHWM); 0, 0
+// where it cannot be read.
+func Now() (current, peak int64) {
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return 0, 0
@@ -22,7 +21,7 @@ func memoryNow() (rss, peak int64) {
 		var dst *int64
 		switch {
 		case bytes.HasPrefix(line, []byte("VmRSS:")):
-			dst = &rss
+			dst = &current
 		case bytes.HasPrefix(line, []byte("VmHWM:")):
 			dst = &peak
 		default:
@@ -34,5 +33,5 @@ func memoryNow() (rss, peak int64) {
 			*dst = kb * 1024 // the kernel writes "kB" and means KiB
 		}
 	}
-	return rss, max(peak, rss)
+	return current, max(peak, current)
 }

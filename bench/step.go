@@ -1,0 +1,124 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"time"
+
+	"stoke/config"
+	"stoke/internal/rss"
+	"stoke/model"
+)
+
+// StepOptions say what Step measures: the model of Config (model.*, the
+// batch size and image size of data.*, data.synthetic.classes classes).
+type StepOptions struct {
+	Config     config.Config
+	Threads    []int  // GOMAXPROCS values, run one after another; nil = the current one
+	Steps      int    // timed steps per thread count, at least 1
+	Warmup     int    // untimed steps first
+	JSON       bool   // one StepLine per thread count as JSON, and nothing else
+	CPUProfile string // when set, a CPU profile of the timed steps is written to this file
+}
+
+// StepLine is one line of `train bench-step --json` (scripts/bench-step.sh
+// reads it). The fields are in the order of their names, as they were
+// when the line was a map.
+type StepLine struct {
+	BestMS       float64 `json:"best_ms"`
+	CPUMSPerStep float64 `json:"cpu_ms_per_step"`
+	Gemm         string  `json:"gemm"`
+	ImgPerS      float64 `json:"img_per_s"`
+	MSPerStep    float64 `json:"ms_per_step"`
+	PeakRSSBytes int64   `json:"peak_rss_bytes"`
+	Threads      int     `json:"threads"`
+}
+
+// Step is `train bench-step`: the configured model's training step on
+// random data, timed alone (no loader), so it can be set beside PyTorch's
+// (scripts/bench-step.sh). It writes ms/step, img/s and the process's peak
+// RSS for each thread count to out.
+func Step(opt StepOptions, out io.Writer) error {
+	cfg := opt.Config
+	classes := cfg.Data.Synthetic.Classes
+	spec := cfg.ModelSpec(classes)
+	batch := cfg.Data.BatchSize
+	m, err := model.New(spec, cfg.ModelOptions())
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+
+	rng := rand.New(rand.NewPCG(1, 2))
+	x := make([]float32, batch*3*spec.InputSize*spec.InputSize)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	labels := make([]int32, batch)
+	for i := range labels {
+		labels[i] = int32(rng.IntN(classes))
+	}
+	if !opt.JSON {
+		arch := fmt.Sprintf("conv %v", cfg.Model.Conv)
+		if spec.IsResNet() {
+			arch = spec.Arch
+			if spec.Arch == "resnet18" || spec.Arch == "resnet34" {
+				arch += " (" + spec.Stem + " stem)"
+			}
+		}
+		fmt.Fprintf(out, "%s\nmodel: %d px, batch %d, %s, %d classes, %d parameters\n",
+			model.Kernel(), spec.InputSize, batch, arch, classes, m.NumParams())
+	}
+	threads := opt.Threads
+	if threads == nil {
+		threads = []int{runtime.GOMAXPROCS(0)}
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	if opt.CPUProfile != "" {
+		f, err := os.Create(opt.CPUProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		defer pprof.StopCPUProfile()
+	}
+	for _, n := range threads {
+		runtime.GOMAXPROCS(n)
+		lr := float32(1e-3) // small: the weights stay sane over many steps
+		for i := 0; i < opt.Warmup; i++ {
+			if _, err := m.TrainStep(x, labels, batch, lr); err != nil {
+				return err
+			}
+		}
+		start, cpu0 := time.Now(), cpuTime()
+		best := time.Duration(math.MaxInt64)
+		for i := 0; i < opt.Steps; i++ {
+			t0 := time.Now()
+			if _, err := m.TrainStep(x, labels, batch, lr); err != nil {
+				return err
+			}
+			best = min(best, time.Since(t0))
+		}
+		per := time.Since(start).Seconds() / float64(opt.Steps)
+		cpuPer := (cpuTime() - cpu0).Seconds() / float64(opt.Steps)
+		_, peak := rss.Now()
+		if opt.JSON {
+			b, _ := json.Marshal(StepLine{Threads: n, MSPerStep: per * 1e3, ImgPerS: float64(batch) / per, PeakRSSBytes: peak,
+				BestMS: best.Seconds() * 1e3, CPUMSPerStep: cpuPer * 1e3, Gemm: model.Kernel()})
+			fmt.Fprintln(out, string(b))
+			continue
+		}
+		fmt.Fprintf(out, "threads %d: %.1f ms/step (best %.1f, CPU %.1f), %.0f img/s, peak RSS %.0f MiB\n",
+			n, per*1e3, best.Seconds()*1e3, cpuPer*1e3, float64(batch)/per, float64(peak)/(1<<20))
+	}
+	return nil
+}
