@@ -22,17 +22,17 @@ import (
 // GraphEngine (model.NewOn): the same ops, gradient and order of execution
 // as on the CPU.
 //
-// A step (Start): with non_blocking the batch goes to the device on the copy stream
-// (cuMemcpyHtoDAsync, events around it) and the compute stream waits for the
-// copy's event; blocking, the copy goes on the compute stream itself, after
-// the previous step's compute (PyTorch's .to(device)). Start returns as
+// A step (Start): with non_blocking the batch goes to the device on the copy
+// stream (cuMemcpyHtoDAsync, events around it) and the compute stream waits
+// for the copy's event; blocking, the copy goes on the compute stream itself,
+// after the previous step's compute (PyTorch's .to(device)). Start returns as
 // soon as the batch has left the host buffer (its copy event completed), so
-// the caller may reuse that buffer and fetch the next batch; the step's
-// graph runs on a goroutine of its own (the engine makes the context current
-// on whatever thread runs an op), after the previous step's, and Wait gives
-// its result and its copy and compute times from the events. The device
-// input is double-buffered: with non_blocking, copying batch N+1 overlaps
-// computing batch N; blocking, it cannot.
+// the caller may reuse that buffer and fetch the next batch; the step's graph
+// runs on a goroutine of its own (the engine makes the context current on
+// whatever thread runs an op), after the previous step's, and Wait gives its
+// result and its copy and compute times from the events. The device input is
+// double-buffered: with non_blocking, copying batch N+1 overlaps computing
+// batch N; blocking, it cannot.
 //
 // A uint8 batch (model.Input.U8: round(255·v), CHW, a quarter of the
 // bytes) goes to a double-buffered device uint8 input the same way, and the
@@ -84,8 +84,8 @@ var _ model.Pending = (*Pending)(nil)
 
 // NewBackend builds the network on d with fresh weights from opt.Seed (the
 // CPU model's initialisation, so both start from the same point). norm is
-// what the U8 methods normalize uint8 batches with (the trainer passes
-// augment.mean and augment.std).
+// what uint8 batches are normalized with (the trainer passes augment.mean
+// and augment.std).
 func NewBackend(d *Device, spec model.Spec, opt model.Options, nonBlocking bool, norm Normalize) (*Backend, error) {
 	if err := norm.validate(); err != nil {
 		return nil, fmt.Errorf("cudaops: %w", err)

@@ -4,12 +4,12 @@
 // checkpoints that --resume continues from exactly (also from the middle of
 // an epoch, after an interrupt), and a trace-event timeline.
 //
-// Run is set-up (setup.go) then the epoch loop (here), which reads top to
-// bottom: an epoch is trainEpoch (wait for a batch, start its step — the
-// copy —, finish the step before it — the compute —, record), evaluate,
-// then record and checkpoint. Time is split into waiting for data (blocked
-// in the loader), copying to the device and computing, so a starved model
-// shows; trainResult keeps an epoch's tallies.
+// Run is set-up (setup.go: a session) then the epoch loop (here), which
+// reads top to bottom: an epoch is trainEpoch — per batch: wait for it,
+// start its step (the copy), finish the step in flight (the compute),
+// record —, then evaluate, then record and checkpoint. Time is split into
+// waiting for data (blocked in the loader), copying to the device and
+// computing, so a starved model shows; trainResult keeps an epoch's tallies.
 //
 // device.go is the seam to where the compute happens: a Backend (the CPU
 // model, or the CUDA backend of a stokecuda build, device_cuda.go) that
