@@ -17,24 +17,26 @@ import (
 	"stoke/model"
 )
 
-// Backend trains the CNN on a GPU: the trainer's Backend (and StepTimer).
-// The network is model's gorgonia graph on a GraphEngine (model.NewOn):
-// the same ops, gradient and order of execution as on the CPU.
+// Backend trains the CNN on a GPU: the trainer's Backend (Start, Eval,
+// State, Load, Close). The network is model's gorgonia graph on a
+// GraphEngine (model.NewOn): the same ops, gradient and order of execution
+// as on the CPU.
 //
-// A step: with non_blocking the batch goes to the device on the copy stream
-// (cuMemcpyHtoDAsync, events around it) and the compute stream waits for the
-// copy's event; blocking, the copy goes on the compute stream itself, after
-// the previous step's compute (PyTorch's .to(device)). StartStep returns as
+// A step (Start): with non_blocking the batch goes to the device on the copy
+// stream (cuMemcpyHtoDAsync, events around it) and the compute stream waits
+// for the copy's event; blocking, the copy goes on the compute stream itself,
+// after the previous step's compute (PyTorch's .to(device)). Start returns as
 // soon as the batch has left the host buffer (its copy event completed), so
-// the caller may reuse that buffer and fetch the next batch; the step's
-// graph runs on a goroutine of its own (the engine makes the context current
-// on whatever thread runs an op), after the previous step's, and Wait gives
-// its result. The device input is double-buffered: with non_blocking,
-// copying batch N+1 overlaps computing batch N; blocking, it cannot.
+// the caller may reuse that buffer and fetch the next batch; the step's graph
+// runs on a goroutine of its own (the engine makes the context current on
+// whatever thread runs an op), after the previous step's, and Wait gives its
+// result and its copy and compute times from the events. The device input is
+// double-buffered: with non_blocking, copying batch N+1 overlaps computing
+// batch N; blocking, it cannot.
 //
-// The U8 methods take uint8 batches (round(255·v), CHW, a quarter of the
-// bytes): the bytes go to a double-buffered device uint8 input the same way,
-// and the compute stream first normalizes them into the float input with
+// A uint8 batch (model.Input.U8: round(255·v), CHW, a quarter of the
+// bytes) goes to a double-buffered device uint8 input the same way, and the
+// compute stream first normalizes it into the float input with
 // NewBackend's Normalize (the kernel normalize_u8), then runs the same step.
 type Backend struct {
 	dev         *Device
@@ -49,8 +51,6 @@ type Backend struct {
 	slots       [2]*slot
 	next        int
 	last        chan struct{} // closed when the last started step's graph has run
-	lastCopy    time.Duration
-	lastCompute time.Duration
 	closed      bool
 }
 
@@ -69,20 +69,23 @@ type slot struct {
 // reads a half-copied batch, which the test must detect.
 var testSkipCopyWait bool
 
-// Pending is a step in flight.
+// Pending is a step in flight (a model.Pending).
 type Pending struct {
-	b    *Backend
-	s    *slot
-	done chan struct{} // closed when its graph has run
-	res  model.StepResult
-	err  error
-	seen bool
+	b     *Backend
+	s     *slot
+	done  chan struct{} // closed when its graph has run
+	res   model.StepResult
+	times model.StepTimes
+	err   error
+	seen  bool
 }
+
+var _ model.Pending = (*Pending)(nil)
 
 // NewBackend builds the network on d with fresh weights from opt.Seed (the
 // CPU model's initialisation, so both start from the same point). norm is
-// what the U8 methods normalize uint8 batches with (the trainer passes
-// augment.mean and augment.std).
+// what uint8 batches are normalized with (the trainer passes augment.mean
+// and augment.std).
 func NewBackend(d *Device, spec model.Spec, opt model.Options, nonBlocking bool, norm Normalize) (*Backend, error) {
 	if err := norm.validate(); err != nil {
 		return nil, fmt.Errorf("cudaops: %w", err)
@@ -132,40 +135,45 @@ func NewBackend(d *Device, spec model.Spec, opt model.Options, nonBlocking bool,
 	return b, nil
 }
 
-// StartStep enqueues one training step and returns once the batch x has been
-// copied off the host (x and labels may then be reused). Call Wait on the
-// result before a third step is started.
-func (b *Backend) StartStep(x []float32, labels []int32, n int, lr float32) (*Pending, error) {
+// Start enqueues one training step on a float32 or uint8 batch and returns
+// once the batch has been copied off the host (its memory and labels may
+// then be reused). Call Wait on the result before a third step is started.
+func (b *Backend) Start(in model.Input, lr float32) (model.Pending, error) {
 	if err := b.startCheck(lr); err != nil {
 		return nil, err
 	}
-	if len(x) != b.xLen {
-		return nil, fmt.Errorf("cudaops: x has %d floats, want %d", len(x), b.xLen)
+	if err := in.Check(); err != nil {
+		return nil, fmt.Errorf("cudaops: %w", err)
 	}
-	if err := b.checkRows(labels, n); err != nil {
+	src, bytes, err := b.hostBatch(in)
+	if err != nil {
 		return nil, err
 	}
-	pd, err := b.start(unsafe.Pointer(unsafe.SliceData(x)), int64(4*len(x)), false, labels, n, lr)
-	runtime.KeepAlive(x)
-	return pd, err
+	if err := b.checkRows(in.Labels, in.N); err != nil {
+		return nil, err
+	}
+	pd, err := b.start(src, bytes, in.U8 != nil, in.Labels, in.N, lr)
+	runtime.KeepAlive(in.X)
+	runtime.KeepAlive(in.U8)
+	if err != nil {
+		return nil, err
+	}
+	return pd, nil
 }
 
-// StartStepU8 is StartStep for a uint8 batch (round(255·v), CHW,
-// Batch*3*S*S bytes): it returns once x's bytes have left the host, and the
-// device normalizes them before the step.
-func (b *Backend) StartStepU8(x []uint8, labels []int32, n int, lr float32) (*Pending, error) {
-	if err := b.startCheck(lr); err != nil {
-		return nil, err
+// hostBatch is where in's pixels are and how many bytes they take: B·3·S·S
+// float32s, or as many bytes for a uint8 batch.
+func (b *Backend) hostBatch(in model.Input) (unsafe.Pointer, int64, error) {
+	if in.U8 != nil {
+		if len(in.U8) != b.xLen {
+			return nil, 0, fmt.Errorf("cudaops: x has %d bytes, want %d", len(in.U8), b.xLen)
+		}
+		return unsafe.Pointer(unsafe.SliceData(in.U8)), int64(len(in.U8)), nil
 	}
-	if len(x) != b.xLen {
-		return nil, fmt.Errorf("cudaops: x has %d bytes, want %d", len(x), b.xLen)
+	if len(in.X) != b.xLen {
+		return nil, 0, fmt.Errorf("cudaops: x has %d floats, want %d", len(in.X), b.xLen)
 	}
-	if err := b.checkRows(labels, n); err != nil {
-		return nil, err
-	}
-	pd, err := b.start(unsafe.Pointer(unsafe.SliceData(x)), int64(len(x)), true, labels, n, lr)
-	runtime.KeepAlive(x)
-	return pd, err
+	return unsafe.Pointer(unsafe.SliceData(in.X)), int64(4 * len(in.X)), nil
 }
 
 func (b *Backend) startCheck(lr float32) error {
@@ -281,12 +289,15 @@ func (b *Backend) start(src unsafe.Pointer, bytes int64, u8 bool, labels []int32
 	return pd, nil
 }
 
-// Wait blocks until the step is done and returns its loss and hits; it also
-// sets the backend's LastStepTimes from the step's events.
-func (pd *Pending) Wait() (model.StepResult, error) {
+// Queued is true: the step computes on the device after Start returns.
+func (pd *Pending) Queued() bool { return true }
+
+// Wait blocks until the step is done and returns its loss and hits, and its
+// copy and compute times from the step's events.
+func (pd *Pending) Wait() (model.StepResult, model.StepTimes, error) {
 	<-pd.done
 	if pd.seen {
-		return pd.res, pd.err
+		return pd.res, pd.times, pd.err
 	}
 	pd.seen = true
 	b, s := pd.b, pd.s
@@ -297,39 +308,28 @@ func (pd *Pending) Wait() (model.StepResult, error) {
 			}
 			c, err1 := s.copyStart.Elapsed(s.copyEnd)
 			k, err2 := s.computeStart.Elapsed(s.computeEnd)
-			b.lastCopy, b.lastCompute = ms(c), ms(k)
+			pd.times = model.StepTimes{Copy: ms(c), Compute: ms(k)}
 			return first(err1, err2)
 		})
 	}
 	if pd.err != nil {
-		pd.res, pd.err = model.StepResult{}, fmt.Errorf("cudaops: step: %w", pd.err)
+		pd.res, pd.times, pd.err = model.StepResult{}, model.StepTimes{}, fmt.Errorf("cudaops: step: %w", pd.err)
 	}
-	return pd.res, pd.err
+	return pd.res, pd.times, pd.err
 }
 
 func ms(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
 
-// TrainStep is StartStep then Wait: one step, synchronously.
+// TrainStep is Start on a float32 batch then Wait: one step, synchronously,
+// as model.Model.TrainStep takes it (the parity tests line the two up).
 func (b *Backend) TrainStep(x []float32, labels []int32, n int, lr float32) (model.StepResult, error) {
-	pd, err := b.StartStep(x, labels, n, lr)
+	pd, err := b.Start(model.Input{X: x, Labels: labels, N: n}, lr)
 	if err != nil {
 		return model.StepResult{}, err
 	}
-	return pd.Wait()
+	res, _, err := pd.Wait()
+	return res, err
 }
-
-// TrainStepU8 is StartStepU8 then Wait.
-func (b *Backend) TrainStepU8(x []uint8, labels []int32, n int, lr float32) (model.StepResult, error) {
-	pd, err := b.StartStepU8(x, labels, n, lr)
-	if err != nil {
-		return model.StepResult{}, err
-	}
-	return pd.Wait()
-}
-
-// LastStepTimes is the copy and compute time of the last step waited for,
-// from CUDA events (trainer.StepTimer).
-func (b *Backend) LastStepTimes() (copy, compute time.Duration) { return b.lastCopy, b.lastCompute }
 
 // drain waits for every step in flight.
 func (b *Backend) drain() {
@@ -340,27 +340,24 @@ func (b *Backend) drain() {
 	}
 }
 
-// EvalStep runs the forward pass and scores the first n rows.
-func (b *Backend) EvalStep(x []float32, labels []int32, n int) (model.EvalResult, error) {
+// Eval runs the forward pass on a float32 or uint8 batch (normalized on
+// the device) and scores the first in.N rows.
+func (b *Backend) Eval(in model.Input) (model.EvalResult, error) {
+	if err := in.Check(); err != nil {
+		return model.EvalResult{}, fmt.Errorf("cudaops: eval: %w", err)
+	}
+	src, bytes := unsafe.Pointer(unsafe.SliceData(in.X)), 4*len(in.X)
+	if in.U8 != nil {
+		src, bytes = unsafe.Pointer(unsafe.SliceData(in.U8)), len(in.U8)
+	}
 	var r model.EvalResult
-	err := b.input(unsafe.Pointer(unsafe.SliceData(x)), 4*len(x), false, labels, n, func(xv G.Value) error {
+	err := b.input(src, bytes, in.U8 != nil, in.Labels, in.N, func(xv G.Value) error {
 		var err error
-		r, err = b.m.EvalStepValue(xv, labels, n)
+		r, err = b.m.EvalStepValue(xv, in.Labels, in.N)
 		return err
 	})
-	runtime.KeepAlive(x)
-	return r, err
-}
-
-// EvalStepU8 is EvalStep for a uint8 batch, normalized on the device.
-func (b *Backend) EvalStepU8(x []uint8, labels []int32, n int) (model.EvalResult, error) {
-	var r model.EvalResult
-	err := b.input(unsafe.Pointer(unsafe.SliceData(x)), len(x), true, labels, n, func(xv G.Value) error {
-		var err error
-		r, err = b.m.EvalStepValue(xv, labels, n)
-		return err
-	})
-	runtime.KeepAlive(x)
+	runtime.KeepAlive(in.X)
+	runtime.KeepAlive(in.U8)
 	return r, err
 }
 

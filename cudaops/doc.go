@@ -5,13 +5,14 @@
 // gorgonia.org/cu. It is built with the tag stokecuda (not cuda: that tag
 // switches on gorgonia's own CUDA build, which needs cuDNN 7 and cudagen).
 //
-// Inputs: a batch is float32, already normalized (Backend.StartStep,
-// TrainStep, EvalStep), or uint8, round(255·v) in CHW order (StartStepU8,
-// TrainStepU8, EvalStepU8): a quarter of the bytes are copied, and the
-// kernel normalize_u8 turns them into the float input on the device with
-// NewBackend's Normalize (the config's augment.mean and augment.std). Both
-// are copied into a double-buffered device input, blocking or on the copy
-// stream, and the Start methods return once the host buffer may be reused.
+// Inputs (model.Input, to Backend.Start and Eval): a batch is float32,
+// already normalized, or uint8, round(255·v) in CHW order: a quarter of the
+// bytes are copied, and the kernel normalize_u8 turns them into the float
+// input on the device with NewBackend's Normalize (the config's
+// augment.mean and augment.std). Both are copied into a double-buffered
+// device input, blocking or on the copy stream, and Start returns once the
+// host buffer may be reused; the step's Pending gives its result and its
+// copy and compute times (CUDA events).
 // Rows from n on are padding: zeroed on the device, never scored.
 //
 // The network is model's gorgonia graph, the same as on the CPU: its ops

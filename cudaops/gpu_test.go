@@ -234,7 +234,7 @@ func TestGPUNetMatchesModel(t *testing.T) {
 			}
 			close32(t, "logits", got, want, 1e-4)
 			wr, err1 := ref.TrainStep(x, labels, n, 0.05)
-			gr, err2 := b.TrainStep(x, labels, n, 0.05)
+			gr, times, err2 := runStep(b, model.Input{X: x, Labels: labels, N: n}, 0.05)
 			if err := first(err1, err2); err != nil {
 				t.Fatal(err)
 			}
@@ -249,8 +249,7 @@ func TestGPUNetMatchesModel(t *testing.T) {
 			for i := range wv {
 				close32(t, wv[i].Name, gv[i].Data, wv[i].Data, 1e-3)
 			}
-			c, k := b.LastStepTimes()
-			t.Logf("non_blocking=%v step %d: loss GPU %.6f CPU %.6f; copy %v compute %v", nonBlocking, step, gr.Loss, wr.Loss, c, k)
+			t.Logf("non_blocking=%v step %d: loss GPU %.6f CPU %.6f; copy %v compute %v", nonBlocking, step, gr.Loss, wr.Loss, times.Copy, times.Compute)
 		}
 		ref.Close()
 		b.Close()
@@ -344,16 +343,17 @@ func TestGPUOverlap(t *testing.T) {
 	}
 	var overlapped int
 	for trial := range 5 {
-		p1, err := b.StartStep(x, labels, opt.Batch, 0.01)
+		in := model.Input{X: x, Labels: labels, N: opt.Batch}
+		p1, err := startStep(b, in, 0.01)
 		if err != nil {
 			t.Fatal(err)
 		}
-		p2, err := b.StartStep(x, labels, opt.Batch, 0.01)
+		p2, err := startStep(b, in, 0.01)
 		if err != nil {
 			t.Fatal(err)
 		}
-		r1, err1 := p1.Wait()
-		r2, err2 := p2.Wait()
+		r1, _, err1 := p1.Wait()
+		r2, _, err2 := p2.Wait()
 		if err := first(err1, err2); err != nil {
 			t.Fatal(err)
 		}
@@ -398,13 +398,14 @@ func TestGPUCopyOrder(t *testing.T) {
 		}
 		ok := 0
 		for trial := range 3 {
-			p1, err1 := b.StartStep(x, labels, opt.Batch, 0.01)
-			p2, err2 := b.StartStep(x, labels, opt.Batch, 0.01)
+			in := model.Input{X: x, Labels: labels, N: opt.Batch}
+			p1, err1 := startStep(b, in, 0.01)
+			p2, err2 := startStep(b, in, 0.01)
 			if err := first(err1, err2); err != nil {
 				t.Fatal(err)
 			}
-			_, err1 = p1.Wait()
-			_, err2 = p2.Wait()
+			_, _, err1 = p1.Wait()
+			_, _, err2 = p2.Wait()
 			if err := first(err1, err2); err != nil {
 				t.Fatal(err)
 			}
@@ -537,8 +538,8 @@ func TestGPUU8MatchesFloat(t *testing.T) {
 				t.Fatal(err)
 			}
 			close32(t, "logits", got, want, 1e-4)
-			wr, err1 := b32.TrainStep(x, labels, n, 0.05)
-			gr, err2 := b8.TrainStepU8(u8, labels, n, 0.05)
+			wr, t32, err1 := runStep(b32, model.Input{X: x, Labels: labels, N: n}, 0.05)
+			gr, t8, err2 := runStep(b8, model.Input{U8: u8, Labels: labels, N: n}, 0.05)
 			if err := first(err1, err2); err != nil {
 				t.Fatal(err)
 			}
@@ -553,29 +554,30 @@ func TestGPUU8MatchesFloat(t *testing.T) {
 			for i := range wv {
 				close32(t, wv[i].Name, gv[i].Data, wv[i].Data, 1e-3)
 			}
-			c8, k8 := b8.LastStepTimes()
-			c32, k32 := b32.LastStepTimes()
 			t.Logf("non_blocking=%v step %d n=%d: loss uint8 %.6f float32 %.6f; copy %v vs %v, compute %v vs %v",
-				nonBlocking, step, n, gr.Loss, wr.Loss, c8, c32, k8, k32)
+				nonBlocking, step, n, gr.Loss, wr.Loss, t8.Copy, t32.Copy, t8.Compute, t32.Compute)
 		}
 		u8, x, labels := u8Batch(rng, gpuSpec, opt.Batch, 9, false)
-		we, err1 := b32.EvalStep(x, labels, 9)
-		ge, err2 := b8.EvalStepU8(u8, labels, 9)
+		we, err1 := b32.Eval(model.Input{X: x, Labels: labels, N: 9})
+		ge, err2 := b8.Eval(model.Input{U8: u8, Labels: labels, N: 9})
 		if err := first(err1, err2); err != nil {
 			t.Fatal(err)
 		}
 		if math.Abs(ge.LossSum-we.LossSum) > 1e-3 || ge.Top1 != we.Top1 || ge.Top5 != we.Top5 {
 			t.Fatalf("non_blocking=%v eval: uint8 %+v, float32 %+v", nonBlocking, ge, we)
 		}
-		if _, err := b8.TrainStepU8(u8[1:], labels, 9, 0.05); err == nil {
-			t.Fatal("TrainStepU8 accepted a short batch")
+		if _, _, err := runStep(b8, model.Input{U8: u8[1:], Labels: labels, N: 9}, 0.05); err == nil {
+			t.Fatal("Start accepted a short uint8 batch")
+		}
+		if _, _, err := runStep(b8, model.Input{X: x, U8: u8, Labels: labels, N: 9}, 0.05); err == nil {
+			t.Fatal("Start accepted an input holding both a float32 and a uint8 batch")
 		}
 		b32.Close()
 		b8.Close()
 	}
 }
 
-// TestGPUU8AsyncCopy: StartStepU8 returns only once the batch's bytes have
+// TestGPUU8AsyncCopy: Start on a uint8 batch returns only once the batch's bytes have
 // left the host buffer. The loop reuses one host buffer (pinned, then
 // pageable) as the trainer does: it starts step N, overwrites the buffer and
 // the labels with the next batch at once, then waits for step N-1. The
@@ -622,10 +624,11 @@ func TestGPUU8AsyncCopy(t *testing.T) {
 		}
 		copy(host, batches[0])
 		copy(hostLabels, labels[0])
-		var prev func() (model.StepResult, error)
+		var prev model.Pending
+		var times model.StepTimes
 		got := make([]model.StepResult, 0, steps)
 		for k := range steps {
-			pd, err := b8.StartStepU8(host, hostLabels, ns[k], 0.02)
+			pd, err := b8.Start(model.Input{U8: host, Labels: hostLabels, N: ns[k]}, 0.02)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -638,15 +641,15 @@ func TestGPUU8AsyncCopy(t *testing.T) {
 				}
 			}
 			if prev != nil {
-				r, err := prev()
+				r, _, err := prev.Wait()
 				if err != nil {
 					t.Fatal(err)
 				}
 				got = append(got, r)
 			}
-			prev = pd.Wait
+			prev = pd
 		}
-		r, err := prev()
+		r, times, err := prev.Wait()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -661,8 +664,7 @@ func TestGPUU8AsyncCopy(t *testing.T) {
 		for i := range wp {
 			close32(t, kind+" "+wp[i].Name, gp[i].Data, wp[i].Data, 1e-4)
 		}
-		c, k := b8.LastStepTimes()
-		t.Logf("%s: %d async uint8 steps match; last copy %v (%d bytes), compute %v", kind, steps, c, len(host), k)
+		t.Logf("%s: %d async uint8 steps match; last copy %v (%d bytes), compute %v", kind, steps, times.Copy, len(host), times.Compute)
 		b8.Close()
 		b32.Close()
 		if kind == "pinned" {

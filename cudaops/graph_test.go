@@ -127,7 +127,7 @@ func TestGPUGraphU8MatchesCPU(t *testing.T) {
 		for step, n := range []int{6, 5, 2} {
 			u8, x, labels := u8Batch(rng, graphSpec, opt.Batch, n, true)
 			want, err1 := cpu.TrainStep(x, labels, n, 0.05)
-			got, err2 := b.TrainStepU8(u8, labels, n, 0.05)
+			got, _, err2 := runStep(b, model.Input{U8: u8, Labels: labels, N: n}, 0.05)
 			if err := first(err1, err2); err != nil {
 				t.Fatal(err)
 			}

@@ -4,7 +4,9 @@
 // and safetensors files for its weights and optimizer state.
 //
 // It knows nothing of where batches come from: a step takes a float32 NCHW
-// slice and int32 labels.
+// slice and int32 labels (TrainStep), or, through the trainer's seam
+// (Start, Eval: step.go), an Input holding either that slice or the same
+// pixels as uint8, normalized here with Options.Mean and Options.Std.
 //
 // The graph has a fixed batch size B and is built once, in New, with two
 // tape machines over it: one runs every node (forward, loss, backward) for
@@ -28,6 +30,7 @@
 //
 //	spec.go         Spec, ConvSpec and their validation
 //	model.go        the graph, the steps, Close
+//	step.go         the trainer's seam: Input, Pending, StepTimes; Start and Eval
 //	ops.go          the graph's ops (conv block, global average pool, linear) over cpuops; Kernel
 //	loss.go         softmax cross-entropy, forward and gradient
 //	params.go       initialisation (PyTorch's defaults), Params/OptimizerState/Load, the SGD update

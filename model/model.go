@@ -29,6 +29,11 @@ type Options struct {
 	Beta1, Beta2, Eps  float32 // AdamW; all three 0: PyTorch's defaults (0.9, 0.999, 1e-8)
 	NoDecayNormAndBias bool    // no weight decay on BatchNorm parameters and biases
 	LabelSmoothing     float32 // CrossEntropyLoss(label_smoothing=…), in [0, 1)
+
+	// Mean and Std normalize a uint8 batch (Input.U8, values round(255·v)):
+	// (v/255 − mean)/std per channel, as augment.NormalizeU8 does. Zero Std:
+	// Start and Eval refuse uint8 batches.
+	Mean, Std [3]float32
 }
 
 // StepResult is what one training step reports.

@@ -8,6 +8,7 @@ import (
 
 	"stoke/config"
 	"stoke/cudaops"
+	"stoke/data"
 	"stoke/model"
 )
 
@@ -22,34 +23,11 @@ func init() {
 	}
 }
 
-// asyncCUDA adapts the backend's StartStep and StartStepU8 to the loop's
-// AsyncBackend and AsyncU8Backend; TrainStepU8 and EvalStepU8 come with
-// the embedded backend, so it is a U8Backend too and batch_dtype auto means
-// uint8 on the GPU (normalized there with augment.mean and augment.std).
-type asyncCUDA struct{ *cudaops.Backend }
-
-var (
-	_ AsyncBackend   = asyncCUDA{}
-	_ U8Backend      = asyncCUDA{}
-	_ AsyncU8Backend = asyncCUDA{}
-	_ StepTimer      = asyncCUDA{}
-)
-
-func (b asyncCUDA) StartStep(x []float32, labels []int32, n int, lr float32) (func() (model.StepResult, error), error) {
-	p, err := b.Backend.StartStep(x, labels, n, lr)
-	if err != nil {
-		return nil, err
-	}
-	return p.Wait, nil
-}
-
-func (b asyncCUDA) StartStepU8(x []uint8, labels []int32, n int, lr float32) (func() (model.StepResult, error), error) {
-	p, err := b.Backend.StartStepU8(x, labels, n, lr)
-	if err != nil {
-		return nil, err
-	}
-	return p.Wait, nil
-}
+// cudaops.Backend is the trainer's Backend as it is: its steps are queued on
+// the device's streams (Pending.Queued), and it takes uint8 batches, so
+// batch_dtype auto means uint8 on the GPU (normalized there with
+// augment.mean and augment.std).
+var _ Backend = (*cudaops.Backend)(nil)
 
 func openCUDADevice(spec model.Spec, opt model.Options, cfg config.Config, out io.Writer) (*Device, error) {
 	dev, err := cudaops.Open(0)
@@ -62,7 +40,7 @@ func openCUDADevice(spec model.Spec, opt model.Options, cfg config.Config, out i
 		dev.Close()
 		return nil, fmt.Errorf("device cuda: %w", err)
 	}
-	d := &Device{Name: dev.String(), Backend: asyncCUDA{b}, Close: dev.Close}
+	d := &Device{Name: dev.String(), Backend: b, Params: b.NumParams(), AutoDType: data.DTypeUint8, Close: dev.Close}
 	if cfg.Data.PinMemory {
 		d.Alloc = dev.Pinned()
 	}

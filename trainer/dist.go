@@ -73,7 +73,9 @@ func (d *distRun) openDataset(ctx context.Context, cfg config.Data, out io.Write
 }
 
 // gradSyncer is a backend whose training step takes a model.GradSync: the
-// CPU model. The CUDA backend does not take one yet.
+// CPU model. The CUDA backend does not take one yet. It stays beside the
+// Backend seam, not in it: only a data-parallel run asks for it, once, at
+// set-up, and a CUDA method that could only refuse would be a stub.
 type gradSyncer interface {
 	SetGradSync(model.GradSync)
 }

@@ -48,14 +48,13 @@ func Evaluate(ctx context.Context, from, dataRoot string, out io.Writer) (*EvalR
 	if err := dev.Backend.Load(st.Params, nil); err != nil {
 		return nil, fmt.Errorf("%s: %w", st.Dir, err)
 	}
-	feed := newFeeder(dev.Backend, cfg)
-	trainLoader, valLoader, err := newLoaders(cfg, trainSet, valSet, dev.Alloc, feed.dtype(cfg.Data.BatchDType), data.Split{})
+	trainLoader, valLoader, err := newLoaders(cfg, trainSet, valSet, dev.Alloc, dev.batchDType(cfg.Data.BatchDType), data.Split{})
 	if err != nil {
 		return nil, err
 	}
 	trainLoader.Close()
 	defer valLoader.Close()
-	ev, err := evaluate(ctx, feed, valLoader, 0)
+	ev, err := evaluate(ctx, dev.Backend, valLoader, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -19,12 +19,23 @@ type timedModel struct {
 	copy time.Duration
 }
 
-func (m *timedModel) TrainStep(x []float32, labels []int32, n int, lr float32) (model.StepResult, error) {
+func (m *timedModel) Start(in model.Input, lr float32) (model.Pending, error) {
 	time.Sleep(m.copy) // the copy, before the compute
-	return m.Backend.TrainStep(x, labels, n, lr)
+	p, err := m.Backend.Start(in, lr)
+	return timedStep{p, m.copy}, err
 }
 
-func (m *timedModel) LastStepTimes() (copy, compute time.Duration) { return m.copy, time.Millisecond }
+// timedStep is the timedModel's step: the inner step, with its times
+// replaced by the ones a device would measure.
+type timedStep struct {
+	model.Pending
+	copy time.Duration
+}
+
+func (s timedStep) Wait() (model.StepResult, model.StepTimes, error) {
+	res, _, err := s.Pending.Wait()
+	return res, model.StepTimes{Copy: s.copy, Compute: time.Millisecond}, err
+}
 
 // TestCopyShareIsFilledIn: the copy time a backend measures reaches the
 // epoch's metrics (it was dropped, so every device showed "copy 0%").

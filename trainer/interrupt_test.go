@@ -19,12 +19,12 @@ type evalHook struct {
 	done bool
 }
 
-func (e *evalHook) EvalStep(x []float32, labels []int32, n int) (model.EvalResult, error) {
+func (e *evalHook) Eval(in model.Input) (model.EvalResult, error) {
 	if !e.done {
 		e.done = true
 		e.at()
 	}
-	return e.Backend.EvalStep(x, labels, n)
+	return e.Backend.Eval(in)
 }
 
 // TestFailedInterruptCheckpointIsReportedAsSuch: when the checkpoint an

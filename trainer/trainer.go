@@ -4,16 +4,19 @@
 // checkpoints that --resume continues from exactly (also from the middle of
 // an epoch, after an interrupt), and a trace-event timeline.
 //
-// Run reads top to bottom as one epoch loop; trainEpoch and evaluate are the
-// two halves of an epoch. Time is split into waiting for data (blocked in
-// the loader), copying to the device and computing, so a starved model shows.
+// Run is set-up (setup.go: a session) then the epoch loop (here), which
+// reads top to bottom: an epoch is trainEpoch — per batch: wait for it,
+// start its step (the copy), finish the step in flight (the compute),
+// record —, then evaluate, then record and checkpoint. Time is split into
+// waiting for data (blocked in the loader), copying to the device and
+// computing, so a starved model shows; trainResult keeps an epoch's tallies.
 //
 // device.go is the seam to where the compute happens: a Backend (the CPU
-// model, or the CUDA backend of a stokecuda build, device_cuda.go) with
-// optional powers the loop uses when present — stepping asynchronously
-// (AsyncBackend: step N computes while batch N+1 is fetched and copied),
-// taking uint8 batches (U8Backend), timing its own copies and compute
-// (StepTimer) — and the allocator its batch buffers come from.
+// model, or the CUDA backend of a stokecuda build, device_cuda.go) that
+// starts a step on a float32 or uint8 batch and hands back a Pending to
+// wait on for its result and times — still queued on a GPU, so that step N
+// computes while batch N+1 is fetched and copied — and the allocator its
+// batch buffers come from.
 package trainer
 
 import (
@@ -22,14 +25,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
-	"runtime"
 	"runtime/debug"
 	"strings"
 	"time"
 
-	"stoke/augment"
 	"stoke/config"
 	"stoke/data"
 	"stoke/dist"
@@ -72,272 +71,222 @@ var ErrNoCUDA = errors.New("device cuda: this binary was built without CUDA; bui
 // checkpoint after every epoch, and returns when all epochs are done, ctx is
 // cancelled, or something fails.
 func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) {
-	out := opt.Out
-	if out == nil {
-		out = os.Stdout
+	s := &session{}
+	defer s.close()
+	if sum, err := s.setUp(ctx, cfg, opt); sum != nil || err != nil {
+		return sum, err // nothing to train, or set-up failed
 	}
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("invalid config:\n%w", err)
-	}
-	d := newDistRun(opt.Comm)
-	if !d.writer() {
-		out = io.Discard // only rank 0 reports
-	}
-	if cfg.Train.Device == "cuda" { // before any work, not after the dataset is made
-		if newCUDADevice == nil {
-			return nil, ErrNoCUDA
-		}
-		if err := checkCUDA(); err != nil {
-			return nil, err
-		}
-	}
-	if cfg.Train.Threads > 0 {
-		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(cfg.Train.Threads))
-	}
-	// Where the run goes, and where it starts from.
-	run := cfg.Train.Out
-	var start *checkpointState
-	sameRun := false
-	if cfg.Train.Resume != "" {
-		var err error
-		if start, err = loadCheckpointState(cfg.Train.Resume); err != nil {
-			return nil, err
-		}
-		if err := compatible(start, d.resumeConfig(cfg)); err != nil {
-			return nil, err
-		}
-		if start.Epoch >= cfg.Train.Epochs { // nothing to do: touch nothing
-			fmt.Fprintf(out, "nothing to train: the checkpoint %s has %s done and train.epochs is %d; nothing was changed (a larger --epochs continues the run)\n", start.Dir, epochsDone(start), cfg.Train.Epochs)
-			return &Summary{RunDir: runOf(cfg.Train.Resume), CheckpointEpochs: start.Epoch}, nil
-		}
-		sameRun = sameFolder(runOf(cfg.Train.Resume), run)
-	}
-	if d.writer() { // rank 0 holds the run folder for every rank
-		folder, err := claimRunFolder(run, sameRun, out)
-		if err != nil {
-			var used *usedFolderError
-			if errors.As(err, &used) && start != nil {
-				return nil, fmt.Errorf("cannot resume %s into --out %s: that folder holds another run (%s), and the two would be mixed; continue that one with --resume %s, or choose an empty --out", cfg.Train.Resume, run, strings.Join(used.Found, ", "), run)
-			}
-			return nil, err
-		}
-		defer folder.release()
-	}
-	// A fresh run that ends before its first checkpoint (an error in
-	// set-up, an interrupt before the first step) takes back the files it
-	// wrote, so that the same command can simply be run again.
-	checkpointed := false
-	defer func() {
-		if start == nil && !checkpointed && d.writer() {
-			for _, name := range []string{"config.yaml", "metrics.jsonl"} {
-				os.Remove(filepath.Join(run, name))
-			}
-		}
-	}()
-	if start != nil && start.Unverified {
-		fmt.Fprintf(out, "note: %s was written by an older stoke (format 1): its files, decoder and dataset cannot be checked\n", start.Dir)
-	}
-
-	// The dataset.
-	root, trainSet, valSet, err := d.openDataset(ctx, cfg.Data, out)
-	if err != nil {
-		return nil, err
-	}
-	if len(trainSet.Classes) < 2 {
-		return nil, fmt.Errorf("dataset %s has one class (%s); a classifier needs at least two classes, each a folder of images under train/ and val/", root, trainSet.Classes[0])
-	}
-	files, err := data.ListFiles(trainSet, valSet)
-	if err != nil {
-		return nil, err
-	}
-	decoder := resolvedDecoder(cfg.Data.Decoder)
-	if start != nil {
-		if err := sameInputs(start, root, trainSet.Classes, files, decoder, cfg.Data.Decoder); err != nil {
-			return nil, err
-		}
-	}
-	if start != nil && start.Config.Train.Epochs != cfg.Train.Epochs {
-		fmt.Fprintf(out, "note: train.epochs changed from %d to %d; the learning-rate schedule is stretched to the new length\n", start.Config.Train.Epochs, cfg.Train.Epochs)
-	}
-	resolved, err := cfg.Marshal()
-	if err != nil {
-		return nil, err
-	}
-	if d.writer() {
-		if err := os.MkdirAll(run, 0o755); err != nil {
-			return nil, fmt.Errorf("run folder: %w", err)
-		}
-		if err := writeFileAtomic(filepath.Join(run, "config.yaml"), resolved); err != nil {
-			return nil, err
-		}
-	}
-	fmt.Fprintf(out, "# resolved config (saved in %s)\n%s", filepath.Join(run, "config.yaml"), resolved)
-	fmt.Fprintf(out, "dataset %s: %d classes, %d train / %d val images\n", root, len(trainSet.Classes), len(trainSet.Samples), len(valSet.Samples))
-
-	// The device and the model on it.
-	dev, err := openDevice(cfg.ModelSpec(len(trainSet.Classes)), cfg.ModelOptions(), cfg, out)
-	if err != nil {
-		return nil, err
-	}
-	if dev.Close != nil {
-		defer dev.Close() // after the loaders, whose buffers it may own: defers run last-in first-out
-	}
-	if err := ctx.Err(); err != nil { // interrupted while the model was built
-		return nil, err
-	}
-	net := dev.Backend
-	if opt.wrapBackend != nil {
-		net = opt.wrapBackend(net)
-	}
-	defer net.Close()
-	firstEpoch, step := 0, 0
-	var partial progressState // of an epoch interrupted part-way
-	if start != nil {
-		if err := net.Load(start.Params, start.Optim); err != nil {
-			return nil, fmt.Errorf("resume from %s: %w", start.Dir, err)
-		}
-		firstEpoch, step, partial = start.Epoch, start.Step, d.ownShare(start.Partial)
-		fmt.Fprintf(out, "resumed from %s: %d epochs and %d batches done (step %d)\n", start.Dir, start.Epoch, partial.Batches, start.Step)
-	}
-	fmt.Fprintf(out, "model: %d parameters\n", net.NumParams())
-	if err := d.setup(net, cfg, out); err != nil {
-		return nil, err
-	}
-
-	// The loaders.
-	feed := newFeeder(net, cfg)
-	trainLoader, valLoader, err := newLoaders(cfg, trainSet, valSet, dev.Alloc, feed.dtype(cfg.Data.BatchDType), d.split())
-	if err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(out, "loader: %d workers, JPEG decoder %s, %s batches in %s memory\n", cfg.Data.Workers, trainLoader.DecoderName(), trainLoader.DType(), allocName(dev.Alloc))
-	defer trainLoader.Close()
-	defer valLoader.Close()
-	if start != nil && !start.Unverified && start.StepsPerEpoch != trainLoader.NumBatches() {
-		return nil, fmt.Errorf("cannot resume from %s: its epochs had %d steps, this run's have %d", start.Dir, start.StepsPerEpoch, trainLoader.NumBatches())
-	}
-	if start != nil && start.Step != start.Epoch*trainLoader.NumBatches()+start.Partial.Batches {
-		return nil, fmt.Errorf("resume: %s is inconsistent: step %d, but %d epochs of %d steps and %d batches make %d", filepath.Join(start.Dir, stateFile), start.Step, start.Epoch, trainLoader.NumBatches(), start.Partial.Batches, start.Epoch*trainLoader.NumBatches()+start.Partial.Batches)
-	}
-
-	if start != nil && !sameRun && d.writer() { // a resume into a new folder takes the run's earlier epochs along
-		if b, err := os.ReadFile(filepath.Join(runOf(cfg.Train.Resume), "metrics.jsonl")); err == nil {
-			if err := writeFileAtomic(filepath.Join(run, "metrics.jsonl"), b); err != nil {
-				return nil, err
-			}
-		}
-	}
-	var metrics *metricsFile
-	if d.writer() {
-		if metrics, err = openMetrics(run, firstEpoch); err != nil {
-			return nil, err
-		}
-		defer metrics.Close()
-	}
-
-	opt.Trace.Thread(loopRow, "train loop")
-	opt.Trace.Thread(modelRow, "model ("+dev.Name+")")
-	for w := 0; w < cfg.Data.Workers; w++ {
-		opt.Trace.Thread(w+1, fmt.Sprintf("loader worker %d", w))
-	}
-	sched := schedule{cfg: cfg.Optim, stepsPerEpoch: trainLoader.NumBatches(), epochs: cfg.Train.Epochs}
-	bar := newProgress(out, cfg.Train.Progress)
-	sum := &Summary{RunDir: run}
-	save := func(epochsDone int, p progressState) (string, error) {
-		if !d.writer() {
-			return "", nil
-		}
-		params, optim, err := net.State()
-		if err != nil {
-			return "", fmt.Errorf("checkpoint: %w", err)
-		}
-		dir, err := saveCheckpoint(run, checkpointState{
-			Epoch: epochsDone, Step: step, StepsPerEpoch: trainLoader.NumBatches(), Partial: p, Config: d.checkpointConfig(cfg),
-			Classes: trainSet.Classes, Decoder: decoder, Dataset: files,
-			Params: params, Optim: optim,
-		}, cfg.Train.KeepCkpts)
-		checkpointed = checkpointed || err == nil
-		return dir, err
-	}
-	for epoch := firstEpoch; epoch < cfg.Train.Epochs; epoch++ {
-		t0 := time.Now()
-		tr := trainResult{progressState: partial}
-		partial = progressState{}
-		stepsBefore := step
-		err := trainEpoch(ctx, feed, trainLoader, epoch, &step, &tr, sched, bar, opt)
-		if err != nil {
-			// Only an interruption between steps leaves a state worth a
-			// checkpoint; a failed step (a NaN loss, say) does not.
-			interrupted := ctx.Err() != nil && errors.Is(err, ctx.Err())
-			if !interrupted || d.parallel() { // ranks stop at different steps: keep the last epoch's checkpoint
-				return sum, err
-			}
-			if step == stepsBefore { // nothing new since the last checkpoint
-				if dir, ok := latestCheckpoint(run); ok {
-					return sum, &InterruptedError{Checkpoint: dir, Run: run, Err: err}
-				}
-				return sum, err
-			}
-			// Interrupted between steps: keep what this epoch has done so far.
-			dir, serr := save(epoch, tr.progressState)
-			if serr != nil { // not wrapping err: this is a failure, not an interrupt with nothing to keep
-				return sum, fmt.Errorf("interrupted in epoch %d, and its checkpoint could not be written: %w", epoch+1, serr)
-			}
-			return sum, &InterruptedError{Checkpoint: dir, Run: run, Err: err}
-		}
-		if err := d.reduceTrain(&tr); err != nil {
-			return sum, err
-		}
-		t1 := time.Now()
-		ev, err := evaluate(ctx, feed, valLoader, epoch)
-		if err == nil {
-			err = d.reduceEval(&ev, len(trainSet.Classes))
-		}
-		if err != nil {
-			if ctx.Err() != nil && errors.Is(err, ctx.Err()) { // the epoch's training is done: keep it
-				dir, serr := save(epoch, tr.progressState)
-				if serr != nil {
-					return sum, fmt.Errorf("interrupted while evaluating epoch %d, and its checkpoint could not be written: %w", epoch+1, serr)
-				}
-				return sum, &InterruptedError{Checkpoint: dir, Run: run, Err: err}
-			}
-			return sum, err
-		}
-		opt.Trace.Span(modelRow, "eval", fmt.Sprintf("evaluate epoch %d", epoch+1), t1, time.Now(), nil)
-		if d.writer() {
-			if err := writeConfusion(run, epoch+1, trainSet.Classes, ev.Confusion); err != nil {
-				return sum, err
-			}
-		}
-		m := epochMetrics(epoch, cfg.Train.Epochs, tr, ev, time.Since(t0), sched.lr(step-1))
-		if metrics != nil {
-			if err := metrics.Write(m); err != nil {
-				return sum, err
-			}
-		}
-		dir, err := save(epoch+1, progressState{})
+	sum := &Summary{RunDir: s.dir}
+	for epoch := s.firstEpoch; epoch < cfg.Train.Epochs; epoch++ {
+		m, err := s.epoch(ctx, epoch)
 		if err != nil {
 			return sum, err
 		}
-		m.Checkpoint = dir
-		if d.writer() {
-			if _, err := keepBest(run, dir, epoch+1, m.ValTop1); err != nil {
-				return sum, err
-			}
-		}
-		// Collect the epoch's garbage (mostly the checkpoint's copies) now,
-		// at a boundary, and hand freed pages back to the OS, so that the
-		// footprint stays flat from epoch to epoch instead of creeping up to
-		// the collector's next goal (costs a few ms an epoch).
-		debug.FreeOSMemory()
-		bar.EpochDone(m)
-		d.epochDone(out)
 		sum.Epochs = append(sum.Epochs, m)
 		if opt.AfterEpoch != nil && !opt.AfterEpoch(m) {
 			break
 		}
 	}
 	return sum, nil
+}
+
+// epoch trains epoch (from where an interrupted run left it), evaluates
+// it, and records and checkpoints it.
+func (s *session) epoch(ctx context.Context, epoch int) (EpochMetrics, error) {
+	t0 := time.Now()
+	tr := trainResult{progressState: s.partial}
+	s.partial = progressState{}
+	if err := s.trainEpoch(ctx, epoch, &tr); err != nil {
+		return EpochMetrics{}, s.stopped(ctx, err, epoch, tr.progressState, false)
+	}
+	if err := s.d.reduceTrain(&tr); err != nil {
+		return EpochMetrics{}, err
+	}
+	t1 := time.Now()
+	ev, err := evaluate(ctx, s.net, s.valLoader, epoch)
+	if err == nil {
+		err = s.d.reduceEval(&ev, len(s.trainSet.Classes))
+	}
+	if err != nil {
+		return EpochMetrics{}, s.stopped(ctx, err, epoch, tr.progressState, true)
+	}
+	s.opt.Trace.Span(modelRow, "eval", fmt.Sprintf("evaluate epoch %d", epoch+1), t1, time.Now(), nil)
+	return s.record(epoch, tr, ev, t0)
+}
+
+// trainEpoch runs one pass over the training set: wait for a batch, start
+// its step (the copy; on the CPU the compute too), finish the step before
+// it, record. It starts after r.Batches batches (the part an interrupted
+// run already did) and stops between two steps when ctx is cancelled, with
+// every step it started finished.
+//
+// A step on the GPU is still queued when Start returns (Pending.Queued):
+// step N computes while batch N+1 is fetched and its copy started, the
+// overlap that non_blocking buys. At most one step waits.
+func (s *session) trainEpoch(ctx context.Context, epoch int, r *trainResult) error {
+	it := s.trainLoader.Epoch(ctx, epoch)
+	defer it.Close()
+	s.bar.EpochStart(epoch, s.sched.epochs, s.trainLoader.NumBatches())
+	r.begin()
+	defer r.end()
+	var queued *stepInFlight // started, not yet finished
+	for i := 0; ; i++ {
+		if err := ctx.Err(); err != nil {
+			return firstErr(s.finish(epoch, r, queued), err)
+		}
+		t0 := time.Now()
+		b, err := it.Next() // wait for data
+		if err == io.EOF {
+			return s.finish(epoch, r, queued)
+		}
+		if err != nil {
+			return firstErr(s.finish(epoch, r, queued), err)
+		}
+		if i < r.Batches { // done before the interruption: same batch, already learnt
+			b.Release()
+			r.begin() // this invocation's figures start after the skipped batches
+			continue
+		}
+		t1 := time.Now()
+		r.skipped(b, s.trainLoader.Index())
+		st := &stepInFlight{batch: b.Info(), step: s.step, lr: s.sched.lr(s.step), waited: t1.Sub(t0), started: t1}
+		st.pending, err = s.net.Start(input(b), float32(st.lr)) // copy (and compute, on the CPU)
+		b.Release()                                             // the step has its own copy of the batch now
+		if err != nil {
+			return fmt.Errorf("epoch %d step %d: %w", epoch+1, st.step, err)
+		}
+		s.step++
+		if err := s.finish(epoch, r, queued); err != nil { // compute: the step before this one
+			return err
+		}
+		queued = nil
+		if st.pending.Queued() {
+			queued = st
+		} else if err := s.finish(epoch, r, st); err != nil {
+			return err
+		}
+	}
+}
+
+// finish waits for a started step (nil: none) and records it: in the
+// epoch's tallies, on the timeline and on the progress bar.
+func (s *session) finish(epoch int, r *trainResult, st *stepInFlight) error {
+	if st == nil {
+		return nil
+	}
+	res, times, err := st.pending.Wait()
+	end := time.Now()
+	if err == nil && (math.IsNaN(res.Loss) || math.IsInf(res.Loss, 0)) {
+		err = fmt.Errorf("%w: %v", model.ErrNonFiniteLoss, res.Loss)
+	}
+	if errors.Is(err, model.ErrNonFiniteLoss) {
+		return fmt.Errorf("epoch %d step %d: %v (learning rate %.4g); training stopped, the last good checkpoint is kept: lower optim.lr or check the data", epoch+1, st.step, err, st.lr)
+	}
+	if err != nil {
+		return fmt.Errorf("epoch %d step %d: %w", epoch+1, st.step, err)
+	}
+	r.add(st, res, times)
+	traceStep(s.opt.Trace, st, end, times, res.Loss)
+	s.bar.Step(r.meanLoss(), r.accuracy(), r.imagesPerSecond(), st.lr)
+	if s.opt.afterStep != nil {
+		s.opt.afterStep(st.step + 1)
+	}
+	return nil
+}
+
+// record writes an epoch's confusion matrix, metrics line and checkpoint,
+// keeps the best one, and prints the epoch's line.
+func (s *session) record(epoch int, tr trainResult, ev evalResult, t0 time.Time) (EpochMetrics, error) {
+	if s.d.writer() {
+		if err := writeConfusion(s.dir, epoch+1, s.trainSet.Classes, ev.Confusion); err != nil {
+			return EpochMetrics{}, err
+		}
+	}
+	m := epochMetrics(epoch, s.cfg.Train.Epochs, tr, ev, time.Since(t0), s.sched.lr(s.step-1))
+	if s.metrics != nil {
+		if err := s.metrics.Write(m); err != nil {
+			return EpochMetrics{}, err
+		}
+	}
+	dir, err := s.save(epoch+1, progressState{})
+	if err != nil {
+		return EpochMetrics{}, err
+	}
+	m.Checkpoint = dir
+	if s.d.writer() {
+		if _, err := keepBest(s.dir, dir, epoch+1, m.ValTop1); err != nil {
+			return EpochMetrics{}, err
+		}
+	}
+	// Collect the epoch's garbage (mostly the checkpoint's copies) now,
+	// at a boundary, and hand freed pages back to the OS, so that the
+	// footprint stays flat from epoch to epoch instead of creeping up to
+	// the collector's next goal (costs a few ms an epoch).
+	debug.FreeOSMemory()
+	s.bar.EpochDone(m)
+	s.d.epochDone(s.out)
+	return m, nil
+}
+
+// save writes a checkpoint (rank 0) after epochsDone epochs and p of the
+// next one, and returns its folder.
+func (s *session) save(epochsDone int, p progressState) (string, error) {
+	if !s.d.writer() {
+		s.savedStep = s.step
+		return "", nil
+	}
+	params, optim, err := s.net.State()
+	if err != nil {
+		return "", fmt.Errorf("checkpoint: %w", err)
+	}
+	dir, err := saveCheckpoint(s.dir, checkpointState{
+		Epoch: epochsDone, Step: s.step, StepsPerEpoch: s.trainLoader.NumBatches(), Partial: p, Config: s.d.checkpointConfig(s.cfg),
+		Classes: s.trainSet.Classes, Decoder: s.decoder, Dataset: s.files,
+		Params: params, Optim: optim,
+	}, s.cfg.Train.KeepCkpts)
+	if err == nil {
+		s.checkpointed, s.savedStep = true, s.step
+	}
+	return dir, err
+}
+
+// stopped is what Run returns for err, which stopped epoch part-way, done
+// of its training done (all of it when evaluating). Only an interrupt
+// (ctx cancelled) leaves a state worth a checkpoint — a failed step (a NaN
+// loss, say) does not — so for one it writes a checkpoint of where the run
+// stopped, or names the last one when nothing happened since, and returns
+// an InterruptedError that says how to resume.
+func (s *session) stopped(ctx context.Context, err error, epoch int, done progressState, evaluating bool) error {
+	if ctx.Err() == nil || !errors.Is(err, ctx.Err()) {
+		return err
+	}
+	where := "in"
+	switch {
+	case evaluating: // the epoch's training is done, on every rank: keep it
+		where = "while evaluating"
+	case s.d.parallel(): // ranks stop at different steps: keep the last epoch's checkpoint
+		return err
+	case s.step == s.savedStep: // nothing new since the last checkpoint
+		if dir, ok := latestCheckpoint(s.dir); ok {
+			return &InterruptedError{Checkpoint: dir, Run: s.dir, Err: err}
+		}
+		return err
+	}
+	dir, serr := s.save(epoch, done)
+	if serr != nil { // not wrapping err: this is a failure, not an interrupt with nothing to keep
+		return fmt.Errorf("interrupted %s epoch %d, and its checkpoint could not be written: %w", where, epoch+1, serr)
+	}
+	return &InterruptedError{Checkpoint: dir, Run: s.dir, Err: err}
+}
+
+// firstErr is the first of errs that is not nil.
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // InterruptedError reports a run stopped by its context between two steps,
@@ -365,119 +314,48 @@ type progressState struct {
 	LossSum float64 `json:"loss_sum"` // JSON keeps float64 exactly
 }
 
-// trainResult is one epoch's training half. Its progressState covers the
-// whole epoch, also the part an interrupted run did; the times and
-// ImagesNow only this invocation's part of it.
+// trainResult is one epoch's training half: its tallies. Its
+// progressState covers the whole epoch, also the part an interrupted run
+// did; the times and ImagesNow only this invocation's part of it.
 type trainResult struct {
 	progressState
 	ImagesNow     int           // images trained in this invocation
 	Wait          time.Duration // blocked in the loader
-	Copy, Compute time.Duration // as the backend measures them (StepTimer), else all compute
+	Copy, Compute time.Duration // as the backend measures them (model.StepTimes)
 	Wall          time.Duration
-	Skipped       []string // images that could not be decoded (bad_images: skip)
+	Skipped       []string  // images that could not be decoded (bad_images: skip)
+	start         time.Time // of this invocation's part
 }
 
-// trainEpoch runs one pass over the training set: wait for a batch, step,
-// give the buffer back, record. It starts after r.Batches batches (the part
-// an interrupted run already did) and stops between two steps when ctx is
-// cancelled, with every step it started finished.
-//
-// With a backend that steps asynchronously (AsyncBackend, the GPU), step N
-// is still computing while batch N+1 is fetched and its copy started: the
-// overlap that non_blocking buys.
-func trainEpoch(ctx context.Context, feed *feeder, loader *data.Loader, epoch int, step *int, r *trainResult, sched schedule, bar *progress, opt Options) error {
-	it := loader.Epoch(ctx, epoch)
-	defer it.Close()
-	bar.EpochStart(epoch, sched.epochs, loader.NumBatches())
-	start := time.Now()
-	defer func() { r.Wall = time.Since(start) }()
+// begin starts (or, after batches an interrupted run did, restarts) the
+// clock of this invocation's part; end stops it.
+func (r *trainResult) begin() { r.start = time.Now() }
+func (r *trainResult) end()   { r.Wall = time.Since(r.start) }
 
-	var pending *stepInFlight
-	finish := func() error { // waits for the pending step and records it
-		if pending == nil {
-			return nil
-		}
-		p := pending
-		pending = nil
-		t := time.Now()
-		res, err := p.wait()
-		t2 := time.Now()
-		if err == nil && (math.IsNaN(res.Loss) || math.IsInf(res.Loss, 0)) {
-			err = fmt.Errorf("%w: %v", model.ErrNonFiniteLoss, res.Loss)
-		}
-		if errors.Is(err, model.ErrNonFiniteLoss) {
-			return fmt.Errorf("epoch %d step %d: %v (learning rate %.4g); training stopped, the last good checkpoint is kept: lower optim.lr or check the data", epoch+1, p.step, err, p.lr)
-		}
-		if err != nil {
-			return fmt.Errorf("epoch %d step %d: %w", epoch+1, p.step, err)
-		}
-		copyTime, computeTime := time.Duration(0), p.host+t2.Sub(t)
-		if timer, ok := feed.net.(StepTimer); ok {
-			copyTime, computeTime = timer.LastStepTimes()
-		}
-		r.Wait += p.waited
-		r.Copy += copyTime
-		r.Compute += computeTime
-		traceStep(opt.Trace, p, t2, copyTime, computeTime, res.Loss)
-		r.Batches++
-		r.Images += p.batch.N
-		r.ImagesNow += p.batch.N
-		r.Correct += res.Correct
-		r.LossSum += res.Loss * float64(p.batch.N)
-		bar.Step(r.LossSum/float64(r.Images), float64(r.Correct)/float64(r.Images), float64(r.ImagesNow)/time.Since(start).Seconds(), p.lr)
-		if opt.afterStep != nil {
-			opt.afterStep(p.step + 1)
-		}
-		return nil
+// add counts a finished step.
+func (r *trainResult) add(st *stepInFlight, res model.StepResult, t model.StepTimes) {
+	r.Wait += st.waited
+	r.Copy += t.Copy
+	r.Compute += t.Compute
+	r.Batches++
+	r.Images += st.batch.N
+	r.ImagesNow += st.batch.N
+	r.Correct += res.Correct
+	r.LossSum += res.Loss * float64(st.batch.N)
+}
+
+// skipped lists the images the loader left out of b.
+func (r *trainResult) skipped(b *data.Batch, index *data.Index) {
+	for _, idx := range b.Skipped {
+		r.Skipped = append(r.Skipped, index.Samples[idx].Path)
 	}
-	for i := 0; ; i++ {
-		if err := ctx.Err(); err != nil {
-			if ferr := finish(); ferr != nil {
-				return ferr
-			}
-			return err
-		}
-		t0 := time.Now()
-		b, err := it.Next()
-		if err == io.EOF {
-			return finish()
-		}
-		if err != nil {
-			if ferr := finish(); ferr != nil {
-				return ferr
-			}
-			return err
-		}
-		if i < r.Batches { // done before the interruption: same batch, already learnt
-			b.Release()
-			// The epoch's figures are of the part this invocation
-			// trains: its wall time starts after the skipped batches.
-			start = time.Now()
-			continue
-		}
-		t1 := time.Now()
-		for _, idx := range b.Skipped {
-			r.Skipped = append(r.Skipped, loader.Index().Samples[idx].Path)
-		}
-		s := &stepInFlight{batch: b.Info(), step: *step, lr: sched.lr(*step), waited: t1.Sub(t0), started: t1}
-		var async bool
-		s.wait, async, err = feed.start(b, float32(s.lr))
-		b.Release() // the step has its own copy of the batch now
-		if err != nil {
-			return fmt.Errorf("epoch %d step %d: %w", epoch+1, s.step, err)
-		}
-		s.host = time.Since(t1)
-		*step++
-		if err := finish(); err != nil { // the step before this one
-			return err
-		}
-		pending = s
-		if !async {
-			if err := finish(); err != nil {
-				return err
-			}
-		}
-	}
+}
+
+// The running figures the progress bar shows.
+func (r *trainResult) meanLoss() float64 { return r.LossSum / float64(r.Images) }
+func (r *trainResult) accuracy() float64 { return float64(r.Correct) / float64(r.Images) }
+func (r *trainResult) imagesPerSecond() float64 {
+	return float64(r.ImagesNow) / time.Since(r.start).Seconds()
 }
 
 // stepInFlight is a training step started and not yet recorded.
@@ -487,8 +365,7 @@ type stepInFlight struct {
 	lr      float64
 	waited  time.Duration // blocked in the loader for its batch
 	started time.Time
-	host    time.Duration // spent starting it
-	wait    func() (model.StepResult, error)
+	pending model.Pending
 }
 
 // Rows of the timeline.
@@ -500,10 +377,11 @@ const (
 // traceStep puts one training step on the timeline: the batch being built
 // (on its worker's row, or inside the wait when loading inline), the wait,
 // and the step with its copy and compute.
-func traceStep(tr *trace.Recorder, s *stepInFlight, end time.Time, copyTime, computeTime time.Duration, loss float64) {
+func traceStep(tr *trace.Recorder, s *stepInFlight, end time.Time, t model.StepTimes, loss float64) {
 	if tr == nil {
 		return
 	}
+	copyTime, computeTime := t.Copy, t.Compute
 	b := s.batch
 	row := b.Worker + 1
 	if b.Worker < 0 {
@@ -529,7 +407,7 @@ type evalResult struct {
 }
 
 // evaluate runs the model forward over the validation set.
-func evaluate(ctx context.Context, feed *feeder, loader *data.Loader, epoch int) (evalResult, error) {
+func evaluate(ctx context.Context, net Backend, loader *data.Loader, epoch int) (evalResult, error) {
 	var r evalResult
 	start := time.Now()
 	it := loader.Epoch(ctx, epoch)
@@ -547,7 +425,7 @@ func evaluate(ctx context.Context, feed *feeder, loader *data.Loader, epoch int)
 			b.Release()
 			continue
 		}
-		res, err := feed.eval(b)
+		res, err := net.Eval(input(b))
 		b.Release()
 		if err != nil {
 			return r, fmt.Errorf("evaluation: %w", err)
@@ -562,52 +440,6 @@ func evaluate(ctx context.Context, feed *feeder, loader *data.Loader, epoch int)
 	}
 	r.Wall = time.Since(start)
 	return r, nil
-}
-
-// newLoaders builds the training loader (random augmentation, shuffled) and
-// the validation loader (resize + centre crop, in order).
-func newLoaders(cfg config.Config, trainSet, valSet *data.Index, alloc data.Allocator, dtype string, split data.Split) (train, val *data.Loader, err error) {
-	a, d := cfg.Augment, cfg.Data
-	mean, std := vec3(a.Mean), vec3(a.Std)
-	tp := augment.DefaultTrainParams(d.ImageSize)
-	tp.Scale, tp.Ratio = [2]float64{a.Scale[0], a.Scale[1]}, [2]float64{a.Ratio[0], a.Ratio[1]}
-	tp.HFlip, tp.Brightness, tp.Contrast, tp.Saturation = a.HFlip, a.Brightness, a.Contrast, a.Saturation
-	tp.Mean, tp.Std = mean, std
-	trainTf, err := augment.NewTrain(tp)
-	if err != nil {
-		return nil, nil, fmt.Errorf("augment: %w", err)
-	}
-	ep := augment.DefaultEvalParams(d.ImageSize)
-	ep.ResizeRatio, ep.Mean, ep.Std = a.EvalResizeRatio, mean, std
-	evalTf, err := augment.NewEval(ep)
-	if err != nil {
-		return nil, nil, fmt.Errorf("augment: %w", err)
-	}
-	base := data.LoaderConfig{
-		BatchSize: d.BatchSize, Workers: d.Workers, Prefetch: d.Prefetch,
-		Seed: cfg.Train.Seed, MaxPixels: d.MaxPixels, SkipBadImages: d.BadImages == "skip", Alloc: alloc, Decoder: d.Decoder, DType: dtype,
-		Split: split,
-	}
-	base.MaxDecodeBytes = int64(d.MaxDecode)
-	tc := base
-	tc.Index, tc.Transform, tc.Shuffle, tc.DropLast = trainSet, trainTf, d.Shuffle, d.DropLast
-	if train, err = data.NewLoader(tc); err != nil {
-		return nil, nil, err
-	}
-	vc := base
-	vc.Index, vc.Transform = valSet, evalTf
-	if val, err = data.NewLoader(vc); err != nil {
-		train.Close()
-		return nil, nil, err
-	}
-	return train, val, nil
-}
-
-func allocName(a data.Allocator) string {
-	if a == nil {
-		return "pageable"
-	}
-	return a.Name()
 }
 
 func vec3(v []float64) [3]float32 { return [3]float32{float32(v[0]), float32(v[1]), float32(v[2])} }

@@ -325,24 +325,35 @@ func metricsLines(t *testing.T, run string) []EpochMetrics {
 	return out
 }
 
-// nanAt reports a NaN loss from its step'th TrainStep on: as a result, or
-// as the error a backend returns (the model refuses to apply such a step).
+// nanAt reports a NaN loss from its step'th step on: as a result, or as
+// the error a backend returns (the model refuses to apply such a step).
 type nanAt struct {
 	Backend
 	step, calls int
 	asError     bool
 }
 
-func (n *nanAt) TrainStep(x []float32, labels []int32, k int, lr float32) (model.StepResult, error) {
+func (n *nanAt) Start(in model.Input, lr float32) (model.Pending, error) {
 	n.calls++
-	r, err := n.Backend.TrainStep(x, labels, k, lr)
-	if n.calls >= n.step {
-		if n.asError {
-			return model.StepResult{}, fmt.Errorf("wrapped: %w: NaN", model.ErrNonFiniteLoss)
-		}
-		r.Loss = math.NaN()
+	p, err := n.Backend.Start(in, lr)
+	if err != nil || n.calls < n.step {
+		return p, err
 	}
-	return r, err
+	return nanStep{p, n.asError}, nil
+}
+
+type nanStep struct {
+	model.Pending
+	asError bool
+}
+
+func (s nanStep) Wait() (model.StepResult, model.StepTimes, error) {
+	r, t, err := s.Pending.Wait()
+	if s.asError {
+		return model.StepResult{}, t, fmt.Errorf("wrapped: %w: NaN", model.ErrNonFiniteLoss)
+	}
+	r.Loss = math.NaN()
+	return r, t, err
 }
 
 func TestNaNLossStopsAndKeepsTheLastGoodCheckpoint(t *testing.T) {
@@ -388,7 +399,7 @@ func TestEvaluateMatchesTheRunsLastEpoch(t *testing.T) {
 // asyncModel steps in a goroutine, as a GPU backend computes while the loop
 // fetches the next batch: steps run one after another, each after the one
 // before (a stream), and like a device copy it takes its own copy of the
-// batch before StartStep returns.
+// batch before Start returns.
 type asyncModel struct {
 	Backend
 	prev     chan struct{} // closed when the last step started is done
@@ -396,23 +407,42 @@ type asyncModel struct {
 	maxSeen  atomic.Int32
 }
 
-func (a *asyncModel) StartStep(x []float32, labels []int32, n int, lr float32) (func() (model.StepResult, error), error) {
-	x, labels = slices.Clone(x), slices.Clone(labels)
+func (a *asyncModel) Start(in model.Input, lr float32) (model.Pending, error) {
+	in.X, in.U8, in.Labels = slices.Clone(in.X), slices.Clone(in.U8), slices.Clone(in.Labels)
 	if k := a.inFlight.Add(1); k > a.maxSeen.Load() {
 		a.maxSeen.Store(k)
 	}
-	prev, done := a.prev, make(chan struct{})
-	a.prev = done
-	var res model.StepResult
-	var err error
+	s := &asyncStep{a: a, done: make(chan struct{})}
+	prev := a.prev
+	a.prev = s.done
 	go func() {
-		defer close(done)
+		defer close(s.done)
 		if prev != nil {
 			<-prev
 		}
-		res, err = a.Backend.TrainStep(x, labels, n, lr)
+		var p model.Pending
+		if p, s.err = a.Backend.Start(in, lr); s.err == nil {
+			s.res, s.times, s.err = p.Wait()
+		}
 	}()
-	return func() (model.StepResult, error) { <-done; a.inFlight.Add(-1); return res, err }, nil
+	return s, nil
+}
+
+// asyncStep is a step of the asyncModel's, queued behind the one before.
+type asyncStep struct {
+	a     *asyncModel
+	done  chan struct{}
+	res   model.StepResult
+	times model.StepTimes
+	err   error
+}
+
+func (s *asyncStep) Queued() bool { return true }
+
+func (s *asyncStep) Wait() (model.StepResult, model.StepTimes, error) {
+	<-s.done
+	s.a.inFlight.Add(-1)
+	return s.res, s.times, s.err
 }
 
 // TestAsyncBackendGivesTheSameRun: the pipelined loop (a step in flight

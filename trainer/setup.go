@@ -1,0 +1,332 @@
+package trainer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"stoke/augment"
+	"stoke/config"
+	"stoke/data"
+)
+
+// session is one invocation of Run: what set-up made (here) and the epoch
+// loop reads (trainer.go), and what close releases at the end.
+type session struct {
+	cfg config.Config
+	opt Options
+	out io.Writer // os.Stdout, opt.Out, or io.Discard on ranks other than 0
+	d   *distRun
+
+	dir     string           // the run folder
+	start   *checkpointState // the checkpoint resumed from; nil in a fresh run
+	sameRun bool             // resuming into the checkpoint's own run folder
+
+	trainSet *data.Index
+	files    data.FileList // the dataset's files, as checkpoints record them
+	decoder  string        // the JPEG decoder resolved (resolvedDecoder)
+
+	dev                    *Device
+	net                    Backend // dev.Backend, or what a test wraps it in
+	trainLoader, valLoader *data.Loader
+	metrics                *metricsFile // nil on ranks other than 0
+	sched                  schedule
+	bar                    *progress
+
+	firstEpoch   int
+	step         int           // optimizer steps taken
+	savedStep    int           // the step of the last checkpoint, written or resumed from
+	partial      progressState // of the epoch a resumed checkpoint interrupted
+	checkpointed bool          // this invocation wrote a checkpoint
+
+	closers []func() // run last first by close
+}
+
+// onClose adds f to what close runs, before everything added earlier.
+func (s *session) onClose(f func()) { s.closers = append(s.closers, f) }
+
+// close releases what set-up took, last first: the loaders before the
+// device whose pinned buffers they may hold, the run folder's lock last.
+func (s *session) close() {
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		s.closers[i]()
+	}
+	s.closers = nil
+}
+
+// setUp readies s to train as cfg says, in order: the checkpoint to resume
+// from, the run folder, the dataset, the device and the model on it, the
+// loaders, metrics.jsonl. It returns a Summary, and no error, when there is
+// nothing to train. Whatever it took is released by s.close, also after an
+// error.
+func (s *session) setUp(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) {
+	s.cfg, s.opt, s.out = cfg, opt, opt.Out
+	if s.out == nil {
+		s.out = os.Stdout
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid config:\n%w", err)
+	}
+	s.d = newDistRun(opt.Comm)
+	if !s.d.writer() {
+		s.out = io.Discard // only rank 0 reports
+	}
+	if cfg.Train.Device == "cuda" { // before any work, not after the dataset is made
+		if newCUDADevice == nil {
+			return nil, ErrNoCUDA
+		}
+		if err := checkCUDA(); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Train.Threads > 0 {
+		prev := runtime.GOMAXPROCS(cfg.Train.Threads)
+		s.onClose(func() { runtime.GOMAXPROCS(prev) })
+	}
+	s.dir = cfg.Train.Out
+	if cfg.Train.Resume != "" {
+		if sum, err := s.findStart(); sum != nil || err != nil {
+			return sum, err
+		}
+	}
+	if err := s.claimFolder(); err != nil {
+		return nil, err
+	}
+	if s.start != nil && s.start.Unverified {
+		fmt.Fprintf(s.out, "note: %s was written by an older stoke (format 1): its files, decoder and dataset cannot be checked\n", s.start.Dir)
+	}
+	valSet, err := s.openData(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.openModel(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.openLoaders(valSet); err != nil {
+		return nil, err
+	}
+	if err := s.openMetrics(); err != nil {
+		return nil, err
+	}
+	opt.Trace.Thread(loopRow, "train loop")
+	opt.Trace.Thread(modelRow, "model ("+s.dev.Name+")")
+	for w := 0; w < cfg.Data.Workers; w++ {
+		opt.Trace.Thread(w+1, fmt.Sprintf("loader worker %d", w))
+	}
+	s.sched = schedule{cfg: cfg.Optim, stepsPerEpoch: s.trainLoader.NumBatches(), epochs: cfg.Train.Epochs}
+	s.bar = newProgress(s.out, cfg.Train.Progress)
+	return nil, nil
+}
+
+// findStart reads the checkpoint cfg.Train.Resume names and checks that
+// this run may continue it; with its epochs all done already, it touches
+// nothing and returns the Summary that says so.
+func (s *session) findStart() (*Summary, error) {
+	cfg := s.cfg
+	start, err := loadCheckpointState(cfg.Train.Resume)
+	if err != nil {
+		return nil, err
+	}
+	if err := compatible(start, s.d.resumeConfig(cfg)); err != nil {
+		return nil, err
+	}
+	if start.Epoch >= cfg.Train.Epochs { // nothing to do: touch nothing
+		fmt.Fprintf(s.out, "nothing to train: the checkpoint %s has %s done and train.epochs is %d; nothing was changed (a larger --epochs continues the run)\n", start.Dir, epochsDone(start), cfg.Train.Epochs)
+		return &Summary{RunDir: runOf(cfg.Train.Resume), CheckpointEpochs: start.Epoch}, nil
+	}
+	s.start, s.sameRun = start, sameFolder(runOf(cfg.Train.Resume), s.dir)
+	return nil, nil
+}
+
+// claimFolder takes the run folder (rank 0 holds it for every rank). A
+// fresh run that ends before its first checkpoint (an error in set-up, an
+// interrupt before the first step) takes back the files it wrote there, so
+// that the same command can simply be run again.
+func (s *session) claimFolder() error {
+	if s.d.writer() {
+		folder, err := claimRunFolder(s.dir, s.sameRun, s.out)
+		if err != nil {
+			var used *usedFolderError
+			if errors.As(err, &used) && s.start != nil {
+				return fmt.Errorf("cannot resume %s into --out %s: that folder holds another run (%s), and the two would be mixed; continue that one with --resume %s, or choose an empty --out", s.cfg.Train.Resume, s.dir, strings.Join(used.Found, ", "), s.dir)
+			}
+			return err
+		}
+		s.onClose(folder.release)
+	}
+	s.onClose(func() {
+		if s.start == nil && !s.checkpointed && s.d.writer() {
+			for _, name := range []string{"config.yaml", "metrics.jsonl"} {
+				os.Remove(filepath.Join(s.dir, name))
+			}
+		}
+	})
+	return nil
+}
+
+// openData opens the dataset, checks it against the checkpoint resumed
+// from, and writes and prints the resolved config. It returns the
+// validation split; the training split is s.trainSet.
+func (s *session) openData(ctx context.Context) (valSet *data.Index, err error) {
+	cfg, start, out := s.cfg, s.start, s.out
+	root, trainSet, valSet, err := s.d.openDataset(ctx, cfg.Data, out)
+	if err != nil {
+		return nil, err
+	}
+	if len(trainSet.Classes) < 2 {
+		return nil, fmt.Errorf("dataset %s has one class (%s); a classifier needs at least two classes, each a folder of images under train/ and val/", root, trainSet.Classes[0])
+	}
+	if s.files, err = data.ListFiles(trainSet, valSet); err != nil {
+		return nil, err
+	}
+	s.trainSet, s.decoder = trainSet, resolvedDecoder(cfg.Data.Decoder)
+	if start != nil {
+		if err := sameInputs(start, root, trainSet.Classes, s.files, s.decoder, cfg.Data.Decoder); err != nil {
+			return nil, err
+		}
+	}
+	if start != nil && start.Config.Train.Epochs != cfg.Train.Epochs {
+		fmt.Fprintf(out, "note: train.epochs changed from %d to %d; the learning-rate schedule is stretched to the new length\n", start.Config.Train.Epochs, cfg.Train.Epochs)
+	}
+	resolved, err := cfg.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	if s.d.writer() {
+		if err := os.MkdirAll(s.dir, 0o755); err != nil {
+			return nil, fmt.Errorf("run folder: %w", err)
+		}
+		if err := writeFileAtomic(filepath.Join(s.dir, "config.yaml"), resolved); err != nil {
+			return nil, err
+		}
+	}
+	fmt.Fprintf(out, "# resolved config (saved in %s)\n%s", filepath.Join(s.dir, "config.yaml"), resolved)
+	fmt.Fprintf(out, "dataset %s: %d classes, %d train / %d val images\n", root, len(trainSet.Classes), len(trainSet.Samples), len(valSet.Samples))
+	return valSet, nil
+}
+
+// openModel opens the device and builds the model on it, with the weights
+// and optimizer state resumed from, or broadcast from rank 0.
+func (s *session) openModel(ctx context.Context) error {
+	cfg, start, out := s.cfg, s.start, s.out
+	dev, err := openDevice(cfg.ModelSpec(len(s.trainSet.Classes)), cfg.ModelOptions(), cfg, out)
+	if err != nil {
+		return err
+	}
+	if dev.Close != nil {
+		s.onClose(func() { dev.Close() }) // after the loaders, whose buffers it may own
+	}
+	if err := ctx.Err(); err != nil { // interrupted while the model was built
+		return err
+	}
+	s.dev, s.net = dev, dev.Backend
+	if s.opt.wrapBackend != nil {
+		s.net = s.opt.wrapBackend(s.net)
+	}
+	s.onClose(s.net.Close)
+	if start != nil {
+		if err := s.net.Load(start.Params, start.Optim); err != nil {
+			return fmt.Errorf("resume from %s: %w", start.Dir, err)
+		}
+		s.firstEpoch, s.step, s.partial = start.Epoch, start.Step, s.d.ownShare(start.Partial)
+		s.savedStep = s.step
+		fmt.Fprintf(out, "resumed from %s: %d epochs and %d batches done (step %d)\n", start.Dir, start.Epoch, s.partial.Batches, start.Step)
+	}
+	fmt.Fprintf(out, "model: %d parameters\n", dev.Params)
+	return s.d.setup(s.net, cfg, out)
+}
+
+// openLoaders makes the training and validation loaders and checks that the
+// epochs they make are the resumed checkpoint's.
+func (s *session) openLoaders(valSet *data.Index) error {
+	cfg, start := s.cfg, s.start
+	trainLoader, valLoader, err := newLoaders(cfg, s.trainSet, valSet, s.dev.Alloc, s.dev.batchDType(cfg.Data.BatchDType), s.d.split())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(s.out, "loader: %d workers, JPEG decoder %s, %s batches in %s memory\n", cfg.Data.Workers, trainLoader.DecoderName(), trainLoader.DType(), allocName(s.dev.Alloc))
+	s.onClose(func() { trainLoader.Close() })
+	s.onClose(func() { valLoader.Close() })
+	s.trainLoader, s.valLoader = trainLoader, valLoader
+	steps := trainLoader.NumBatches()
+	if start != nil && !start.Unverified && start.StepsPerEpoch != steps {
+		return fmt.Errorf("cannot resume from %s: its epochs had %d steps, this run's have %d", start.Dir, start.StepsPerEpoch, steps)
+	}
+	if start != nil && start.Step != start.Epoch*steps+start.Partial.Batches {
+		return fmt.Errorf("resume: %s is inconsistent: step %d, but %d epochs of %d steps and %d batches make %d", filepath.Join(start.Dir, stateFile), start.Step, start.Epoch, steps, start.Partial.Batches, start.Epoch*steps+start.Partial.Batches)
+	}
+	return nil
+}
+
+// openMetrics opens metrics.jsonl (rank 0): a resume into a new folder takes
+// the run's earlier epochs along.
+func (s *session) openMetrics() error {
+	if !s.d.writer() {
+		return nil
+	}
+	if s.start != nil && !s.sameRun {
+		if b, err := os.ReadFile(filepath.Join(runOf(s.cfg.Train.Resume), "metrics.jsonl")); err == nil {
+			if err := writeFileAtomic(filepath.Join(s.dir, "metrics.jsonl"), b); err != nil {
+				return err
+			}
+		}
+	}
+	m, err := openMetrics(s.dir, s.firstEpoch)
+	if err != nil {
+		return err
+	}
+	s.metrics = m
+	s.onClose(func() { m.Close() })
+	return nil
+}
+
+// newLoaders builds the training loader (random augmentation, shuffled) and
+// the validation loader (resize + centre crop, in order).
+func newLoaders(cfg config.Config, trainSet, valSet *data.Index, alloc data.Allocator, dtype string, split data.Split) (train, val *data.Loader, err error) {
+	a, d := cfg.Augment, cfg.Data
+	mean, std := vec3(a.Mean), vec3(a.Std)
+	tp := augment.DefaultTrainParams(d.ImageSize)
+	tp.Scale, tp.Ratio = [2]float64{a.Scale[0], a.Scale[1]}, [2]float64{a.Ratio[0], a.Ratio[1]}
+	tp.HFlip, tp.Brightness, tp.Contrast, tp.Saturation = a.HFlip, a.Brightness, a.Contrast, a.Saturation
+	tp.Mean, tp.Std = mean, std
+	trainTf, err := augment.NewTrain(tp)
+	if err != nil {
+		return nil, nil, fmt.Errorf("augment: %w", err)
+	}
+	ep := augment.DefaultEvalParams(d.ImageSize)
+	ep.ResizeRatio, ep.Mean, ep.Std = a.EvalResizeRatio, mean, std
+	evalTf, err := augment.NewEval(ep)
+	if err != nil {
+		return nil, nil, fmt.Errorf("augment: %w", err)
+	}
+	base := data.LoaderConfig{
+		BatchSize: d.BatchSize, Workers: d.Workers, Prefetch: d.Prefetch,
+		Seed: cfg.Train.Seed, MaxPixels: d.MaxPixels, SkipBadImages: d.BadImages == "skip", Alloc: alloc, Decoder: d.Decoder, DType: dtype,
+		Split: split,
+	}
+	base.MaxDecodeBytes = int64(d.MaxDecode)
+	tc := base
+	tc.Index, tc.Transform, tc.Shuffle, tc.DropLast = trainSet, trainTf, d.Shuffle, d.DropLast
+	if train, err = data.NewLoader(tc); err != nil {
+		return nil, nil, err
+	}
+	vc := base
+	vc.Index, vc.Transform = valSet, evalTf
+	if val, err = data.NewLoader(vc); err != nil {
+		train.Close()
+		return nil, nil, err
+	}
+	return train, val, nil
+}
+
+func allocName(a data.Allocator) string {
+	if a == nil {
+		return "pageable"
+	}
+	return a.Name()
+}
