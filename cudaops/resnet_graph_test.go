@@ -170,7 +170,7 @@ func TestGPUResNetU8MatchesCPU(t *testing.T) {
 	for step, n := range []int{3, 2, 3} {
 		u8, x, labels := u8Batch(rng, spec, opt.Batch, n, true)
 		want, err1 := cpu.TrainStep(x, labels, n, 0.05)
-		got, err2 := b.TrainStepU8(u8, labels, n, 0.05)
+		got, _, err2 := runStep(b, model.Input{U8: u8, Labels: labels, N: n}, 0.05)
 		if err := first(err1, err2); err != nil {
 			t.Fatal(err)
 		}
@@ -178,7 +178,7 @@ func TestGPUResNetU8MatchesCPU(t *testing.T) {
 			t.Fatalf("step %d n=%d: uint8 on the GPU %+v, CPU %+v", step, n, got, want)
 		}
 		we, err1 := cpu.EvalStep(x, labels, n)
-		ge, err2 := b.EvalStepU8(u8, labels, n)
+		ge, err2 := b.Eval(model.Input{U8: u8, Labels: labels, N: n})
 		if err := first(err1, err2); err != nil {
 			t.Fatal(err)
 		}
