@@ -337,6 +337,9 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 			break
 		}
 	}
+	if d.writer() {
+		return sum, writeConfusionPNG(run) // eval/confusion.png of the last evaluation
+	}
 	return sum, nil
 }
 
