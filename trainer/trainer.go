@@ -87,6 +87,9 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 			break
 		}
 	}
+	if s.d.writer() {
+		return sum, writeConfusionPNG(s.dir) // eval/confusion.png of the last evaluation
+	}
 	return sum, nil
 }
 
