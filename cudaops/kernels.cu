@@ -1,4 +1,4 @@
-// kernels.cu: every kernel of stoke's CNN on the GPU. scripts/gen-ptx.sh
+// kernels.cu: every kernel of stoke's models (cnn, ResNets) on the GPU. gen-ptx.sh
 // compiles it to kernels.ptx (compute_80), which is committed and embedded;
 // newer drivers JIT it for their device (H100/H200 included).
 //

@@ -10,7 +10,8 @@ import (
 )
 
 // Engine runs the graph's layers on one device: every op of the cnn arch
-// (ops.go, loss.go) calls it, so the same gorgonia graph — its gradient and
+// (ops.go, loss.go) calls it, and the ResNets' ops call its ResNetEngine
+// extension (engine_resnet.go), so the same gorgonia graph — its gradient and
 // its order of execution — runs on the CPU (CPUEngine, cpuops's kernels) and
 // on a GPU (cudaops's engine, kernels.cu on device memory).
 //
