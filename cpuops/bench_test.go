@@ -4,12 +4,15 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
 )
 
 // The ResNets' layers at the shapes of `train bench-step` (resnet20 at
 // 32 px, batch 128; resnet18 with the cifar stem at 32 px, batch 64), one
 // op per benchmark, with GFLOPS for the convolutions and GB/s (bytes the
-// op must read and write at least) for BatchNorm. On one core:
+// op must read and write at least) for BatchNorm, both from the wall
+// clock, and the process's CPU time per op (cpu-ms/op, steadier than the
+// wall clock on a shared machine). On one core:
 //
 //	go test -run - -bench 'Conv2d|BatchNorm' -cpu 1 ./cpuops/
 
@@ -47,9 +50,11 @@ func BenchmarkConv2d(b *testing.B) {
 			b.Run(s.name+"/"+pass.name, func(b *testing.B) {
 				pass.run()
 				b.ResetTimer()
+				t0 := cpuTime()
 				for i := 0; i < b.N; i++ {
 					pass.run()
 				}
+				reportCPU(b, t0)
 				b.ReportMetric(flop*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOPS")
 			})
 		}
@@ -75,19 +80,27 @@ func BenchmarkBatchNorm(b *testing.B) {
 			name := fmt.Sprintf("%dx%dx%d-relu=%v", s.B, s.C, s.HW, relu)
 			bytes := 4 * float64(bn.Len())
 			b.Run(name+"/fwd", func(b *testing.B) {
+				t0 := cpuTime()
 				for i := 0; i < b.N; i++ {
 					bn.Forward(x, gamma, beta, y, rm, rv, s.B, true)
 				}
+				reportCPU(b, t0)
 				b.ReportMetric(2*bytes*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
 			})
 			b.Run(name+"/bwd", func(b *testing.B) {
 				bn.Forward(x, gamma, beta, y, rm, rv, s.B, true)
 				b.ResetTimer()
+				t0 := cpuTime()
 				for i := 0; i < b.N; i++ {
 					bn.Backward(x, gamma, y, dy, dx, dg, db)
 				}
+				reportCPU(b, t0)
 				b.ReportMetric(4*bytes*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
 			})
 		}
 	}
+}
+
+func reportCPU(b *testing.B, t0 time.Duration) {
+	b.ReportMetric(float64(cpuTime()-t0)/1e6/float64(b.N), "cpu-ms/op")
 }
