@@ -23,11 +23,12 @@ import (
 // matrix for 64 or 16 columns.
 //
 //	Forward        y = w·col                       per group, w packed once
-//	BackwardData   dcol = wᵀ·dy, then col2im        per group, wᵀ packed once
+//	BackwardData   dcol = wᵀ·dy, then col2im        per group, wᵀ packed once;
+//	               at stride 1, dx = conv(dy, w turned 180°), as Forward
 //	BackwardFilter dw = Σ dy·colᵀ                   in fixed groups of samples
 //
-// Forward and BackwardData give, element for element, the sums the
-// per-sample GEMMs gave; the filter gradient is summed over several samples
+// Forward and BackwardData give, element for element, the sums one sample
+// alone gives; the filter gradient is summed over several samples
 // per GEMM and then over groups in order, so no result depends on the core
 // count.
 type Conv2d struct {
@@ -52,6 +53,14 @@ type Conv2d struct {
 	groupDW  []float32
 	x, y, dy []float32 // the running job's arguments
 	dx       []float32
+
+	// back is, at stride 1, BackwardData as a forward convolution: dx =
+	// conv(dy, wflip) with padding K−1−Pad, wflip (Cin,Cout,K,K) the
+	// weights with in and out swapped and the kernel turned by 180°. Its
+	// GEMM is as deep as the forward's (Cout·K·K, not Cout) and needs no
+	// col2im scatter.
+	back  *Conv2d
+	wflip []float32
 }
 
 type conv2dScratch struct {
@@ -68,6 +77,17 @@ const (
 
 // NewConv2d returns the kernels for a convolution of this shape.
 func NewConv2d(b, cin, h, w, cout, k, stride, pad int) (*Conv2d, error) {
+	c, err := newConv2d(b, cin, h, w, cout, k, stride, pad)
+	if err == nil && stride == 1 {
+		if c.back, err = newConv2d(b, cout, c.Ho, c.Wo, cin, k, 1, k-1-pad); err != nil {
+			return nil, err
+		}
+		c.wflip = make([]float32, cout*cin*k*k)
+	}
+	return c, err
+}
+
+func newConv2d(b, cin, h, w, cout, k, stride, pad int) (*Conv2d, error) {
 	if b < 1 || cin < 1 || h < 1 || w < 1 || cout < 1 || k < 1 || stride < 1 || pad < 0 || pad >= k {
 		return nil, fmt.Errorf("cpuops.NewConv2d: bad shape B=%d Cin=%d H=%d W=%d Cout=%d K=%d stride=%d pad=%d", b, cin, h, w, cout, k, stride, pad)
 	}
@@ -192,6 +212,20 @@ func (c *Conv2d) forwardGroup(worker, g int) {
 // BackwardData computes dx from the weights and the output gradient dy.
 func (c *Conv2d) BackwardData(w, dy, dx []float32) {
 	c.check("BackwardData", dx, w, dy)
+	if c.back != nil {
+		K := c.K
+		for co := 0; co < c.Cout; co++ {
+			for ci := 0; ci < c.Cin; ci++ {
+				src := w[(co*c.Cin+ci)*K*K : (co*c.Cin+ci+1)*K*K]
+				dst := c.wflip[(ci*c.Cout+co)*K*K : (ci*c.Cout+co+1)*K*K]
+				for i, v := range src {
+					dst[K*K-1-i] = v
+				}
+			}
+		}
+		c.back.Forward(dy, c.wflip, dx)
+		return
+	}
 	gemm.PackA(&c.wT, true, c.ckk(), c.Cout, w, c.ckk())
 	c.dy, c.dx = dy, dx
 	c.bwdData.run(c.start(c.bwdData.n))
