@@ -139,7 +139,7 @@ func TestBatchNormMatchesReference(t *testing.T) {
 	for _, s := range []struct {
 		B, C, HW, n int
 		relu        bool
-	}{{4, 3, 5, 4, false}, {4, 3, 5, 3, true}, {2, 5, 1, 2, false}, {6, 2, 9, 4, true}} {
+	}{{4, 3, 5, 4, false}, {4, 3, 5, 3, true}, {2, 5, 1, 2, false}, {6, 2, 9, 4, true}, {3, 2, 67, 3, true}, {2, 2, 64, 2, false}} {
 		rng := rand.New(rand.NewPCG(uint64(s.B*10+s.n), 3))
 		bn, err := NewBatchNorm(s.B, s.C, s.HW, s.relu)
 		if err != nil {
