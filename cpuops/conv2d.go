@@ -387,17 +387,17 @@ func (g *gatherPanels) PackB(dst []float32, pc, jc, kb, nb int) {
 			kind = g.kind[j0/nr]
 		}
 		switch kind {
-		case panelRun16:
-			c := g.cols[j0]
-			for q, r := range rows {
-				*(*[nr]float32)(panel[q*nr:]) = *(*[nr]float32)(src[r+c:])
-			}
-		case panelRun8:
+		case panelRun16, panelRun8:
+			// Both offset lists increase: the last row's run ends
+			// furthest into src. The copies read unchecked.
 			c0, c1 := g.cols[j0], g.cols[j0+nr/2]
-			for q, r := range rows {
-				d := panel[q*nr : q*nr+nr]
-				*(*[nr / 2]float32)(d) = *(*[nr / 2]float32)(src[r+c0:])
-				*(*[nr / 2]float32)(d[nr/2:]) = *(*[nr / 2]float32)(src[r+c1:])
+			if end := rows[kb-1] + g.cols[j0+nr-1]; end >= len(src) {
+				panic(fmt.Sprintf("cpuops: im2col panel at %d past %d inputs", end, len(src)))
+			}
+			if kind == panelRun16 {
+				copyRows16(panel, src, rows, c0)
+			} else {
+				copyRows8x2(panel, src, rows, c0, c1)
 			}
 		default:
 			cols := g.cols[j0 : j0+nn]

@@ -77,3 +77,19 @@ func bnDxGo(x, y, dy, dx []float32, relu bool, a, b, d float32) {
 		dx[j] = a*g + (b*v + d)
 	}
 }
+
+// The panel copies of Conv2d's im2col (conv2d.go).
+
+func copyRows16Go(dst, src []float32, offs []int, c int) {
+	for q, r := range offs {
+		*(*[16]float32)(dst[16*q:]) = *(*[16]float32)(src[r+c:])
+	}
+}
+
+func copyRows8x2Go(dst, src []float32, offs []int, c0, c1 int) {
+	for q, r := range offs {
+		d := dst[16*q : 16*q+16]
+		*(*[8]float32)(d) = *(*[8]float32)(src[r+c0:])
+		*(*[8]float32)(d[8:]) = *(*[8]float32)(src[r+c1:])
+	}
+}

@@ -115,3 +115,30 @@ func bnDx(x, y, dy, dx []float32, relu bool, a, b, d float32) {
 	}
 	bnDxGo(x[n:], y[n:], dy[n:], dx[n:], relu, a, b, d)
 }
+
+//go:noescape
+func copyRows16AVX2(dst, src *float32, offs *int, n, c int)
+
+//go:noescape
+func copyRows8x2AVX2(dst, src *float32, offs *int, n, c0, c1 int)
+
+// copyRows16 sets dst[16q:16q+16] = src[offs[q]+c:][:16] for every q; the
+// caller has checked that every row lies in src.
+func copyRows16(dst, src []float32, offs []int, c int) {
+	if useAVX2 && len(offs) > 0 {
+		_ = dst[16*len(offs)-1]
+		copyRows16AVX2(&dst[0], &src[0], &offs[0], len(offs), c)
+		return
+	}
+	copyRows16Go(dst, src, offs, c)
+}
+
+// copyRows8x2 is copyRows16 for two runs of 8, at c0 and c1.
+func copyRows8x2(dst, src []float32, offs []int, c0, c1 int) {
+	if useAVX2 && len(offs) > 0 {
+		_ = dst[16*len(offs)-1]
+		copyRows8x2AVX2(&dst[0], &src[0], &offs[0], len(offs), c0, c1)
+		return
+	}
+	copyRows8x2Go(dst, src, offs, c0, c1)
+}

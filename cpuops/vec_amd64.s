@@ -297,3 +297,58 @@ dxrelu:
 dxdone:
 	VZEROUPPER
 	RET
+
+// func copyRows16AVX2(dst, src *float32, offs *int, n, c int)
+// For q < n: dst[16q : 16q+16] = src[offs[q]+c : offs[q]+c+16], a panel
+// of an im2col matrix whose 16 pixels are contiguous in every row.
+TEXT ·copyRows16AVX2(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ offs+16(FP), BX
+	MOVQ n+24(FP), CX
+	MOVQ c+32(FP), AX
+	LEAQ (SI)(AX*4), SI
+	TESTQ CX, CX
+	JZ   r16done
+r16loop:
+	MOVQ (BX), DX
+	VMOVUPS (SI)(DX*4), Y0
+	VMOVUPS 32(SI)(DX*4), Y1
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	ADDQ $8, BX
+	ADDQ $64, DI
+	DECQ CX
+	JNZ  r16loop
+r16done:
+	VZEROUPPER
+	RET
+
+// func copyRows8x2AVX2(dst, src *float32, offs *int, n, c0, c1 int)
+// As copyRows16AVX2 for a panel of two runs of 8 pixels, at c0 and c1.
+TEXT ·copyRows8x2AVX2(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ offs+16(FP), BX
+	MOVQ n+24(FP), CX
+	MOVQ c0+32(FP), AX
+	MOVQ c1+40(FP), R8
+	SUBQ AX, R8
+	SHLQ $2, R8
+	LEAQ (SI)(AX*4), SI
+	TESTQ CX, CX
+	JZ   r8done
+r8loop:
+	MOVQ (BX), DX
+	LEAQ (SI)(DX*4), R9
+	VMOVUPS (R9), Y0
+	VMOVUPS (R9)(R8*1), Y1
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	ADDQ $8, BX
+	ADDQ $64, DI
+	DECQ CX
+	JNZ  r8loop
+r8done:
+	VZEROUPPER
+	RET

@@ -27,3 +27,9 @@ func gradSums(x, y, dy []float32, relu bool) (sg, sgx float32) { return gradSums
 
 // bnDx sets dx = a·g + (b·x + d), g as in gradSums.
 func bnDx(x, y, dy, dx []float32, relu bool, a, b, d float32) { bnDxGo(x, y, dy, dx, relu, a, b, d) }
+
+// copyRows16 sets dst[16q:16q+16] = src[offs[q]+c:][:16] for every q.
+func copyRows16(dst, src []float32, offs []int, c int) { copyRows16Go(dst, src, offs, c) }
+
+// copyRows8x2 is copyRows16 for two runs of 8, at c0 and c1.
+func copyRows8x2(dst, src []float32, offs []int, c0, c1 int) { copyRows8x2Go(dst, src, offs, c0, c1) }

@@ -127,3 +127,26 @@ func testBatchNormLoops(t *testing.T) {
 		}
 	}
 }
+
+// TestCopyRows: the panel copies give the portable loops' panels.
+func TestCopyRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(10, 10))
+	src := randF32(rng, 500)
+	for n := 0; n < 12; n++ {
+		offs := make([]int, n)
+		for i := range offs {
+			offs[i] = 7*i + i*i
+		}
+		want, got := make([]float32, 16*n), make([]float32, 16*n)
+		copyRows16Go(want, src, offs, 5)
+		copyRows16(got, src, offs, 5)
+		if !slices.Equal(got, want) {
+			t.Fatalf("copyRows16, n=%d: %v, want %v", n, got, want)
+		}
+		copyRows8x2Go(want, src, offs, 3, 40)
+		copyRows8x2(got, src, offs, 3, 40)
+		if !slices.Equal(got, want) {
+			t.Fatalf("copyRows8x2, n=%d: %v, want %v", n, got, want)
+		}
+	}
+}
