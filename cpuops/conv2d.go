@@ -445,12 +445,21 @@ func (g *gatherTPanels) PackB(dst []float32, pc, jc, kb, nb int) {
 			continue
 		}
 		offs := (*[nr]int)(g.rows[jc+jr:])
-		for q, c := range cols {
+		lo, hi := (*[8]int)(offs[:8]), (*[8]int)(offs[8:])
+		for q := 0; q < kb; {
+			// Eight pixels in a row at stride 1: two 8x8 transposes of
+			// contiguous loads, not 128 gathers.
+			if c := cols[q]; q+8 <= kb && cols[q+7] == c+7 && transpose8(panel[q*nr:], g.src[c:], lo) {
+				transpose8(panel[q*nr+8:], g.src[c:], hi)
+				q += 8
+				continue
+			}
 			d := (*[nr]float32)(panel[q*nr:])
-			p := unsafe.Add(base, 4*c)
+			p := unsafe.Add(base, 4*cols[q])
 			for j, r := range offs {
 				d[j] = *(*float32)(unsafe.Add(p, 4*r))
 			}
+			q++
 		}
 	}
 }

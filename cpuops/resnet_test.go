@@ -43,6 +43,7 @@ func TestConv2dMatchesReference(t *testing.T) {
 	for _, s := range []struct{ B, cin, H, W, cout, K, S, P int }{
 		{2, 3, 7, 6, 4, 3, 1, 1}, {3, 2, 7, 7, 3, 3, 2, 1}, {2, 4, 6, 5, 3, 1, 2, 0},
 		{2, 3, 5, 5, 2, 1, 1, 0}, {2, 2, 11, 9, 3, 7, 2, 3}, {9, 2, 4, 4, 2, 3, 2, 1},
+		{2, 2, 5, 12, 3, 3, 1, 1}, {3, 2, 8, 8, 2, 3, 1, 1}, // rows of 8 and more: transposed panels
 	} {
 		rng := rand.New(rand.NewPCG(uint64(s.B*100+s.K*10+s.S), 2))
 		c, err := NewConv2d(s.B, s.cin, s.H, s.W, s.cout, s.K, s.S, s.P)

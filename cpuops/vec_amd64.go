@@ -142,3 +142,18 @@ func copyRows8x2(dst, src []float32, offs []int, c0, c1 int) {
 	}
 	copyRows8x2Go(dst, src, offs, c0, c1)
 }
+
+//go:noescape
+func transpose8AVX2(dst, src *float32, offs *int)
+
+// transpose8 sets dst[16i+j] = src[offs[j]+i] for i, j < 8; the caller has
+// checked that every row lies in src. It reports false, doing nothing,
+// where there is no AVX2.
+func transpose8(dst, src []float32, offs *[8]int) bool {
+	if !useAVX2 {
+		return false
+	}
+	_ = dst[16*7+7]
+	transpose8AVX2(&dst[0], &src[0], &offs[0])
+	return true
+}

@@ -352,3 +352,63 @@ r8loop:
 r8done:
 	VZEROUPPER
 	RET
+
+// func transpose8AVX2(dst, src *float32, offs *int)
+// For i, j < 8: dst[16i + j] = src[offs[j] + i]: eight rows of eight
+// contiguous values (eight taps of an im2col matrix over eight pixels in a
+// row) written as eight panel rows, the standard unpack/shuffle/permute
+// 8x8 transpose.
+TEXT ·transpose8AVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ offs+16(FP), BX
+	MOVQ 0(BX), AX
+	VMOVUPS (SI)(AX*4), Y0
+	MOVQ 8(BX), AX
+	VMOVUPS (SI)(AX*4), Y1
+	MOVQ 16(BX), AX
+	VMOVUPS (SI)(AX*4), Y2
+	MOVQ 24(BX), AX
+	VMOVUPS (SI)(AX*4), Y3
+	MOVQ 32(BX), AX
+	VMOVUPS (SI)(AX*4), Y4
+	MOVQ 40(BX), AX
+	VMOVUPS (SI)(AX*4), Y5
+	MOVQ 48(BX), AX
+	VMOVUPS (SI)(AX*4), Y6
+	MOVQ 56(BX), AX
+	VMOVUPS (SI)(AX*4), Y7
+	VUNPCKLPS Y1, Y0, Y8
+	VUNPCKHPS Y1, Y0, Y9
+	VUNPCKLPS Y3, Y2, Y10
+	VUNPCKHPS Y3, Y2, Y11
+	VUNPCKLPS Y5, Y4, Y12
+	VUNPCKHPS Y5, Y4, Y13
+	VUNPCKLPS Y7, Y6, Y14
+	VUNPCKHPS Y7, Y6, Y15
+	VSHUFPS $0x44, Y10, Y8, Y0
+	VSHUFPS $0xEE, Y10, Y8, Y1
+	VSHUFPS $0x44, Y11, Y9, Y2
+	VSHUFPS $0xEE, Y11, Y9, Y3
+	VSHUFPS $0x44, Y14, Y12, Y4
+	VSHUFPS $0xEE, Y14, Y12, Y5
+	VSHUFPS $0x44, Y15, Y13, Y6
+	VSHUFPS $0xEE, Y15, Y13, Y7
+	VPERM2F128 $0x20, Y4, Y0, Y8
+	VPERM2F128 $0x20, Y5, Y1, Y9
+	VPERM2F128 $0x20, Y6, Y2, Y10
+	VPERM2F128 $0x20, Y7, Y3, Y11
+	VPERM2F128 $0x31, Y4, Y0, Y12
+	VPERM2F128 $0x31, Y5, Y1, Y13
+	VPERM2F128 $0x31, Y6, Y2, Y14
+	VPERM2F128 $0x31, Y7, Y3, Y15
+	VMOVUPS Y8, 0(DI)
+	VMOVUPS Y9, 64(DI)
+	VMOVUPS Y10, 128(DI)
+	VMOVUPS Y11, 192(DI)
+	VMOVUPS Y12, 256(DI)
+	VMOVUPS Y13, 320(DI)
+	VMOVUPS Y14, 384(DI)
+	VMOVUPS Y15, 448(DI)
+	VZEROUPPER
+	RET

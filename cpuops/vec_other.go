@@ -33,3 +33,6 @@ func copyRows16(dst, src []float32, offs []int, c int) { copyRows16Go(dst, src, 
 
 // copyRows8x2 is copyRows16 for two runs of 8, at c0 and c1.
 func copyRows8x2(dst, src []float32, offs []int, c0, c1 int) { copyRows8x2Go(dst, src, offs, c0, c1) }
+
+// transpose8 is AVX2's alone: false, do it element by element.
+func transpose8(dst, src []float32, offs *[8]int) bool { return false }

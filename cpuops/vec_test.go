@@ -150,3 +150,27 @@ func TestCopyRows(t *testing.T) {
 		}
 	}
 }
+
+// TestTranspose8: the 8x8 transpose writes panel rows of stride 16.
+func TestTranspose8(t *testing.T) {
+	src := make([]float32, 300)
+	for i := range src {
+		src[i] = float32(i)
+	}
+	offs := [8]int{0, 9, 30, 31, 100, 150, 151, 280}
+	dst := make([]float32, 16*8)
+	if !transpose8(dst, src[3:], &offs) {
+		t.Skip("no AVX2 on this CPU")
+	}
+	for i := 0; i < 8; i++ {
+		for j := 0; j < 16; j++ {
+			want := float32(0)
+			if j < 8 {
+				want = src[3+offs[j]+i]
+			}
+			if dst[16*i+j] != want {
+				t.Fatalf("dst[%d][%d] = %v, want %v", i, j, dst[16*i+j], want)
+			}
+		}
+	}
+}
