@@ -20,7 +20,6 @@ import (
 type Conv struct {
 	B, Cin, H, W, Cout, K int
 	Pool                  bool
-	linear                bool // no bias, no ReLU (Conv2d's stride-1 case; see newLinearConv)
 
 	fwd, bwdData, bwdFilter job
 	scratch                 []convScratch // one per worker
@@ -63,20 +62,6 @@ func NewConv(b, cin, h, w, cout, k int, pool bool) (*Conv, error) {
 	return c, nil
 }
 
-// newLinearConv is the plain convolution y = conv(x, w), stride 1, pad
-// K/2, no bias and no ReLU: Conv2d runs its stride-1 case on it, for the
-// im2col matrix packed straight into the GEMM's panels. Its Forward takes a
-// nil bias; BackwardData and BackwardFilter take dy in y's place (there is
-// no ReLU mask) and BackwardFilter still sums db.
-func newLinearConv(b, cin, h, w, cout, k int) (*Conv, error) {
-	c, err := NewConv(b, cin, h, w, cout, k, false)
-	if err != nil {
-		return nil, err
-	}
-	c.linear = true
-	return c, nil
-}
-
 func (c *Conv) hw() int { return c.H * c.W }
 
 // OutLen is the number of outputs: B·Cout·H·W, or B·Cout·(H/2)·(W/2) with Pool.
@@ -99,7 +84,7 @@ func (c *Conv) scratchFor(nw int) {
 // Forward computes y = ReLU(conv(x, w) + b), max-pooled with Pool.
 func (c *Conv) Forward(x, w, b, y []float32) {
 	c.check("Forward", x, w, y)
-	if len(b) != c.Cout && !c.linear {
+	if len(b) != c.Cout {
 		panic(fmt.Sprintf("cpuops.Conv.Forward: bias has %d values, want %d", len(b), c.Cout))
 	}
 	c.x, c.w, c.b, c.y = x, w, b, y
@@ -127,9 +112,6 @@ func (c *Conv) forwardSample(worker, i int) {
 		*cols = colPanels{c.taps, c.H, c.W, x}
 		gemm.SgemmPanels(false, c.Cout, hw, ckk, 1, c.w, ckk, cols, 0, y, hw)
 		cols.x = nil
-	}
-	if c.linear {
-		return
 	}
 	for o, bias := range c.b {
 		biasReLU(y[o*hw:(o+1)*hw], bias)
@@ -251,9 +233,6 @@ func (c *Conv) backwardFilterGroup(worker, g int) {
 func (c *Conv) mask(worker, i int) []float32 {
 	n := c.Cout * c.hw()
 	o := c.Cout * c.outHW()
-	if c.linear { // no ReLU: the gradient as it came
-		return c.dy[i*o : (i+1)*o]
-	}
 	s := &c.scratch[worker]
 	s.dpre = grow(s.dpre, n)
 	y, dy := c.y[i*o:(i+1)*o], c.dy[i*o:(i+1)*o]

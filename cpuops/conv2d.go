@@ -2,38 +2,92 @@ package cpuops
 
 import (
 	"fmt"
+	"unsafe"
 
 	"stoke/gemm"
 )
 
 // Conv2d is PyTorch's Conv2d(Cin, Cout, K, stride, padding, bias=False) for
 // a fixed input shape: the convolution of the ResNets, where a BatchNorm
-// follows and no bias or ReLU is fused. Each sample's im2col matrix
-// (Cin·K·K, Ho·Wo) is built in a worker's scratch and multiplied as in
-// Conv; the stride-1, pad-K/2 case (every 3x3 conv of a block but a
-// stage's first, and 1x1 stride 1) runs on Conv's own kernels, whose im2col
-// is packed straight into the GEMM's panels. The filter gradient is summed
-// in fixed groups of samples, so results do not depend on the core count.
+// follows and no bias or ReLU is fused.
+//
+// Every pass is one GEMM per group of samples, on the im2col matrix
+// (Cin·K·K rows, one column per output pixel) of the group's samples side
+// by side, never stored: its panels are gathered straight from a
+// zero-padded copy of the input (gatherPanels), so that no gather checks a
+// border, and a run of 16 output pixels in one row at stride 1 is one
+// 64-byte copy per row of the matrix. The weights are packed for the GEMM
+// once per call (gemm.PackA), not once per sample. Groups are large enough
+// that the GEMM has at least a few hundred columns even on the 8x8 and 4x4
+// stages, where one sample alone would stream the whole packed weight
+// matrix for 64 or 16 columns.
+//
+//	Forward        y = w·col                       per group, w packed once
+//	BackwardData   dcol = wᵀ·dy, then col2im        per group, wᵀ packed once;
+//	               at stride 1, dx = conv(dy, w turned 180°), as Forward
+//	BackwardFilter dw = Σ dy·colᵀ                   in fixed groups of samples
+//
+// Forward and BackwardData give, element for element, the sums one sample
+// alone gives; the filter gradient is summed over several samples
+// per GEMM and then over groups in order, so no result depends on the core
+// count.
 type Conv2d struct {
 	B, Cin, H, W, Cout, K, Stride, Pad int
 	Ho, Wo                             int
 
+	hp, wp int // the padded input plane, (H+2·Pad)×(W+2·Pad)
+
 	fwd, bwdData, bwdFilter job
-	cols                    [][]float32 // one im2col buffer per worker
-	groupDW                 []float32
-	groups, perGroup        int
+	per, perF               int // samples per GEMM: Forward and BackwardData, BackwardFilter
+	groups, perGroup        int // the filter gradient's fixed groups of samples
 
-	x, w, y, dy, dx []float32 // the running job's arguments
+	wA, wT   gemm.PackedA // w (Cout × Cin·K·K) and wᵀ, packed by the running call
+	taps     []int        // row r = (ci, ky, kx) of im2col: its offset in a padded sample
+	pixels   []int        // column j of a group: sample j/(Ho·Wo)'s output pixel, as an offset in the padded samples
+	pixelsF  []int        // the same for BackwardFilter's groups of perF samples
+	dyRows   []int        // row co of a group's dy: offset co·Ho·Wo
+	dyCols   []int        // column j of a group's dy: offset of sample j/(Ho·Wo)'s pixel
+	kindFwd  []uint8      // per 16-column panel of pixels: how to gather it (panelKind)
+	kindDy   []uint8
+	scratch  []conv2dScratch // one per worker
+	groupDW  []float32
+	x, y, dy []float32 // the running job's arguments
+	dx       []float32
 
-	// same is the stride-1, pad-K/2 case, run by Conv's kernels (its im2col
-	// is packed straight into the GEMM panels, never stored); db is the
-	// bias gradient it sums alongside, unused.
-	same *Conv
-	db   []float32
+	// back is, at stride 1, BackwardData as a forward convolution: dx =
+	// conv(dy, wflip) with padding K−1−Pad, wflip (Cin,Cout,K,K) the
+	// weights with in and out swapped and the kernel turned by 180°. Its
+	// GEMM is as deep as the forward's (Cout·K·K, not Cout) and needs no
+	// col2im scatter.
+	back  *Conv2d
+	wflip []float32
 }
+
+type conv2dScratch struct {
+	pad, out, col, dxpad, dyT []float32
+	panels                    gatherPanels
+	panelsT                   gatherTPanels
+}
+
+// Samples per GEMM: enough for this many columns (output pixels).
+const (
+	convColumns   = 256  // Forward, BackwardData
+	filterColumns = 1024 // BackwardFilter (its GEMM's depth)
+)
 
 // NewConv2d returns the kernels for a convolution of this shape.
 func NewConv2d(b, cin, h, w, cout, k, stride, pad int) (*Conv2d, error) {
+	c, err := newConv2d(b, cin, h, w, cout, k, stride, pad)
+	if err == nil && stride == 1 {
+		if c.back, err = newConv2d(b, cout, c.Ho, c.Wo, cin, k, 1, k-1-pad); err != nil {
+			return nil, err
+		}
+		c.wflip = make([]float32, cout*cin*k*k)
+	}
+	return c, err
+}
+
+func newConv2d(b, cin, h, w, cout, k, stride, pad int) (*Conv2d, error) {
 	if b < 1 || cin < 1 || h < 1 || w < 1 || cout < 1 || k < 1 || stride < 1 || pad < 0 || pad >= k {
 		return nil, fmt.Errorf("cpuops.NewConv2d: bad shape B=%d Cin=%d H=%d W=%d Cout=%d K=%d stride=%d pad=%d", b, cin, h, w, cout, k, stride, pad)
 	}
@@ -43,19 +97,45 @@ func NewConv2d(b, cin, h, w, cout, k, stride, pad int) (*Conv2d, error) {
 	if c.Ho < 1 || c.Wo < 1 {
 		return nil, fmt.Errorf("cpuops.NewConv2d: a %dx%d input is smaller than the %dx%d kernel with padding %d", h, w, k, k, pad)
 	}
-	c.fwd.fn, c.fwd.n = c.forwardSample, b
-	c.bwdData.fn, c.bwdData.n = c.backwardDataSample, b
+	c.hp, c.wp = h+2*pad, w+2*pad
+	ohw := c.Ho * c.Wo
+	c.per = min(b, (convColumns+ohw-1)/ohw)
+	c.fwd.fn, c.fwd.n = c.forwardGroup, (b+c.per-1)/c.per
+	c.bwdData.fn, c.bwdData.n = c.backwardDataGroup, c.fwd.n
 	c.groups = min(b, filterGroups)
 	c.perGroup = (b + c.groups - 1) / c.groups
 	c.groups = (b + c.perGroup - 1) / c.perGroup
+	c.perF = min(c.perGroup, (filterColumns+ohw-1)/ohw)
 	c.bwdFilter.fn, c.bwdFilter.n = c.backwardFilterGroup, c.groups
-	if stride == 1 && k%2 == 1 && pad == k/2 {
-		var err error
-		if c.same, err = newLinearConv(b, cin, h, w, cout, k); err != nil {
-			return nil, err
+
+	plane, sample := c.hp*c.wp, cin*c.hp*c.wp
+	for ci := 0; ci < cin; ci++ {
+		for ky := 0; ky < k; ky++ {
+			for kx := 0; kx < k; kx++ {
+				c.taps = append(c.taps, ci*plane+ky*c.wp+kx)
+			}
 		}
-		c.db = make([]float32, cout)
 	}
+	pixels := func(samples, stride int) []int {
+		p := make([]int, 0, samples*ohw)
+		for t := 0; t < samples; t++ {
+			for oy := 0; oy < c.Ho; oy++ {
+				for ox := 0; ox < c.Wo; ox++ {
+					p = append(p, t*stride+oy*c.Stride*c.wp+ox*c.Stride)
+				}
+			}
+		}
+		return p
+	}
+	c.pixels, c.pixelsF = pixels(c.per, sample), pixels(c.perF, sample)
+	c.kindFwd = panelKinds(c.pixels)
+	for co := 0; co < cout; co++ {
+		c.dyRows = append(c.dyRows, co*ohw)
+	}
+	for j := 0; j < c.per*ohw; j++ {
+		c.dyCols = append(c.dyCols, j/ohw*cout*ohw+j%ohw)
+	}
+	c.kindDy = panelKinds(c.dyCols)
 	return c, nil
 }
 
@@ -69,150 +149,142 @@ func (c *Conv2d) ckk() int { return c.Cin * c.K * c.K }
 // workers then touch only their own slot) and returns the worker count.
 func (c *Conv2d) start(n int) int {
 	nw := workers(n)
-	for len(c.cols) < nw {
-		c.cols = append(c.cols, nil)
+	for len(c.scratch) < nw {
+		c.scratch = append(c.scratch, conv2dScratch{})
 	}
 	return nw
 }
 
-func (c *Conv2d) col(worker int) []float32 {
-	c.cols[worker] = grow(c.cols[worker], c.ckk()*c.Ho*c.Wo)
-	return c.cols[worker]
-}
-
-// span is the range [lo, hi) of output columns ox whose input column
-// ox·S − P + k lies inside a row of width W.
-func span(Wo, W, S, P, k int) (lo, hi int) {
-	lo = max(0, (P-k+S-1)/S)
-	hi = min(Wo, (W-1+P-k)/S+1)
-	if (W - 1 + P - k) < 0 {
-		hi = 0
+// padded returns samples [i0, i1) of x with Pad zeros around every plane,
+// in the worker's scratch (x itself when Pad is 0).
+func (c *Conv2d) padded(s *conv2dScratch, i0, i1 int) []float32 {
+	n := c.Cin * c.H * c.W
+	if c.Pad == 0 {
+		return c.x[i0*n : i1*n]
 	}
-	return lo, max(lo, hi)
-}
-
-// im2col writes the (Cin·K·K, Ho·Wo) matrix of one sample x into col.
-func (c *Conv2d) im2col(x, col []float32) {
-	H, W, Ho, Wo, K, S, P := c.H, c.W, c.Ho, c.Wo, c.K, c.Stride, c.Pad
-	r := 0
-	for ci := 0; ci < c.Cin; ci++ {
-		plane := x[ci*H*W : (ci+1)*H*W]
-		for ky := 0; ky < K; ky++ {
-			for kx := 0; kx < K; kx++ {
-				dst := col[r*Ho*Wo : (r+1)*Ho*Wo]
-				r++
-				lo, hi := span(Wo, W, S, P, kx)
-				for oy := 0; oy < Ho; oy++ {
-					iy := oy*S - P + ky
-					row := dst[oy*Wo : (oy+1)*Wo]
-					if iy < 0 || iy >= H || lo >= hi {
-						clear(row)
-						continue
-					}
-					clear(row[:lo])
-					clear(row[hi:])
-					src := plane[iy*W : (iy+1)*W]
-					ix := lo*S - P + kx
-					if S == 1 {
-						copy(row[lo:hi], src[ix:ix+hi-lo])
-						continue
-					}
-					for ox := lo; ox < hi; ox++ {
-						row[ox] = src[ix]
-						ix += S
-					}
-				}
-			}
+	H, W, P, wp := c.H, c.W, c.Pad, c.wp
+	planes := (i1 - i0) * c.Cin
+	s.pad = grow(s.pad, planes*c.hp*wp)
+	x := c.x[i0*n : i1*n]
+	for p := 0; p < planes; p++ {
+		dst := s.pad[p*c.hp*wp : (p+1)*c.hp*wp]
+		clear(dst[:P*wp+P])
+		src := x[p*H*W : (p+1)*H*W]
+		for iy := 0; iy < H; iy++ {
+			row := dst[(iy+P)*wp+P:]
+			copy(row[:W], src[iy*W:(iy+1)*W])
+			clear(row[W : W+2*P]) // the right pad of this row, the left of the next
 		}
+		clear(dst[(H+P)*wp+P:])
 	}
-}
-
-// col2im is im2col's adjoint: dx (Cin,H,W) = Σ of col's rows, each added
-// back where it was read from.
-func (c *Conv2d) col2im(col, dx []float32) {
-	H, W, Ho, Wo, K, S, P := c.H, c.W, c.Ho, c.Wo, c.K, c.Stride, c.Pad
-	clear(dx)
-	r := 0
-	for ci := 0; ci < c.Cin; ci++ {
-		plane := dx[ci*H*W : (ci+1)*H*W]
-		for ky := 0; ky < K; ky++ {
-			for kx := 0; kx < K; kx++ {
-				src := col[r*Ho*Wo : (r+1)*Ho*Wo]
-				r++
-				lo, hi := span(Wo, W, S, P, kx)
-				if lo >= hi {
-					continue
-				}
-				for oy := 0; oy < Ho; oy++ {
-					iy := oy*S - P + ky
-					if iy < 0 || iy >= H {
-						continue
-					}
-					dst := plane[iy*W : (iy+1)*W]
-					ix := lo*S - P + kx
-					if S == 1 {
-						addTo(dst[ix:ix+hi-lo], src[oy*Wo+lo:oy*Wo+hi])
-						continue
-					}
-					for _, v := range src[oy*Wo+lo : oy*Wo+hi] {
-						dst[ix] += v
-						ix += S
-					}
-				}
-			}
-		}
-	}
+	return s.pad
 }
 
 // Forward computes y = conv(x, w), w (Cout,Cin,K,K).
 func (c *Conv2d) Forward(x, w, y []float32) {
 	c.check("Forward", x, w, y)
-	if c.same != nil {
-		c.same.Forward(x, w, nil, y)
-		return
-	}
-	c.x, c.w, c.y = x, w, y
-	c.fwd.run(c.start(c.B))
-	c.x, c.w, c.y = nil, nil, nil
+	gemm.PackA(&c.wA, false, c.Cout, c.ckk(), w, c.ckk())
+	c.x, c.y = x, y
+	c.fwd.run(c.start(c.fwd.n))
+	c.x, c.y = nil, nil
 }
 
-func (c *Conv2d) forwardSample(worker, i int) {
-	hw, ohw, ckk := c.H*c.W, c.Ho*c.Wo, c.ckk()
-	x := c.x[i*c.Cin*hw : (i+1)*c.Cin*hw]
-	y := c.y[i*c.Cout*ohw : (i+1)*c.Cout*ohw]
-	col := c.col(worker)
-	c.im2col(x, col)
-	gemm.Sgemm(false, false, c.Cout, ohw, ckk, 1, c.w, ckk, col, ohw, 0, y, ohw)
+func (c *Conv2d) forwardGroup(worker, g int) {
+	i0, i1 := g*c.per, min(c.B, (g+1)*c.per)
+	ohw, n := c.Ho*c.Wo, (i1-i0)*c.Ho*c.Wo
+	s := &c.scratch[worker]
+	s.panels = gatherPanels{src: c.padded(s, i0, i1), rows: c.taps, cols: c.pixels[:n], kind: c.kindFwd}
+	y := c.y[i0*c.Cout*ohw : i1*c.Cout*ohw]
+	if i1-i0 == 1 {
+		gemm.SgemmPackedPanels(&c.wA, n, 1, &s.panels, 0, y, ohw)
+	} else {
+		s.out = grow(s.out, c.Cout*n)
+		gemm.SgemmPackedPanels(&c.wA, n, 1, &s.panels, 0, s.out, n)
+		for t := 0; t < i1-i0; t++ {
+			for o := 0; o < c.Cout; o++ {
+				copy(y[(t*c.Cout+o)*ohw:(t*c.Cout+o+1)*ohw], s.out[o*n+t*ohw:])
+			}
+		}
+	}
+	s.panels = gatherPanels{}
 }
 
 // BackwardData computes dx from the weights and the output gradient dy.
 func (c *Conv2d) BackwardData(w, dy, dx []float32) {
 	c.check("BackwardData", dx, w, dy)
-	if c.same != nil {
-		c.same.BackwardData(w, dy, dy, dx)
+	if c.back != nil {
+		K := c.K
+		for co := 0; co < c.Cout; co++ {
+			for ci := 0; ci < c.Cin; ci++ {
+				src := w[(co*c.Cin+ci)*K*K : (co*c.Cin+ci+1)*K*K]
+				dst := c.wflip[(ci*c.Cout+co)*K*K : (ci*c.Cout+co+1)*K*K]
+				for i, v := range src {
+					dst[K*K-1-i] = v
+				}
+			}
+		}
+		c.back.Forward(dy, c.wflip, dx)
 		return
 	}
-	c.w, c.dy, c.dx = w, dy, dx
-	c.bwdData.run(c.start(c.B))
-	c.w, c.dy, c.dx = nil, nil, nil
+	gemm.PackA(&c.wT, true, c.ckk(), c.Cout, w, c.ckk())
+	c.dy, c.dx = dy, dx
+	c.bwdData.run(c.start(c.bwdData.n))
+	c.dy, c.dx = nil, nil
 }
 
-func (c *Conv2d) backwardDataSample(worker, i int) {
-	hw, ohw, ckk := c.H*c.W, c.Ho*c.Wo, c.ckk()
-	dy := c.dy[i*c.Cout*ohw : (i+1)*c.Cout*ohw]
-	dx := c.dx[i*c.Cin*hw : (i+1)*c.Cin*hw]
-	col := c.col(worker)
-	gemm.Sgemm(true, false, ckk, ohw, c.Cout, 1, c.w, ckk, dy, ohw, 0, col, ohw)
-	c.col2im(col, dx)
+func (c *Conv2d) backwardDataGroup(worker, g int) {
+	i0, i1 := g*c.per, min(c.B, (g+1)*c.per)
+	ohw, n, ckk := c.Ho*c.Wo, (i1-i0)*c.Ho*c.Wo, c.ckk()
+	s := &c.scratch[worker]
+	s.panels = gatherPanels{src: c.dy[i0*c.Cout*ohw : i1*c.Cout*ohw], rows: c.dyRows, cols: c.dyCols[:n], kind: c.kindDy}
+	s.col = grow(s.col, ckk*n)
+	gemm.SgemmPackedPanels(&c.wT, n, 1, &s.panels, 0, s.col, n)
+	s.panels = gatherPanels{}
+	for t := 0; t < i1-i0; t++ {
+		c.col2im(s, s.col[t*ohw:], n, c.dx[(i0+t)*c.Cin*c.H*c.W:(i0+t+1)*c.Cin*c.H*c.W])
+	}
+}
+
+// col2im is im2col's adjoint: dx (Cin,H,W) = Σ over the rows of col (one
+// sample's Ho·Wo columns, row stride ld), each added back where it was
+// read from, row by row in order. It adds into a padded plane, so that no
+// add checks a border, and crops it into dx.
+func (c *Conv2d) col2im(s *conv2dScratch, col []float32, ld int, dx []float32) {
+	H, W, Wo, S, P := c.H, c.W, c.Wo, c.Stride, c.Pad
+	acc := dx
+	if P > 0 {
+		s.dxpad = grow(s.dxpad, c.Cin*c.hp*c.wp)
+		acc = s.dxpad
+	}
+	clear(acc)
+	for r, off := range c.taps {
+		src := col[r*ld:]
+		for oy := 0; oy < c.Ho; oy++ {
+			dst := acc[off+oy*S*c.wp:]
+			row := src[oy*Wo : (oy+1)*Wo]
+			if S == 1 {
+				addTo(dst[:Wo], row)
+				continue
+			}
+			for ox, v := range row {
+				dst[ox*S] += v
+			}
+		}
+	}
+	if P == 0 {
+		return
+	}
+	for ci := 0; ci < c.Cin; ci++ {
+		plane := acc[ci*c.hp*c.wp:]
+		for iy := 0; iy < H; iy++ {
+			copy(dx[(ci*H+iy)*W:(ci*H+iy+1)*W], plane[(iy+P)*c.wp+P:])
+		}
+	}
 }
 
 // BackwardFilter computes dw, summed over the batch, from x and dy.
 func (c *Conv2d) BackwardFilter(x, dy, dw []float32) {
 	c.check("BackwardFilter", x, dw, dy)
-	if c.same != nil {
-		c.same.BackwardFilter(x, dy, dy, dw, c.db)
-		return
-	}
 	c.x, c.dy = x, dy
 	n := c.Cout * c.ckk()
 	c.groupDW = grow(c.groupDW, c.groups*n)
@@ -224,19 +296,34 @@ func (c *Conv2d) BackwardFilter(x, dy, dw []float32) {
 	c.x, c.dy = nil, nil
 }
 
+// backwardFilterGroup sums group g's dw = Σ dy·colᵀ, perF samples per GEMM:
+// their dy side by side (Cout × perF·Ho·Wo) times their im2col matrices
+// stacked (perF·Ho·Wo × Cin·K·K).
 func (c *Conv2d) backwardFilterGroup(worker, g int) {
-	hw, ohw, ckk := c.H*c.W, c.Ho*c.Wo, c.ckk()
+	ohw, ckk := c.Ho*c.Wo, c.ckk()
 	dw := c.groupDW[g*c.Cout*ckk : (g+1)*c.Cout*ckk]
-	for i := g * c.perGroup; i < min(c.B, (g+1)*c.perGroup); i++ {
-		x := c.x[i*c.Cin*hw : (i+1)*c.Cin*hw]
-		dy := c.dy[i*c.Cout*ohw : (i+1)*c.Cout*ohw]
-		col := c.col(worker)
-		c.im2col(x, col)
+	s := &c.scratch[worker]
+	end := min(c.B, (g+1)*c.perGroup)
+	for i0 := g * c.perGroup; i0 < end; i0 += c.perF {
+		i1 := min(end, i0+c.perF)
+		k := (i1 - i0) * ohw
+		a := c.dy[i0*c.Cout*ohw : i1*c.Cout*ohw]
+		if i1-i0 > 1 {
+			s.dyT = grow(s.dyT, c.Cout*k)
+			for t := 0; t < i1-i0; t++ {
+				for o := 0; o < c.Cout; o++ {
+					copy(s.dyT[o*k+t*ohw:o*k+(t+1)*ohw], a[(t*c.Cout+o)*ohw:])
+				}
+			}
+			a = s.dyT
+		}
+		s.panelsT = gatherTPanels{src: c.padded(s, i0, i1), rows: c.taps, cols: c.pixelsF[:k]}
 		var beta float32
-		if i > g*c.perGroup {
+		if i0 > g*c.perGroup {
 			beta = 1
 		}
-		gemm.Sgemm(false, true, c.Cout, ckk, ohw, 1, dy, ohw, col, ohw, beta, dw, ckk)
+		gemm.SgemmPanels(false, c.Cout, ckk, k, 1, a, k, &s.panelsT, beta, dw, ckk)
+		s.panelsT = gatherTPanels{}
 	}
 }
 
@@ -244,5 +331,135 @@ func (c *Conv2d) check(what string, in, w, out []float32) {
 	if len(in) != c.InLen() || len(w) != c.Cout*c.ckk() || len(out) != c.OutLen() {
 		panic(fmt.Sprintf("cpuops.Conv2d.%s: got in %d, w %d, out %d values; want %d, %d, %d",
 			what, len(in), len(w), len(out), c.InLen(), c.Cout*c.ckk(), c.OutLen()))
+	}
+}
+
+// How a panel of 16 columns is gathered: one contiguous run of 16, two of
+// 8 (an 8-wide output at stride 1), or value by value.
+const (
+	panelGather uint8 = iota
+	panelRun16
+	panelRun8
+)
+
+func panelKinds(cols []int) []uint8 {
+	const nr = gemm.NR
+	run := func(j, n int) bool {
+		for i := 1; i < n; i++ {
+			if cols[j+i] != cols[j]+i {
+				return false
+			}
+		}
+		return true
+	}
+	kinds := make([]uint8, (len(cols)+nr-1)/nr)
+	for p := range kinds {
+		switch j := p * nr; {
+		case j+nr > len(cols):
+		case run(j, nr):
+			kinds[p] = panelRun16
+		case run(j, nr/2) && run(j+nr/2, nr/2):
+			kinds[p] = panelRun8
+		}
+	}
+	return kinds
+}
+
+// gatherPanels is op(B)[q][j] = src[rows[q] + cols[j]]: an im2col matrix
+// of padded inputs (rows are taps, columns output pixels), or a group's
+// output gradients side by side (rows channels, columns pixels). Every
+// index is in src by construction.
+type gatherPanels struct {
+	src        []float32
+	rows, cols []int
+	kind       []uint8
+}
+
+func (g *gatherPanels) PackB(dst []float32, pc, jc, kb, nb int) {
+	const nr = gemm.NR
+	src, rows := g.src, g.rows[pc:pc+kb]
+	for jr := 0; jr < nb; jr += nr {
+		nn := min(nr, nb-jr)
+		panel := dst[jr*kb : jr*kb+kb*nr]
+		j0 := jc + jr
+		kind := panelGather
+		if nn == nr {
+			kind = g.kind[j0/nr]
+		}
+		switch kind {
+		case panelRun16, panelRun8:
+			// Both offset lists increase: the last row's run ends
+			// furthest into src. The copies read unchecked.
+			c0, c1 := g.cols[j0], g.cols[j0+nr/2]
+			if end := rows[kb-1] + g.cols[j0+nr-1]; end >= len(src) {
+				panic(fmt.Sprintf("cpuops: im2col panel at %d past %d inputs", end, len(src)))
+			}
+			if kind == panelRun16 {
+				copyRows16(panel, src, rows, c0)
+			} else {
+				copyRows8x2(panel, src, rows, c0, c1)
+			}
+		default:
+			cols := g.cols[j0 : j0+nn]
+			for q, r := range rows {
+				d := panel[q*nr : q*nr+nr]
+				s := src[r:]
+				for j, c := range cols {
+					d[j] = s[c]
+				}
+				clear(d[nn:])
+			}
+		}
+	}
+}
+
+// gatherTPanels is op(B)[q][j] = src[rows[j] + cols[q]], the transpose of
+// gatherPanels' matrix: an im2col matrix's transpose (the filter gradient's
+// dy·colᵀ), k running over pixels, n over taps.
+type gatherTPanels struct {
+	src        []float32
+	rows, cols []int
+}
+
+func (g *gatherTPanels) PackB(dst []float32, pc, jc, kb, nb int) {
+	const nr = gemm.NR
+	cols := g.cols[pc : pc+kb]
+	// Both offset lists increase, so the last pair is the largest index:
+	// checked once here, the gathers below read unchecked.
+	if last := g.rows[jc+nb-1] + cols[kb-1]; last >= len(g.src) {
+		panic(fmt.Sprintf("cpuops: im2col gather at %d past %d inputs", last, len(g.src)))
+	}
+	base := unsafe.Pointer(unsafe.SliceData(g.src))
+	for jr := 0; jr < nb; jr += nr {
+		nn := min(nr, nb-jr)
+		panel := dst[jr*kb : jr*kb+kb*nr]
+		if nn < nr {
+			taps := g.rows[jc+jr : jc+jr+nn]
+			for q, c := range cols {
+				d := panel[q*nr : q*nr+nr]
+				for j, r := range taps {
+					d[j] = *(*float32)(unsafe.Add(base, 4*(c+r)))
+				}
+				clear(d[nn:])
+			}
+			continue
+		}
+		offs := (*[nr]int)(g.rows[jc+jr:])
+		lo, hi := (*[8]int)(offs[:8]), (*[8]int)(offs[8:])
+		for q := 0; q < kb; {
+			// Eight pixels in a row at stride 1: two 8x8 transposes of
+			// contiguous loads, not 128 gathers.
+			if c := cols[q]; q+8 <= kb && cols[q+7] == c+7 && transpose8(panel[q*nr:], g.src[c:], lo) {
+				transpose8(panel[q*nr+8:], g.src[c:], hi)
+				q += 8
+				continue
+			}
+			d := (*[nr]float32)(panel[q*nr:])
+			p := unsafe.Add(base, 4*cols[q])
+			for j, r := range offs {
+				d[j] = *(*float32)(unsafe.Add(p, 4*r))
+			}
+			q++
+		}
 	}
 }

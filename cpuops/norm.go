@@ -66,30 +66,28 @@ func (bn *BatchNorm) plane(s []float32, i, c int) []float32 {
 	return s[o : o+bn.HW]
 }
 
+// forwardChannel reads channel c twice: once for Σx and Σx² (float64,
+// vectorized), once to write y = x·scale + shift with the ReLU fused.
 func (bn *BatchNorm) forwardChannel(_, c int) {
 	var mean, invstd float64
 	if bn.training {
 		cnt := float64(bn.n * bn.HW)
-		var s float64
+		var s, ss float64
 		for i := 0; i < bn.n; i++ {
-			for _, v := range bn.plane(bn.x, i, c) {
-				s += float64(v)
-			}
+			ps, pss := sumSq(bn.plane(bn.x, i, c))
+			s += ps
+			ss += pss
 		}
 		mean = s / cnt
-		var ss float64
-		for i := 0; i < bn.n; i++ {
-			for _, v := range bn.plane(bn.x, i, c) {
-				d := float64(v) - mean
-				ss += d * d
-			}
-		}
-		v := ss / cnt
+		// Σ(x − mean)² = Σx² − mean·Σx: float64 keeps the cancellation
+		// harmless for activations, whose mean is not 10⁴ times their spread.
+		dev := max(ss-mean*s, 0)
+		v := dev / cnt
 		invstd = 1 / math.Sqrt(v+BNEps)
 		bn.mean[c], bn.invstd[c] = mean, invstd
 		unbiased := v
 		if cnt > 1 {
-			unbiased = ss / (cnt - 1)
+			unbiased = dev / (cnt - 1)
 		}
 		bn.rm[c] = float32((1-BNMomentum)*float64(bn.rm[c]) + BNMomentum*mean)
 		bn.rv[c] = float32((1-BNMomentum)*float64(bn.rv[c]) + BNMomentum*unbiased)
@@ -100,16 +98,7 @@ func (bn *BatchNorm) forwardChannel(_, c int) {
 	scale := float32(float64(bn.gamma[c]) * invstd)
 	shift := float32(float64(bn.beta[c]) - mean*float64(bn.gamma[c])*invstd)
 	for i := 0; i < bn.n; i++ {
-		x, y := bn.plane(bn.x, i, c), bn.plane(bn.y, i, c)
-		if bn.ReLU {
-			for j, v := range x {
-				y[j] = max(v*scale+shift, 0)
-			}
-		} else {
-			for j, v := range x {
-				y[j] = v*scale + shift
-			}
-		}
+		scaleShift(bn.plane(bn.x, i, c), bn.plane(bn.y, i, c), scale, shift, bn.ReLU)
 	}
 }
 
@@ -133,23 +122,10 @@ func (bn *BatchNorm) Backward(x, gamma, y, dy, dx, dgamma, dbeta []float32) {
 func (bn *BatchNorm) backwardChannel(_, c int) {
 	mean, invstd := bn.mean[c], bn.invstd[c]
 	// Σ g and Σ g·x (x̂ = (x − mean)·invstd, so Σ g·x̂ = (Σ g·x − mean·Σ g)·invstd),
-	// each plane summed in float32 and the planes in float64.
+	// each plane summed in float32 lanes and the planes in float64.
 	var sg, sgx float64
 	for i := 0; i < bn.n; i++ {
-		x, y, dy := bn.plane(bn.x, i, c), bn.plane(bn.y, i, c), bn.plane(bn.dy, i, c)
-		var pg, pgx float32
-		if bn.ReLU {
-			for j, v := range x {
-				g := reluGrad(y[j], dy[j])
-				pg += g
-				pgx += g * v
-			}
-		} else {
-			for j, v := range x {
-				pg += dy[j]
-				pgx += dy[j] * v
-			}
-		}
+		pg, pgx := gradSums(bn.plane(bn.x, i, c), bn.plane(bn.y, i, c), bn.plane(bn.dy, i, c), bn.ReLU)
 		sg += float64(pg)
 		sgx += float64(pgx)
 	}
@@ -162,16 +138,7 @@ func (bn *BatchNorm) backwardChannel(_, c int) {
 	bx := float32(-k * sgx * invstd)
 	d := float32(-k*sg + k*sgx*invstd*mean)
 	for i := 0; i < bn.n; i++ {
-		x, y, dy, dx := bn.plane(bn.x, i, c), bn.plane(bn.y, i, c), bn.plane(bn.dy, i, c), bn.plane(bn.dx, i, c)
-		if bn.ReLU {
-			for j, v := range x {
-				dx[j] = a*reluGrad(y[j], dy[j]) + bx*v + d
-			}
-		} else {
-			for j, v := range x {
-				dx[j] = a*dy[j] + bx*v + d
-			}
-		}
+		bnDx(bn.plane(bn.x, i, c), bn.plane(bn.y, i, c), bn.plane(bn.dy, i, c), bn.plane(bn.dx, i, c), bn.ReLU, a, bx, d)
 	}
 }
 

@@ -43,6 +43,7 @@ func TestConv2dMatchesReference(t *testing.T) {
 	for _, s := range []struct{ B, cin, H, W, cout, K, S, P int }{
 		{2, 3, 7, 6, 4, 3, 1, 1}, {3, 2, 7, 7, 3, 3, 2, 1}, {2, 4, 6, 5, 3, 1, 2, 0},
 		{2, 3, 5, 5, 2, 1, 1, 0}, {2, 2, 11, 9, 3, 7, 2, 3}, {9, 2, 4, 4, 2, 3, 2, 1},
+		{2, 2, 5, 12, 3, 3, 1, 1}, {3, 2, 8, 8, 2, 3, 1, 1}, // rows of 8 and more: transposed panels
 	} {
 		rng := rand.New(rand.NewPCG(uint64(s.B*100+s.K*10+s.S), 2))
 		c, err := NewConv2d(s.B, s.cin, s.H, s.W, s.cout, s.K, s.S, s.P)
@@ -139,7 +140,7 @@ func TestBatchNormMatchesReference(t *testing.T) {
 	for _, s := range []struct {
 		B, C, HW, n int
 		relu        bool
-	}{{4, 3, 5, 4, false}, {4, 3, 5, 3, true}, {2, 5, 1, 2, false}, {6, 2, 9, 4, true}} {
+	}{{4, 3, 5, 4, false}, {4, 3, 5, 3, true}, {2, 5, 1, 2, false}, {6, 2, 9, 4, true}, {3, 2, 67, 3, true}, {2, 2, 64, 2, false}} {
 		rng := rand.New(rand.NewPCG(uint64(s.B*10+s.n), 3))
 		bn, err := NewBatchNorm(s.B, s.C, s.HW, s.relu)
 		if err != nil {
@@ -263,5 +264,55 @@ func TestAddReLU(t *testing.T) {
 	ReLUBackward(y, []float32{1, 2, 3, 4}, d)
 	if want := []float32{1, 0, 3, 0}; !slices.Equal(d, want) {
 		t.Fatalf("ReLUBackward = %v, want %v", d, want)
+	}
+}
+
+// TestConv2dGroupsMatchOneSample: Conv2d multiplies several samples per
+// GEMM (partial last groups included); its output and input gradient are
+// the per-sample convolutions' bit for bit, and its filter gradient is
+// their sum to float32 rounding.
+func TestConv2dGroupsMatchOneSample(t *testing.T) {
+	for _, s := range []struct{ B, cin, H, W, cout, K, S, P int }{
+		{37, 3, 5, 5, 4, 3, 1, 1},   // 25 pixels: 11 samples per group, 4 groups
+		{37, 2, 20, 20, 3, 3, 1, 1}, // 400 pixels: one sample per group; filter chunks of 3 and 2
+		{19, 3, 8, 8, 5, 3, 1, 1},   // 8-wide rows: panels of two runs
+		{21, 4, 9, 7, 3, 3, 2, 1},   // stride 2, odd sizes
+		{23, 5, 6, 6, 7, 1, 2, 0},   // 1x1 stride 2, no padding
+		{13, 2, 4, 4, 3, 1, 1, 0},   // 1x1 stride 1
+		{9, 2, 7, 7, 2, 5, 1, 2},
+	} {
+		rng := rand.New(rand.NewPCG(uint64(s.B*10+s.H), 9))
+		c, err := NewConv2d(s.B, s.cin, s.H, s.W, s.cout, s.K, s.S, s.P)
+		if err != nil {
+			t.Fatal(err)
+		}
+		one, err := NewConv2d(1, s.cin, s.H, s.W, s.cout, s.K, s.S, s.P)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, w, dy := randF32(rng, c.InLen()), randF32(rng, s.cout*s.cin*s.K*s.K), randF32(rng, c.OutLen())
+		y, dx, dw := make([]float32, len(dy)), make([]float32, len(x)), make([]float32, len(w))
+		for i := range y {
+			y[i] = float32(math.NaN()) // every value must be written
+		}
+		c.Forward(x, w, y)
+		c.BackwardData(w, dy, dx)
+		c.BackwardFilter(x, dy, dw)
+		in, out := one.InLen(), one.OutLen()
+		y1, dx1, dw1 := make([]float32, out), make([]float32, in), make([]float32, len(w))
+		sum := make([]float64, len(w))
+		for i := 0; i < s.B; i++ {
+			xi, dyi := x[i*in:(i+1)*in], dy[i*out:(i+1)*out]
+			one.Forward(xi, w, y1)
+			one.BackwardData(w, dyi, dx1)
+			one.BackwardFilter(xi, dyi, dw1)
+			if !slices.Equal(y1, y[i*out:(i+1)*out]) || !slices.Equal(dx1, dx[i*in:(i+1)*in]) {
+				t.Fatalf("%+v: sample %d: y or dx differs from the sample alone", s, i)
+			}
+			for j, v := range dw1 {
+				sum[j] += float64(v)
+			}
+		}
+		checkClose(t, "conv2d dw of the batch", dw, sum)
 	}
 }

@@ -50,3 +50,110 @@ func biasReLU(x []float32, b float32) {
 	}
 	biasReLUGo(x[n:], b)
 }
+
+//go:noescape
+func sumSqAVX2(x *float32, n int) (s, ss float64)
+
+//go:noescape
+func scaleShiftAVX2(x, y *float32, n int, scale, shift float32, relu bool)
+
+//go:noescape
+func gradSumsAVX2(x, y, dy *float32, n int, relu bool) (sg, sgx float32)
+
+//go:noescape
+func bnDxAVX2(x, y, dy, dx *float32, n int, relu bool, a, b, d float32)
+
+// sumSq returns Σ x and Σ x², in float64.
+func sumSq(x []float32) (s, ss float64) {
+	n := 0
+	if useAVX2 {
+		n = len(x) &^ 15
+		if n > 0 {
+			s, ss = sumSqAVX2(&x[0], n)
+		}
+	}
+	ts, tss := sumSqGo(x[n:])
+	return s + ts, ss + tss
+}
+
+// scaleShift sets y = x·scale + shift, then max(·, 0) when relu.
+func scaleShift(x, y []float32, scale, shift float32, relu bool) {
+	y = y[:len(x)]
+	n := 0
+	if useAVX2 {
+		n = len(x) &^ 7
+		if n > 0 {
+			scaleShiftAVX2(&x[0], &y[0], n, scale, shift, relu)
+		}
+	}
+	scaleShiftGo(x[n:], y[n:], scale, shift, relu)
+}
+
+// gradSums returns Σ g and Σ g·x for g = dy, masked by y > 0 when relu.
+func gradSums(x, y, dy []float32, relu bool) (sg, sgx float32) {
+	y, dy = y[:len(x)], dy[:len(x)]
+	n := 0
+	if useAVX2 {
+		n = len(x) &^ 7
+		if n > 0 {
+			sg, sgx = gradSumsAVX2(&x[0], &y[0], &dy[0], n, relu)
+		}
+	}
+	tg, tgx := gradSumsGo(x[n:], y[n:], dy[n:], relu)
+	return sg + tg, sgx + tgx
+}
+
+// bnDx sets dx = a·g + (b·x + d), g as in gradSums.
+func bnDx(x, y, dy, dx []float32, relu bool, a, b, d float32) {
+	y, dy, dx = y[:len(x)], dy[:len(x)], dx[:len(x)]
+	n := 0
+	if useAVX2 {
+		n = len(x) &^ 7
+		if n > 0 {
+			bnDxAVX2(&x[0], &y[0], &dy[0], &dx[0], n, relu, a, b, d)
+		}
+	}
+	bnDxGo(x[n:], y[n:], dy[n:], dx[n:], relu, a, b, d)
+}
+
+//go:noescape
+func copyRows16AVX2(dst, src *float32, offs *int, n, c int)
+
+//go:noescape
+func copyRows8x2AVX2(dst, src *float32, offs *int, n, c0, c1 int)
+
+// copyRows16 sets dst[16q:16q+16] = src[offs[q]+c:][:16] for every q; the
+// caller has checked that every row lies in src.
+func copyRows16(dst, src []float32, offs []int, c int) {
+	if useAVX2 && len(offs) > 0 {
+		_ = dst[16*len(offs)-1]
+		copyRows16AVX2(&dst[0], &src[0], &offs[0], len(offs), c)
+		return
+	}
+	copyRows16Go(dst, src, offs, c)
+}
+
+// copyRows8x2 is copyRows16 for two runs of 8, at c0 and c1.
+func copyRows8x2(dst, src []float32, offs []int, c0, c1 int) {
+	if useAVX2 && len(offs) > 0 {
+		_ = dst[16*len(offs)-1]
+		copyRows8x2AVX2(&dst[0], &src[0], &offs[0], len(offs), c0, c1)
+		return
+	}
+	copyRows8x2Go(dst, src, offs, c0, c1)
+}
+
+//go:noescape
+func transpose8AVX2(dst, src *float32, offs *int)
+
+// transpose8 sets dst[16i+j] = src[offs[j]+i] for i, j < 8; the caller has
+// checked that every row lies in src. It reports false, doing nothing,
+// where there is no AVX2.
+func transpose8(dst, src []float32, offs *[8]int) bool {
+	if !useAVX2 {
+		return false
+	}
+	_ = dst[16*7+7]
+	transpose8AVX2(&dst[0], &src[0], &offs[0])
+	return true
+}

@@ -2,6 +2,9 @@
 
 package cpuops
 
+// useAVX2 is false off amd64 (tests switch the amd64 loops with it).
+var useAVX2 = false
+
 // addTo adds src to dst element-wise.
 func addTo(dst, src []float32) { addToGo(dst, src) }
 
@@ -10,3 +13,26 @@ func reluMask(d, y, dy []float32) { reluMaskGo(d, y, dy) }
 
 // biasReLU sets x = max(x + b, 0), element-wise.
 func biasReLU(x []float32, b float32) { biasReLUGo(x, b) }
+
+// sumSq returns Σ x and Σ x², in float64.
+func sumSq(x []float32) (s, ss float64) { return sumSqGo(x) }
+
+// scaleShift sets y = x·scale + shift, then max(·, 0) when relu.
+func scaleShift(x, y []float32, scale, shift float32, relu bool) {
+	scaleShiftGo(x, y, scale, shift, relu)
+}
+
+// gradSums returns Σ g and Σ g·x for g = dy, masked by y > 0 when relu.
+func gradSums(x, y, dy []float32, relu bool) (sg, sgx float32) { return gradSumsGo(x, y, dy, relu) }
+
+// bnDx sets dx = a·g + (b·x + d), g as in gradSums.
+func bnDx(x, y, dy, dx []float32, relu bool, a, b, d float32) { bnDxGo(x, y, dy, dx, relu, a, b, d) }
+
+// copyRows16 sets dst[16q:16q+16] = src[offs[q]+c:][:16] for every q.
+func copyRows16(dst, src []float32, offs []int, c int) { copyRows16Go(dst, src, offs, c) }
+
+// copyRows8x2 is copyRows16 for two runs of 8, at c0 and c1.
+func copyRows8x2(dst, src []float32, offs []int, c0, c1 int) { copyRows8x2Go(dst, src, offs, c0, c1) }
+
+// transpose8 is AVX2's alone: false, do it element by element.
+func transpose8(dst, src []float32, offs *[8]int) bool { return false }

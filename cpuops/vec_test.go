@@ -59,3 +59,118 @@ func TestVectorLoopsMatchGo(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchNormLoops: BatchNorm's vector loops against float64 sums, for
+// every length around the vector widths, with and without the ReLU mask,
+// on this CPU's loops and on the portable ones.
+func TestBatchNormLoops(t *testing.T) {
+	defer func(v bool) { useAVX2 = v }(useAVX2)
+	for _, v := range []bool{useAVX2, false} {
+		useAVX2 = v
+		testBatchNormLoops(t)
+	}
+}
+
+func testBatchNormLoops(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	near := func(got float64, want float64, n int) bool {
+		return math.Abs(got-want) <= 1e-6*float64(n+1)*(1+math.Abs(want))
+	}
+	for n := 0; n < 70; n++ {
+		x, dy := randF32(rng, n), randF32(rng, n)
+		for i := range x {
+			x[i] = 2*x[i] + 3
+		}
+		var ws, wss float64
+		for _, v := range x {
+			ws += float64(v)
+			wss += float64(v) * float64(v)
+		}
+		if s, ss := sumSq(x); math.Abs(s-ws) > 1e-12*(1+math.Abs(ws)) || math.Abs(ss-wss) > 1e-12*(1+wss) {
+			t.Fatalf("sumSq, n=%d: %v, %v; want %v, %v", n, s, ss, ws, wss)
+		}
+		for _, relu := range []bool{false, true} {
+			y := make([]float32, n)
+			scaleShift(x, y, 0.7, -2.5, relu)
+			mask := make([]bool, n)
+			for i, v := range x {
+				want := float64(v)*0.7 - 2.5
+				if relu {
+					want = math.Max(want, 0)
+				}
+				if !near(float64(y[i]), want, 1) || (relu && math.Signbit(float64(y[i]))) {
+					t.Fatalf("scaleShift relu=%v, n=%d, i=%d: %v, want %v", relu, n, i, y[i], want)
+				}
+				mask[i] = !relu || y[i] != 0
+			}
+			var wg, wgx float64
+			for i := range x {
+				if mask[i] {
+					wg += float64(dy[i])
+					wgx += float64(dy[i]) * float64(x[i])
+				}
+			}
+			if sg, sgx := gradSums(x, y, dy, relu); !near(float64(sg), wg, n) || !near(float64(sgx), wgx, 4*n) {
+				t.Fatalf("gradSums relu=%v, n=%d: %v, %v; want %v, %v", relu, n, sg, sgx, wg, wgx)
+			}
+			dx := make([]float32, n)
+			bnDx(x, y, dy, dx, relu, 1.5, -0.25, 0.125)
+			for i := range x {
+				var g float64
+				if mask[i] {
+					g = float64(dy[i])
+				}
+				if want := 1.5*g - 0.25*float64(x[i]) + 0.125; !near(float64(dx[i]), want, 2) {
+					t.Fatalf("bnDx relu=%v, n=%d, i=%d: %v, want %v", relu, n, i, dx[i], want)
+				}
+			}
+		}
+	}
+}
+
+// TestCopyRows: the panel copies give the portable loops' panels.
+func TestCopyRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(10, 10))
+	src := randF32(rng, 500)
+	for n := 0; n < 12; n++ {
+		offs := make([]int, n)
+		for i := range offs {
+			offs[i] = 7*i + i*i
+		}
+		want, got := make([]float32, 16*n), make([]float32, 16*n)
+		copyRows16Go(want, src, offs, 5)
+		copyRows16(got, src, offs, 5)
+		if !slices.Equal(got, want) {
+			t.Fatalf("copyRows16, n=%d: %v, want %v", n, got, want)
+		}
+		copyRows8x2Go(want, src, offs, 3, 40)
+		copyRows8x2(got, src, offs, 3, 40)
+		if !slices.Equal(got, want) {
+			t.Fatalf("copyRows8x2, n=%d: %v, want %v", n, got, want)
+		}
+	}
+}
+
+// TestTranspose8: the 8x8 transpose writes panel rows of stride 16.
+func TestTranspose8(t *testing.T) {
+	src := make([]float32, 300)
+	for i := range src {
+		src[i] = float32(i)
+	}
+	offs := [8]int{0, 9, 30, 31, 100, 150, 151, 280}
+	dst := make([]float32, 16*8)
+	if !transpose8(dst, src[3:], &offs) {
+		t.Skip("no AVX2 on this CPU")
+	}
+	for i := 0; i < 8; i++ {
+		for j := 0; j < 16; j++ {
+			want := float32(0)
+			if j < 8 {
+				want = src[3+offs[j]+i]
+			}
+			if dst[16*i+j] != want {
+				t.Fatalf("dst[%d][%d] = %v, want %v", i, j, dst[16*i+j], want)
+			}
+		}
+	}
+}

@@ -18,7 +18,7 @@
 //
 // Files:
 //
-//	gemm.go          Sgemm, the blocking loops, packing, Name
+//	gemm.go          Sgemm, PackA and SgemmPacked (A packed once, reused), the blocking loops, packing, Name
 //	kernel_amd64.s   the AVX2/FMA micro-kernel and CPUID
 //	kernel_amd64.go  run-time kernel choice on amd64
 //	kernel_other.go  the choice elsewhere (pure Go)

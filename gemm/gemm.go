@@ -80,7 +80,7 @@ func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 	}
 	s := scratchPool.Get().(*scratch)
 	s.mat = matrixB{b, ldb, transB}
-	multiply(s, transA, m, n, k, alpha, a, lda, &s.mat, beta, c, ldc)
+	multiply(s, nil, transA, m, n, k, alpha, a, lda, &s.mat, beta, c, ldc)
 	s.mat = matrixB{}
 	scratchPool.Put(s)
 }
@@ -91,8 +91,101 @@ func SgemmPanels(transA bool, m, n, k int, alpha float32, a []float32, lda int, 
 		return
 	}
 	s := scratchPool.Get().(*scratch)
-	multiply(s, transA, m, n, k, alpha, a, lda, b, beta, c, ldc)
+	multiply(s, nil, transA, m, n, k, alpha, a, lda, b, beta, c, ldc)
 	scratchPool.Put(s)
+}
+
+// PackedA is op(A) packed once into the micro-kernel's row panels, every k
+// block of it, for products that use the same A with many B: a
+// convolution's weights, shared by every sample of a batch, are packed
+// once per batch instead of once per sample. PackA fills it, SgemmPacked
+// and SgemmPackedPanels multiply with it; the results are bit-identical to
+// Sgemm's on the same A (the same panels meet the same kernel calls).
+type PackedA struct {
+	m, k, kstep, mpad int
+	data              []float32
+}
+
+// PackA packs op(A) (m×k; A itself is k×m when transA) into p, reusing
+// p's storage when it is large enough.
+func PackA(p *PackedA, transA bool, m, k int, a []float32, lda int) {
+	if m < 1 || k < 1 {
+		panic(fmt.Sprintf("gemm.PackA: size m=%d k=%d, want both >= 1", m, k))
+	}
+	if transA {
+		checkLen("A", a, k, m, lda)
+	} else {
+		checkLen("A", a, m, k, lda)
+	}
+	kstep := kStep(k)
+	p.m, p.k, p.kstep, p.mpad = m, k, kstep, (m+mr-1)/mr*mr
+	nblocks := (k + kstep - 1) / kstep
+	if n := nblocks * p.mpad * kstep; cap(p.data) < n {
+		p.data = make([]float32, n)
+	} else {
+		p.data = p.data[:n]
+	}
+	for bi, pc := 0, 0; pc < k; bi, pc = bi+1, pc+kstep {
+		packA(p.data[bi*p.mpad*kstep:], a, lda, transA, 0, pc, m, min(kstep, k-pc))
+	}
+}
+
+// Rows and Depth are the m and k of the packed op(A).
+func (p *PackedA) Rows() int  { return p.m }
+func (p *PackedA) Depth() int { return p.k }
+
+// SgemmPacked is Sgemm with op(A) (m×k) packed by PackA: C = alpha·op(A)·op(B) + beta·C,
+// op(B) k×n.
+func SgemmPacked(a *PackedA, transB bool, n int, alpha float32, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	if !beginPacked("SgemmPacked", a, n, alpha, beta, c, ldc) {
+		return
+	}
+	if transB {
+		checkLen("B", b, n, a.k, ldb)
+	} else {
+		checkLen("B", b, a.k, n, ldb)
+	}
+	s := scratchPool.Get().(*scratch)
+	s.mat = matrixB{b, ldb, transB}
+	multiply(s, a, false, a.m, n, a.k, alpha, nil, 0, &s.mat, beta, c, ldc)
+	s.mat = matrixB{}
+	scratchPool.Put(s)
+}
+
+// SgemmPackedPanels is SgemmPacked with op(B) given by a Panels source.
+func SgemmPackedPanels(a *PackedA, n int, alpha float32, b Panels, beta float32, c []float32, ldc int) {
+	if !beginPacked("SgemmPackedPanels", a, n, alpha, beta, c, ldc) {
+		return
+	}
+	s := scratchPool.Get().(*scratch)
+	multiply(s, a, false, a.m, n, a.k, alpha, nil, 0, b, beta, c, ldc)
+	scratchPool.Put(s)
+}
+
+func beginPacked(fn string, a *PackedA, n int, alpha, beta float32, c []float32, ldc int) bool {
+	if a.m == 0 {
+		panic("gemm." + fn + ": A was never packed (PackA)")
+	}
+	if n < 0 {
+		panic(fmt.Sprintf("gemm.%s: negative size n=%d", fn, n))
+	}
+	if n == 0 {
+		return false
+	}
+	checkLen("C", c, a.m, n, ldc)
+	if alpha == 0 {
+		scale(a.m, n, beta, c, ldc)
+		return false
+	}
+	return true
+}
+
+// kStep is the depth of the k blocks of a product of depth k: equal blocks
+// of at most kc (288 = 2×144, not 256 + 32: a thin last block would spend
+// more on loading and storing C than on multiplying).
+func kStep(k int) int {
+	kblocks := (k + kc - 1) / kc
+	return (k + kblocks - 1) / kblocks
 }
 
 // begin checks the sizes and the A and C slices shared by Sgemm and
@@ -120,15 +213,13 @@ func begin(fn string, transA bool, m, n, k int, alpha float32, a []float32, lda 
 
 // multiply is the blocked product (the loops around the micro-kernel in
 // the BLIS paper's Figure 2): jc over nc columns, pc over k blocks (B
-// packed once each), ic over mc rows (A packed), then the tiles.
-func multiply(s *scratch, transA bool, m, n, k int, alpha float32, a []float32, lda int, b Panels, beta float32, c []float32, ldc int) {
+// packed once each), ic over mc rows (A packed, unless pa holds it
+// packed already), then the tiles.
+func multiply(s *scratch, pa *PackedA, transA bool, m, n, k int, alpha float32, a []float32, lda int, b Panels, beta float32, c []float32, ldc int) {
+	kstep := kStep(k)
 	for jc := 0; jc < n; jc += nc {
 		nb := min(nc, n-jc)
-		// Equal k blocks (288 = 2×144, not 256 + 32): a thin last block
-		// would spend more on loading and storing C than on multiplying.
-		kblocks := (k + kc - 1) / kc
-		kstep := (k + kblocks - 1) / kblocks
-		for pc := 0; pc < k; pc += kstep {
+		for bi, pc := 0, 0; pc < k; bi, pc = bi+1, pc+kstep {
 			kb := min(kstep, k-pc)
 			b.PackB(s.b, pc, jc, kb, nb)
 			bet := beta
@@ -137,23 +228,28 @@ func multiply(s *scratch, transA bool, m, n, k int, alpha float32, a []float32, 
 			}
 			for ic := 0; ic < m; ic += mc {
 				mb := min(mc, m-ic)
-				packA(s.a, a, lda, transA, ic, pc, mb, kb)
-				macro(s, mb, nb, kb, alpha, bet, c[ic*ldc+jc:], ldc)
+				ap := s.a
+				if pa != nil {
+					ap = pa.data[bi*pa.mpad*kstep+ic*kb:]
+				} else {
+					packA(s.a, a, lda, transA, ic, pc, mb, kb)
+				}
+				macro(s, ap, mb, nb, kb, alpha, bet, c[ic*ldc+jc:], ldc)
 			}
 		}
 	}
 }
 
-// macro multiplies the packed mb×kb block of A by the packed kb×nb block of
+// macro multiplies the packed mb×kb block of A (a) by the packed kb×nb block of
 // B into C, one mr×nr tile at a time; partial edge tiles go through a
 // scratch tile.
-func macro(s *scratch, mb, nb, kb int, alpha, beta float32, c []float32, ldc int) {
+func macro(s *scratch, a []float32, mb, nb, kb int, alpha, beta float32, c []float32, ldc int) {
 	for jr := 0; jr < nb; jr += nr {
 		nn := min(nr, nb-jr)
 		bp := &s.b[jr*kb]
 		for ir := 0; ir < mb; ir += mr {
 			mm := min(mr, mb-ir)
-			ap := &s.a[ir*kb]
+			ap := &a[ir*kb]
 			if mm == mr && nn == nr {
 				kernel(kb, ap, bp, &c[ir*ldc+jr], ldc, alpha, beta)
 				continue

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime/debug"
+	"slices"
 	"testing"
 )
 
@@ -165,6 +166,45 @@ func BenchmarkSgemm(b *testing.B) {
 				}
 				b.ReportMetric(2*float64(s.m*s.n*s.k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOPS")
 			})
+		}
+	}
+}
+
+// TestSgemmPackedEqualsSgemm: a product with A packed once (PackA) gives
+// Sgemm's result bit for bit, with B stored or given as Panels, and the
+// packed A is reused across products with different B and n.
+func TestSgemmPackedEqualsSgemm(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var pa PackedA
+	for _, s := range [][3]int{{1, 1, 1}, {6, 16, 7}, {16, 1024, 144}, {13, 33, 2*kc + 1}, {mc + 7, 40, 9}, {64, nc + 5, 30}, {512, 16, 600}} {
+		m, n, k := s[0], s[1], s[2]
+		for _, ta := range []bool{false, true} {
+			lda := k + 1
+			if ta {
+				lda = m + 2
+			}
+			a := randSlice(rng, m*lda+k*lda)
+			PackA(&pa, ta, m, k, a, lda)
+			if pa.Rows() != m || pa.Depth() != k {
+				t.Fatalf("packed %dx%d, want %dx%d", pa.Rows(), pa.Depth(), m, k)
+			}
+			for _, tb := range []bool{false, true} {
+				for _, ab := range [][2]float32{{1, 0}, {-0.5, 2}} {
+					ldb, ldc := n+3, n+1
+					if tb {
+						ldb = k + 2
+					}
+					b := randSlice(rng, (k+n)*ldb)
+					c0 := randSlice(rng, m*ldc)
+					want, got, viaPanels := slices.Clone(c0), slices.Clone(c0), slices.Clone(c0)
+					Sgemm(ta, tb, m, n, k, ab[0], a, lda, b, ldb, ab[1], want, ldc)
+					SgemmPacked(&pa, tb, n, ab[0], b, ldb, ab[1], got, ldc)
+					SgemmPackedPanels(&pa, n, ab[0], &matrixB{b, ldb, tb}, ab[1], viaPanels, ldc)
+					if !slices.Equal(got, want) || !slices.Equal(viaPanels, want) {
+						t.Fatalf("m=%d n=%d k=%d transA=%v transB=%v alpha, beta=%v: packed A differs from Sgemm", m, n, k, ta, tb, ab)
+					}
+				}
+			}
 		}
 	}
 }

@@ -1,0 +1,106 @@
+package cpuops
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// The ResNets' layers at the shapes of `train bench-step` (resnet20 at
+// 32 px, batch 128; resnet18 with the cifar stem at 32 px, batch 64), one
+// op per benchmark, with GFLOPS for the convolutions and GB/s (bytes the
+// op must read and write at least) for BatchNorm, both from the wall
+// clock, and the process's CPU time per op (cpu-ms/op, steadier than the
+// wall clock on a shared machine). On one core:
+//
+//	go test -run - -bench 'Conv2d|BatchNorm' -cpu 1 ./cpuops/
+
+var benchConvs = []struct {
+	name                     string
+	B, Cin, H, Cout, K, S, P int
+}{
+	{"r20-s1-16x32x32", 128, 16, 32, 16, 3, 1, 1},
+	{"r20-s3-64x8x8", 128, 64, 8, 64, 3, 1, 1},
+	{"r20-down-16to32-s2", 128, 16, 32, 32, 3, 2, 1},
+	{"r20-1x1-16to32-s2", 128, 16, 32, 32, 1, 2, 0},
+	{"r18-s1-64x32x32", 64, 64, 32, 64, 3, 1, 1},
+	{"r18-s4-512x4x4", 64, 512, 4, 512, 3, 1, 1},
+}
+
+func BenchmarkConv2d(b *testing.B) {
+	for _, s := range benchConvs {
+		c, err := NewConv2d(s.B, s.Cin, s.H, s.H, s.Cout, s.K, s.S, s.P)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(1, 1))
+		x, w := randF32(rng, c.InLen()), randF32(rng, s.Cout*s.Cin*s.K*s.K)
+		y, dy := make([]float32, c.OutLen()), randF32(rng, c.OutLen())
+		dx, dw := make([]float32, len(x)), make([]float32, len(w))
+		flop := 2 * float64(s.B*s.Cout*c.Ho*c.Wo*s.Cin*s.K*s.K)
+		for _, pass := range []struct {
+			name string
+			run  func()
+		}{
+			{"fwd", func() { c.Forward(x, w, y) }},
+			{"dx", func() { c.BackwardData(w, dy, dx) }},
+			{"dw", func() { c.BackwardFilter(x, dy, dw) }},
+		} {
+			b.Run(s.name+"/"+pass.name, func(b *testing.B) {
+				pass.run()
+				b.ResetTimer()
+				t0 := cpuTime()
+				for i := 0; i < b.N; i++ {
+					pass.run()
+				}
+				reportCPU(b, t0)
+				b.ReportMetric(flop*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOPS")
+			})
+		}
+	}
+}
+
+func BenchmarkBatchNorm(b *testing.B) {
+	for _, s := range []struct{ B, C, HW int }{{128, 16, 1024}, {128, 64, 64}, {64, 64, 1024}} {
+		for _, relu := range []bool{false, true} {
+			bn, err := NewBatchNorm(s.B, s.C, s.HW, relu)
+			if err != nil {
+				b.Fatal(err)
+			}
+			rng := rand.New(rand.NewPCG(2, 2))
+			x, dy := randF32(rng, bn.Len()), randF32(rng, bn.Len())
+			gamma, beta := randF32(rng, s.C), randF32(rng, s.C)
+			rm, rv := make([]float32, s.C), make([]float32, s.C)
+			for i := range rv {
+				rv[i] = 1
+			}
+			y, dx := make([]float32, bn.Len()), make([]float32, bn.Len())
+			dg, db := make([]float32, s.C), make([]float32, s.C)
+			name := fmt.Sprintf("%dx%dx%d-relu=%v", s.B, s.C, s.HW, relu)
+			bytes := 4 * float64(bn.Len())
+			b.Run(name+"/fwd", func(b *testing.B) {
+				t0 := cpuTime()
+				for i := 0; i < b.N; i++ {
+					bn.Forward(x, gamma, beta, y, rm, rv, s.B, true)
+				}
+				reportCPU(b, t0)
+				b.ReportMetric(2*bytes*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+			})
+			b.Run(name+"/bwd", func(b *testing.B) {
+				bn.Forward(x, gamma, beta, y, rm, rv, s.B, true)
+				b.ResetTimer()
+				t0 := cpuTime()
+				for i := 0; i < b.N; i++ {
+					bn.Backward(x, gamma, y, dy, dx, dg, db)
+				}
+				reportCPU(b, t0)
+				b.ReportMetric(4*bytes*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+			})
+		}
+	}
+}
+
+func reportCPU(b *testing.B, t0 time.Duration) {
+	b.ReportMetric(float64(cpuTime()-t0)/1e6/float64(b.N), "cpu-ms/op")
+}
