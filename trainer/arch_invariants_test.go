@@ -355,11 +355,14 @@ func TestResNetIgnoresPaddedRows(t *testing.T) {
 
 // TestResNetBadInputs runs docs/bad-input.md's table (badInputs) on
 // resnet20, as TestBadInputs does on the cnn: undecodable files stop the
-// run naming them or are skipped and listed, decodable oddities train.
+// run naming them or are skipped and listed (a short batch for the model),
+// decodable oddities train. Of the decodable rows, which differ only in
+// how the loader decodes them before the same resize, the two extremes
+// (1x1, CMYK) are run, to keep the test short under -race.
 func TestResNetBadInputs(t *testing.T) {
 	for _, tc := range badInputs {
 		for _, policy := range []string{"fail", "skip"} {
-			if tc.decodable && policy == "skip" {
+			if tc.decodable && (policy == "skip" || tc.name != "1x1 image" && tc.name != "CMYK JPEG") {
 				continue
 			}
 			t.Run(tc.name+"/"+policy, func(t *testing.T) {
