@@ -71,7 +71,8 @@ class BasicBlock(nn.Module):
 
 
 class CifarResNet(nn.Module):
-    """He et al. 2016, section 4.2: 6n+2 layers, widths 16/32/64."""
+    """He et al. 2016, section 4.2: 6n+2 layers, widths 16/32/64, torchvision's names (also the
+    model scripts/recipe_pytorch.py trains)."""
 
     def __init__(self, n, num_classes):
         super().__init__()
@@ -88,6 +89,14 @@ class CifarResNet(nn.Module):
         self.layer1, self.layer2, self.layer3 = layers
         self.avgpool = nn.AdaptiveAvgPool2d(1)
         self.fc = nn.Linear(64, num_classes)
+        # torchvision's ResNet initialisation, which stoke's model/resnet.go follows (the parity
+        # check loads stoke's weights over it).
+        for m in self.modules():
+            if isinstance(m, nn.Conv2d):
+                nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
+            elif isinstance(m, nn.BatchNorm2d):
+                nn.init.constant_(m.weight, 1)
+                nn.init.constant_(m.bias, 0)
 
     def forward(self, x):
         x = self.relu(self.bn1(self.conv1(x)))

@@ -12,8 +12,9 @@ on the same ImageFolder with the same recipe:
   - augmentation: RandomResizedCrop(image_size, scale, ratio), RandomHorizontalFlip(hflip),
     ColorJitter(brightness, contrast, saturation) when any is set, ToTensor, Normalize(mean, std);
     evaluation Resize(round(image_size / eval_resize_ratio)) + CenterCrop(image_size);
-  - model.arch: cnn (model.conv blocks, as scripts/blog_pytorch.py) or resnet20/32/56 (He et al.
-    2016, section 4.2, with torchvision's module names and initialisation, as stoke's);
+  - model.arch: cnn (model.conv blocks, as scripts/blog_pytorch.py), resnet18/34 (torchvision's,
+    with model.stem) or resnet20/32/56 (He et al. 2016, section 4.2, with torchvision's module names
+    and initialisation, as stoke's): the models scripts/parity_pytorch.py checks stoke against;
   - optimizer: SGD (momentum, nesterov, coupled weight decay) or AdamW (betas, eps, decoupled
     decay); no decay on BatchNorm parameters and biases when optim.decay_norm_and_bias is false;
   - CrossEntropyLoss(label_smoothing=optim.label_smoothing);
@@ -30,6 +31,7 @@ import argparse
 import json
 import math
 import os
+import sys
 import time
 
 import torch
@@ -38,73 +40,18 @@ import torchvision
 import torchvision.transforms as T
 import yaml
 
-
-class BasicBlock(nn.Module):
-    def __init__(self, cin, cout, stride):
-        super().__init__()
-        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
-        self.bn1 = nn.BatchNorm2d(cout)
-        self.relu = nn.ReLU(inplace=True)
-        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
-        self.bn2 = nn.BatchNorm2d(cout)
-        self.downsample = None
-        if stride != 1 or cin != cout:  # He et al.'s option B: projection
-            self.downsample = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
-
-    def forward(self, x):
-        y = self.relu(self.bn1(self.conv1(x)))
-        y = self.bn2(self.conv2(y))
-        return self.relu(y + (x if self.downsample is None else self.downsample(x)))
-
-
-class CifarResNet(nn.Module):
-    """He et al. 2016, section 4.2: 6n+2 layers, widths 16/32/64, torchvision's names."""
-
-    def __init__(self, n, num_classes):
-        super().__init__()
-        self.conv1 = nn.Conv2d(3, 16, 3, 1, 1, bias=False)
-        self.bn1 = nn.BatchNorm2d(16)
-        self.relu = nn.ReLU(inplace=True)
-        cin, layers = 16, []
-        for i, w in enumerate([16, 32, 64]):
-            blocks = []
-            for b in range(n):
-                blocks.append(BasicBlock(cin, w, 2 if i > 0 and b == 0 else 1))
-                cin = w
-            layers.append(nn.Sequential(*blocks))
-        self.layer1, self.layer2, self.layer3 = layers
-        self.avgpool = nn.AdaptiveAvgPool2d(1)
-        self.fc = nn.Linear(64, num_classes)
-        # torchvision's ResNet initialisation, which stoke's model/resnet.go follows.
-        for m in self.modules():
-            if isinstance(m, nn.Conv2d):
-                nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
-            elif isinstance(m, nn.BatchNorm2d):
-                nn.init.constant_(m.weight, 1)
-                nn.init.constant_(m.bias, 0)
-
-    def forward(self, x):
-        x = self.relu(self.bn1(self.conv1(x)))
-        x = self.layer3(self.layer2(self.layer1(x)))
-        return self.fc(torch.flatten(self.avgpool(x), 1))
+sys.path.insert(0, os.path.dirname(__file__))
+import blog_pytorch  # noqa: E402  (the cnn, as the blog benchmark builds it)
+import parity_pytorch  # noqa: E402  (the ResNets, as the parity check builds them)
 
 
 def make_model(cfg, classes):
     arch = cfg["model"].get("arch", "cnn")
-    depth = {"resnet20": 3, "resnet32": 5, "resnet56": 9}
-    if arch in depth:
-        return CifarResNet(depth[arch], classes)
-    if arch != "cnn":
-        raise SystemExit("recipe_pytorch.py: model.arch %r is not handled here (cnn, resnet20/32/56)" % arch)
-    layers, cin = [], 3
-    for block in cfg["model"]["conv"]:
-        k = block["kernel"]
-        layers += [nn.Conv2d(cin, block["channels"], k, padding=k // 2), nn.ReLU()]
-        if block.get("pool"):
-            layers.append(nn.MaxPool2d(2))
-        cin = block["channels"]
-    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(cin, classes)]
-    return nn.Sequential(*layers)
+    if arch == "cnn":
+        return blog_pytorch.make_model(cfg["model"], classes)
+    if arch not in ("resnet18", "resnet34", "resnet20", "resnet32", "resnet56"):
+        raise SystemExit("recipe_pytorch.py: model.arch %r is not handled here (cnn, resnet18/34, resnet20/32/56)" % arch)
+    return parity_pytorch.build(arch, cfg["model"].get("stem", "imagenet"), classes)
 
 
 def lr_at(step, o, steps_per_epoch, epochs):
