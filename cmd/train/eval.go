@@ -2,8 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 
@@ -13,31 +11,21 @@ import (
 // evalCmd is `train eval`: a checkpoint's loss and accuracy on a
 // validation split.
 func evalCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	from := fs.String("checkpoint", "", "a run folder (its latest checkpoint) or a checkpoint folder")
-	data := fs.String("data", "", "dataset folder whose val/ split to use; empty = the one the checkpoint was trained on")
-	asJSON := fs.Bool("json", false, "print one JSON object")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: train eval --checkpoint RUN [--data DIR] [--json]\n\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	c := newSubcommand("eval", "Usage: train eval --checkpoint RUN [--data DIR] [--json]\n\n", stderr)
+	from := c.String("checkpoint", "", "a run folder (its latest checkpoint) or a checkpoint folder")
+	data := c.String("data", "", "dataset folder whose val/ split to use; empty = the one the checkpoint was trained on")
+	asJSON := c.Bool("json", false, "print one JSON object")
+	if code, ok := c.parse(args); !ok {
+		return code
 	}
 	if *from == "" {
-		fmt.Fprintln(stderr, "train eval: --checkpoint is required: a run folder or a checkpoint folder")
-		return 2
+		return c.fail(2, "--checkpoint is required: a run folder or a checkpoint folder")
 	}
 	ctx, stop := interruptContext(stderr)
 	defer stop()
 	rep, err := trainer.Evaluate(ctx, *from, *data, stderr)
 	if err != nil {
-		fmt.Fprintf(stderr, "train eval: %v\n", err)
-		return 1
+		return c.fail(1, "%v", err)
 	}
 	if *asJSON {
 		b, _ := json.Marshal(rep)

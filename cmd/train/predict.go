@@ -2,8 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 
@@ -12,29 +10,23 @@ import (
 
 // predictCmd is `train predict`: a checkpoint's top classes for image files.
 func predictCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("predict", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	from := fs.String("checkpoint", "", "a run folder (its latest checkpoint; RUN/best for the best) or a checkpoint folder")
-	k := fs.Int("top", 5, "classes to show per image")
-	asJSON := fs.Bool("json", false, "one JSON object per image: file, top [{class, prob}]")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: train predict --checkpoint RUN [--top 5] [--json] FILES...\n\n")
-		fs.PrintDefaults()
+	c := newSubcommand("predict", "Usage: train predict --checkpoint RUN [--top 5] [--json] FILES...\n\n", stderr)
+	c.takesArgs = true // the image files
+	from := c.String("checkpoint", "", "a run folder (its latest checkpoint; RUN/best for the best) or a checkpoint folder")
+	k := c.Int("top", 5, "classes to show per image")
+	asJSON := c.Bool("json", false, "one JSON object per image: file, top [{class, prob}]")
+	if code, ok := c.parse(args); !ok {
+		return code
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if *from == "" || c.NArg() == 0 {
+		return c.fail(2, "--checkpoint RUN and at least one image file are required")
 	}
-	if *from == "" || fs.NArg() == 0 || *k < 1 {
-		fmt.Fprintln(stderr, "train predict: --checkpoint RUN and at least one image file are required (--top >= 1)")
-		return 2
+	if *k < 1 {
+		return c.badValue("top", *k, "at least 1")
 	}
-	preds, err := trainer.Predict(*from, fs.Args(), *k)
+	preds, err := trainer.Predict(*from, c.Args(), *k)
 	if err != nil {
-		fmt.Fprintf(stderr, "train predict: %v\n", err)
-		return 1
+		return c.fail(1, "%v", err)
 	}
 	for _, p := range preds {
 		if *asJSON {
