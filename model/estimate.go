@@ -100,20 +100,14 @@ func estimateResNet(spec Spec, batch, threads int) Memory {
 		size = convOut(size, 3, 2, 1)
 		m.Activations += 3 * B * float64(cin*size*size) * f32
 	}
-	for s, w := range l.widths {
-		for b := 0; b < l.blocks[s]; b++ {
-			stride := 1
-			if s > 0 && b == 0 {
-				stride = 2
-			}
-			out := conv(cin, size, w, 3, stride)
-			conv(w, out, w, 3, 1)
-			if stride != 1 || cin != w {
-				conv(cin, size, w, 1, stride)
-			}
-			m.Activations += 3 * B * float64(w*out*out) * f32
-			cin, size = w, out
+	for _, b := range l.basicBlocks() {
+		out := conv(b.cin, size, b.cout, 3, b.stride)
+		conv(b.cout, out, b.cout, 3, 1)
+		if b.downsample {
+			conv(b.cin, size, b.cout, 1, b.stride)
 		}
+		m.Activations += 3 * B * float64(b.cout*out*out) * f32
+		cin, size = b.cout, out
 	}
 	head := float64(cin*spec.Classes + spec.Classes)
 	m.Params += 4 * head * f32

@@ -45,6 +45,37 @@ type resnetLayout struct {
 	widths, blocks                    []int
 }
 
+// basicBlock is one BasicBlock of a layout: its state_dict prefix
+// ("layer2.0."), its input and output channels, its first conv's stride,
+// and whether its shortcut is the 1x1 conv + BatchNorm projection
+// (downsample) rather than the identity.
+type basicBlock struct {
+	prefix     string
+	cin, cout  int
+	stride     int
+	downsample bool
+}
+
+// basicBlocks lists the layout's blocks in order, after the stem: each
+// stage's first block but the first stage's has stride 2, and a block
+// whose shape changes projects its shortcut (torchvision's rule, and He et
+// al.'s option B).
+func (l resnetLayout) basicBlocks() []basicBlock {
+	var out []basicBlock
+	cin := l.stemWidth
+	for s, w := range l.widths {
+		for b := 0; b < l.blocks[s]; b++ {
+			stride := 1
+			if s > 0 && b == 0 {
+				stride = 2
+			}
+			out = append(out, basicBlock{fmt.Sprintf("layer%d.%d.", s+1, b), cin, w, stride, stride != 1 || cin != w})
+			cin = w
+		}
+	}
+	return out
+}
+
 // IsResNet says whether the spec is one of the ResNets.
 func (s Spec) IsResNet() bool { return s.Arch != "" && s.Arch != ArchCNN }
 
@@ -162,23 +193,16 @@ func (m *Model) resnetParams() {
 	conv("conv1", l.stemWidth, 3, l.stemKernel)
 	bn("bn1", l.stemWidth)
 	cin := l.stemWidth
-	for s, w := range l.widths {
-		for b := 0; b < l.blocks[s]; b++ {
-			pre := fmt.Sprintf("layer%d.%d.", s+1, b)
-			stride := 1
-			if s > 0 && b == 0 {
-				stride = 2
-			}
-			conv(pre+"conv1", w, cin, 3)
-			bn(pre+"bn1", w)
-			conv(pre+"conv2", w, w, 3)
-			bn(pre+"bn2", w)
-			if stride != 1 || cin != w {
-				conv(pre+"downsample.0", w, cin, 1)
-				bn(pre+"downsample.1", w)
-			}
-			cin = w
+	for _, b := range l.basicBlocks() {
+		conv(b.prefix+"conv1", b.cout, b.cin, 3)
+		bn(b.prefix+"bn1", b.cout)
+		conv(b.prefix+"conv2", b.cout, b.cout, 3)
+		bn(b.prefix+"bn2", b.cout)
+		if b.downsample {
+			conv(b.prefix+"downsample.0", b.cout, b.cin, 1)
+			bn(b.prefix+"downsample.1", b.cout)
 		}
+		cin = b.cout
 	}
 	fcW := add("fc.weight", []int{m.spec.Classes, cin}, false)
 	fcW.transposed = true
@@ -257,32 +281,26 @@ func (m *Model) buildResNet(ops *opSet, x *G.Node) (*G.Node, error) {
 		}
 		S = so
 	}
-	for s, w := range l.widths {
-		for b := 0; b < l.blocks[s]; b++ {
-			pre := fmt.Sprintf("layer%d.%d.", s+1, b)
-			stride := 1
-			if s > 0 && b == 0 {
-				stride = 2
-			}
-			in := h
-			y, so, err := convBN(in, C, S, pre+"conv1", pre+"bn1", w, 3, stride, true, true)
-			if err != nil {
-				return nil, err
-			}
-			if y, _, err = convBN(y, w, so, pre+"conv2", pre+"bn2", w, 3, 1, false, true); err != nil {
-				return nil, err
-			}
-			short := in
-			if stride != 1 || C != w {
-				if short, _, err = convBN(in, C, S, pre+"downsample.0", pre+"downsample.1", w, 1, stride, false, true); err != nil {
-					return nil, err
-				}
-			}
-			if h, err = ops.addReLU(re, y, short); err != nil {
-				return nil, fmt.Errorf("%sadd: %w", pre, err)
-			}
-			C, S = w, so
+	for _, b := range l.basicBlocks() {
+		pre, w := b.prefix, b.cout
+		in := h
+		y, so, err := convBN(in, C, S, pre+"conv1", pre+"bn1", w, 3, b.stride, true, true)
+		if err != nil {
+			return nil, err
 		}
+		if y, _, err = convBN(y, w, so, pre+"conv2", pre+"bn2", w, 3, 1, false, true); err != nil {
+			return nil, err
+		}
+		short := in
+		if b.downsample {
+			if short, _, err = convBN(in, C, S, pre+"downsample.0", pre+"downsample.1", w, 1, b.stride, false, true); err != nil {
+				return nil, err
+			}
+		}
+		if h, err = ops.addReLU(re, y, short); err != nil {
+			return nil, fmt.Errorf("%sadd: %w", pre, err)
+		}
+		C, S = w, so
 	}
 	return h, nil
 }
