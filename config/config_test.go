@@ -122,6 +122,9 @@ func TestValidateNamesFields(t *testing.T) {
 		{"train.dist", func(c *Config) { c.Train.Dist = "gloo" }},
 		{"train.dist_timeout", func(c *Config) { c.Train.DistTimeout = 0 }},
 		{"train.dist_bucket_mb", func(c *Config) { c.Train.DistBucketMB = -1 }},
+		{"data.synthetic.classes", func(c *Config) { c.Data.Synthetic.Classes = 1000 }},
+		{"data.synthetic.size", func(c *Config) { c.Data.Synthetic.Size = 8 }},
+		{"data.synthetic.val", func(c *Config) { c.Data.Synthetic.Val = 0 }},
 	} {
 		c := Default()
 		tc.mut(&c)

@@ -82,14 +82,10 @@ func (p *problems) data(d *Data) {
 		p.bad("data.decoder", "must be auto, turbo or go, got %q", d.Decoder)
 	}
 	if d.Root == "" {
-		s := &d.Synthetic
-		if s.Classes < 2 {
-			p.bad("data.synthetic.classes", "must be at least 2, got %d", s.Classes)
-		}
-		p.positive("data.synthetic.train", s.Train)
-		p.positive("data.synthetic.val", s.Val)
-		if s.Size < 8 {
-			p.bad("data.synthetic.size", "must be at least 8 pixels, got %d", s.Size)
+		s := d.Synthetic
+		var fe *data.SynthFieldError
+		if err := (data.SynthOptions{Classes: s.Classes, Train: s.Train, Val: s.Val, Size: s.Size, Quality: data.DefaultSynthQuality}).Check(); errors.As(err, &fe) {
+			p.bad("data.synthetic."+fe.Field, "must be %s, got %d", fe.Want, fe.Value)
 		}
 	}
 }

@@ -43,6 +43,10 @@ var (
 // MaxSynthClasses is the number of distinct classes Generate can draw.
 const MaxSynthClasses = 7 * 5 * 3
 
+// DefaultSynthQuality is the JPEG quality of a generated dataset whose
+// SynthOptions leave Quality zero.
+const DefaultSynthQuality = 90
+
 // manifestName is written last into a generated dataset; its presence with
 // matching options is how EnsureSynthetic knows a dataset is complete.
 const manifestName = "stoke-synthetic.json"
@@ -66,23 +70,40 @@ func SynthClasses(n int) []string {
 
 func (o SynthOptions) withDefaults() SynthOptions {
 	if o.Quality == 0 {
-		o.Quality = 90
+		o.Quality = DefaultSynthQuality
 	}
 	return o
 }
 
-func (o SynthOptions) validate() error {
+// SynthFieldError is a SynthOptions field out of range. Field is the
+// field's name as `train gen-data`'s flags and the config's
+// data.synthetic keys spell it (classes, train, val, size, quality).
+type SynthFieldError struct {
+	Field string
+	Value int
+	Want  string // the range, e.g. "2..105"
+}
+
+func (e *SynthFieldError) Error() string {
+	return fmt.Sprintf("data: synthetic %s is %d, must be %s", e.Field, e.Value, e.Want)
+}
+
+// Check reports the first field out of range as a *SynthFieldError; it is
+// what Generate checks, after filling in a zero Quality with
+// DefaultSynthQuality, before it writes anything.
+func (o SynthOptions) Check() error {
+	bad := func(field string, v int, want string) error { return &SynthFieldError{field, v, want} }
 	switch {
 	case o.Classes < 2 || o.Classes > MaxSynthClasses:
-		return fmt.Errorf("data: synthetic classes is %d, must be 2..%d", o.Classes, MaxSynthClasses)
+		return bad("classes", o.Classes, fmt.Sprintf("2..%d", MaxSynthClasses))
 	case o.Train < 1:
-		return fmt.Errorf("data: synthetic train is %d images per class, must be >= 1", o.Train)
+		return bad("train", o.Train, ">= 1 image per class")
 	case o.Val < 1:
-		return fmt.Errorf("data: synthetic val is %d images per class, must be >= 1", o.Val)
+		return bad("val", o.Val, ">= 1 image per class")
 	case o.Size < 16 || o.Size > 4096:
-		return fmt.Errorf("data: synthetic size is %d pixels, must be 16..4096", o.Size)
+		return bad("size", o.Size, "16..4096 pixels")
 	case o.Quality < 1 || o.Quality > 100:
-		return fmt.Errorf("data: synthetic JPEG quality is %d, must be 1..100", o.Quality)
+		return bad("quality", o.Quality, "1..100")
 	}
 	return nil
 }
@@ -105,7 +126,7 @@ func Generate(dir string, opt SynthOptions) error {
 // behind (see removeStalePartials).
 func GenerateContext(ctx context.Context, dir string, opt SynthOptions) error {
 	opt = opt.withDefaults()
-	if err := opt.validate(); err != nil {
+	if err := opt.Check(); err != nil {
 		return err
 	}
 	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
@@ -253,7 +274,7 @@ func EnsureSynthetic(dir string, opt SynthOptions) (generated bool, err error) {
 // stops (GenerateContext).
 func EnsureSyntheticContext(ctx context.Context, dir string, opt SynthOptions) (generated bool, err error) {
 	opt = opt.withDefaults()
-	if err := opt.validate(); err != nil {
+	if err := opt.Check(); err != nil {
 		return false, err
 	}
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {

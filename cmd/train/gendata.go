@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -13,40 +12,33 @@ import (
 
 // genData is `train gen-data`: a deterministic synthetic ImageFolder.
 func genData(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("gen-data", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	out := fs.String("out", "", "folder to create (must not exist, or be empty); gets train/<class>/ and val/<class>/")
-	classes := fs.Int("classes", 10, "number of classes")
-	ntrain := fs.Int("train", 200, "training images per class")
-	nval := fs.Int("val", 50, "validation images per class")
-	size := fs.Int("size", 256, "image side in pixels")
-	seed := fs.Uint64("seed", 1, "seed: the same options and seed give the same files, byte for byte")
-	quality := fs.Int("quality", 90, "JPEG quality, 1-100")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: train gen-data --out DIR [options]\n\nWrites a synthetic JPEG dataset whose classes (shape, colour, texture) a small CNN can learn.\n\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	c := newSubcommand("gen-data", "Usage: train gen-data --out DIR [options]\n\nWrites a synthetic JPEG dataset whose classes (shape, colour, texture) a small CNN can learn.\n\n", stderr)
+	out := c.String("out", "", "folder to create (must not exist, or be empty); gets train/<class>/ and val/<class>/")
+	classes := c.Int("classes", 10, fmt.Sprintf("number of classes, 2..%d", data.MaxSynthClasses))
+	ntrain := c.Int("train", 200, "training images per class")
+	nval := c.Int("val", 50, "validation images per class")
+	size := c.Int("size", 256, "image side in pixels, 16..4096")
+	seed := c.Uint64("seed", 1, "seed: the same options and seed give the same files, byte for byte")
+	quality := c.Int("quality", data.DefaultSynthQuality, "JPEG quality, 1-100")
+	if code, ok := c.parse(args); !ok {
+		return code
 	}
 	if *out == "" {
-		fmt.Fprintln(stderr, "train gen-data: --out is required: the folder to write the dataset into")
-		return 2
+		return c.fail(2, "--out is required: the folder to write the dataset into")
+	}
+	opt := data.SynthOptions{Classes: *classes, Train: *ntrain, Val: *nval, Size: *size, Seed: *seed, Quality: *quality}
+	var fe *data.SynthFieldError
+	if err := opt.Check(); errors.As(err, &fe) {
+		return c.badValue(fe.Field, fe.Value, fe.Want)
 	}
 	t0 := time.Now()
-	opt := data.SynthOptions{Classes: *classes, Train: *ntrain, Val: *nval, Size: *size, Seed: *seed, Quality: *quality}
 	ctx, stop := interruptContext(stderr)
 	defer stop()
 	if err := data.GenerateContext(ctx, *out, opt); err != nil {
 		if errors.Is(err, context.Canceled) {
-			fmt.Fprintf(stderr, "train gen-data: interrupted; nothing written to %s\n", *out)
-			return 130
+			return c.fail(130, "interrupted; nothing written to %s", *out)
 		}
-		fmt.Fprintf(stderr, "train gen-data: %v\n", err)
-		return 1
+		return c.fail(1, "%v", err)
 	}
 	fmt.Fprintf(stdout, "wrote %d classes x (%d train + %d val) images of %d px to %s in %.1fs\n",
 		*classes, *ntrain, *nval, *size, *out, time.Since(t0).Seconds())

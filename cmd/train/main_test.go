@@ -89,6 +89,11 @@ func TestBadCommandLines(t *testing.T) {
 		{[]string{"--config", "/nonexistent/c.yaml"}, "/nonexistent/c.yaml"},
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
 		{[]string{"gen-data"}, "--out is required"},
+		{[]string{"gen-data", "--out", "/tmp/x", "--classes", "1"}, "--classes 1: want 2..105"},
+		{[]string{"gen-data", "--out", "/tmp/x", "--size", "8"}, "--size 8: want 16..4096 pixels"},
+		{[]string{"gen-data", "--out", "/tmp/x", "--quality", "0"}, "--quality 0: want 1..100"},
+		{[]string{"gen-data", "--out", "/tmp/x", "--clases", "3"}, "unknown flag --clases (did you mean --classes?)"},
+		{[]string{"gen-data", "--out", "/tmp/x", "extra"}, `unexpected argument "extra"`},
 	} {
 		var out, errOut bytes.Buffer
 		code := run(tc.args, &out, &errOut)
