@@ -23,7 +23,8 @@ import (
 // hold for the ResNets too: these tests run them on resnet20, the ResNet
 // with every kind of layer (BatchNorm with its buffers, strided and 1x1
 // projection convs, residual adds), at the tiny size of tinyConfig (16 px,
-// batch 8, a short last batch).
+// batch 8, a short last batch); exact resume and padded rows also on
+// resnet18 with the imagenet stem (resnetVariants).
 
 // resnetTiny is tinyConfig with resnet20 and the He et al. recipe's
 // optimizer settings (Nesterov, no decay on BatchNorm and biases, multistep).
@@ -34,6 +35,18 @@ func resnetTiny(t *testing.T) config.Config {
 	c.Optim.Nesterov, c.Optim.DecayNormAndBias = true, false
 	c.Optim.Schedule, c.Optim.Milestones = "multistep", []int{1}
 	return c
+}
+
+// resnetVariants are the layouts the arch-sensitive invariants (exact
+// resume, padded rows) run on: resnet20, and resnet18 with the imagenet
+// stem, whose 7x7 stride-2 conv and 3x3 max-pool resnet20 lacks (at 16 px
+// its last stages run at 1x1).
+var resnetVariants = []struct {
+	name string
+	set  func(*config.Config)
+}{
+	{"resnet20", func(*config.Config) {}},
+	{"resnet18-imagenet", func(c *config.Config) { c.Model.Arch, c.Model.Stem = "resnet18", "imagenet" }},
 }
 
 // batchLog stands between the loop and the model and keeps a copy of every
@@ -189,39 +202,44 @@ func TestResNetSameWhateverWorkers(t *testing.T) {
 	}
 }
 
-// TestResNetInterruptAtAnyStepResumesExactly: a resnet20 run cancelled
+// TestResNetInterruptAtAnyStepResumesExactly: a resnet20 (and resnet18) run cancelled
 // after step k (inside the first epoch, at its last step, inside the
 // second) and resumed, on another worker count, ends with checkpoint files
 // byte for byte those of an uninterrupted run, and the same metrics.
 func TestResNetInterruptAtAnyStepResumesExactly(t *testing.T) {
-	full := resnetTiny(t) // 30 images, batch 8: 4 steps an epoch, 8 in all
-	runOK(t, full)
-	wantW, wantO := checkpointBytes(t, full.Train.Out)
-	wantM := metricsLines(t, full.Train.Out)
-	for i, k := range []int{2, 4, 7} {
-		c := resnetTiny(t)
-		c.Data.Workers = []int{0, 1, 4}[i]
-		ctx, cancel := context.WithCancel(context.Background())
-		_, err := Run(ctx, c, Options{Out: new(bytes.Buffer), afterStep: func(step int) {
-			if step == k {
+	for _, v := range resnetVariants {
+		t.Run(v.name, func(t *testing.T) {
+			tiny := func() config.Config { c := resnetTiny(t); v.set(&c); return c }
+			full := tiny() // 30 images, batch 8: 4 steps an epoch, 8 in all
+			runOK(t, full)
+			wantW, wantO := checkpointBytes(t, full.Train.Out)
+			wantM := metricsLines(t, full.Train.Out)
+			for i, k := range []int{2, 4, 7} {
+				c := tiny()
+				c.Data.Workers = []int{0, 1, 4}[i]
+				ctx, cancel := context.WithCancel(context.Background())
+				_, err := Run(ctx, c, Options{Out: new(bytes.Buffer), afterStep: func(step int) {
+					if step == k {
+						cancel()
+					}
+				}})
 				cancel()
+				var intr *InterruptedError
+				if !errors.As(err, &intr) {
+					t.Fatalf("k=%d: error %v, want an InterruptedError", k, err)
+				}
+				c.Train.Resume, c.Data.Workers = c.Train.Out, 2
+				runOK(t, c)
+				w, o := checkpointBytes(t, c.Train.Out)
+				if !bytes.Equal(w, wantW) {
+					t.Errorf("k=%d: model.safetensors differs from the uninterrupted run's", k)
+				}
+				if !bytes.Equal(o, wantO) {
+					t.Errorf("k=%d: optimizer.safetensors differs from the uninterrupted run's", k)
+				}
+				sameMetrics(t, fmt.Sprintf("k=%d", k), metricsLines(t, c.Train.Out), wantM)
 			}
-		}})
-		cancel()
-		var intr *InterruptedError
-		if !errors.As(err, &intr) {
-			t.Fatalf("k=%d: error %v, want an InterruptedError", k, err)
-		}
-		c.Train.Resume, c.Data.Workers = c.Train.Out, 2
-		runOK(t, c)
-		w, o := checkpointBytes(t, c.Train.Out)
-		if !bytes.Equal(w, wantW) {
-			t.Errorf("k=%d: model.safetensors differs from the uninterrupted run's", k)
-		}
-		if !bytes.Equal(o, wantO) {
-			t.Errorf("k=%d: optimizer.safetensors differs from the uninterrupted run's", k)
-		}
-		sameMetrics(t, fmt.Sprintf("k=%d", k), metricsLines(t, c.Train.Out), wantM)
+		})
 	}
 }
 
@@ -280,76 +298,81 @@ func TestResNetUint8MatchesFloat32(t *testing.T) {
 	}
 }
 
-// TestResNetIgnoresPaddedRows: resnet20's training and evaluation steps on
+// TestResNetIgnoresPaddedRows: resnet20's (and resnet18's) training and evaluation steps on
 // a short batch give the same loss, predictions, weights, optimizer state
 // and BatchNorm running statistics, bit for bit, whatever the rows past n
 // hold: zeros (float32 batches), -mean/std (uint8 batches normalized) or
 // garbage. The batch statistics are of the valid rows.
 func TestResNetIgnoresPaddedRows(t *testing.T) {
-	c := resnetTiny(t)
-	spec, opt := c.ModelSpec(3), c.ModelOptions()
-	row := 3 * spec.InputSize * spec.InputSize
-	const n = 5
-	rng := rand.New(rand.NewPCG(3, 4))
-	x := make([]float32, opt.Batch*row)
-	for i := range x[:n*row] {
-		x[i] = float32(rng.NormFloat64())
-	}
-	labels := []int32{0, 1, 2, 1, 0, 0, 0, 0}
-	pads := map[string]func(i int) float32{
-		"zeros": func(int) float32 { return 0 },
-		"-mean/std": func(i int) float32 {
-			ch := (i / (spec.InputSize * spec.InputSize)) % 3
-			return -augment.ImageNetMean[ch] / augment.ImageNetStd[ch]
-		},
-		"garbage": func(i int) float32 { return float32(1e3 * math.Sin(float64(i))) },
-	}
-	type outcome struct {
-		loss    []float64
-		pred    [][]int32
-		weights []byte
-	}
-	results := map[string]outcome{}
-	for name, pad := range pads {
-		m, err := model.New(spec, opt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		xp := slices.Clone(x)
-		for i := n * row; i < len(xp); i++ {
-			xp[i] = pad(i)
-		}
-		var o outcome
-		for step := range 3 {
-			res, err := m.TrainStep(xp, labels, n, 0.05)
-			if err != nil {
-				t.Fatal(err)
+	for _, v := range resnetVariants {
+		t.Run(v.name, func(t *testing.T) {
+			c := resnetTiny(t)
+			v.set(&c)
+			spec, opt := c.ModelSpec(3), c.ModelOptions()
+			row := 3 * spec.InputSize * spec.InputSize
+			const n = 5
+			rng := rand.New(rand.NewPCG(3, 4))
+			x := make([]float32, opt.Batch*row)
+			for i := range x[:n*row] {
+				x[i] = float32(rng.NormFloat64())
 			}
-			o.loss = append(o.loss, res.Loss)
-			if step == 1 {
-				ev, err := m.EvalStep(xp, labels, n)
+			labels := []int32{0, 1, 2, 1, 0, 0, 0, 0}
+			pads := map[string]func(i int) float32{
+				"zeros": func(int) float32 { return 0 },
+				"-mean/std": func(i int) float32 {
+					ch := (i / (spec.InputSize * spec.InputSize)) % 3
+					return -augment.ImageNetMean[ch] / augment.ImageNetStd[ch]
+				},
+				"garbage": func(i int) float32 { return float32(1e3 * math.Sin(float64(i))) },
+			}
+			type outcome struct {
+				loss    []float64
+				pred    [][]int32
+				weights []byte
+			}
+			results := map[string]outcome{}
+			for name, pad := range pads {
+				m, err := model.New(spec, opt)
 				if err != nil {
 					t.Fatal(err)
 				}
-				o.loss = append(o.loss, ev.LossSum)
-				o.pred = append(o.pred, ev.Pred)
+				xp := slices.Clone(x)
+				for i := n * row; i < len(xp); i++ {
+					xp[i] = pad(i)
+				}
+				var o outcome
+				for step := range 3 {
+					res, err := m.TrainStep(xp, labels, n, 0.05)
+					if err != nil {
+						t.Fatal(err)
+					}
+					o.loss = append(o.loss, res.Loss)
+					if step == 1 {
+						ev, err := m.EvalStep(xp, labels, n)
+						if err != nil {
+							t.Fatal(err)
+						}
+						o.loss = append(o.loss, ev.LossSum)
+						o.pred = append(o.pred, ev.Pred)
+					}
+				}
+				params, optim, err := m.State()
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, p := range append(params, optim...) {
+					o.weights = append(o.weights, f32bytes(p.Data)...)
+				}
+				m.Close()
+				results[name] = o
 			}
-		}
-		params, optim, err := m.State()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range append(params, optim...) {
-			o.weights = append(o.weights, f32bytes(p.Data)...)
-		}
-		m.Close()
-		results[name] = o
-	}
-	want := results["zeros"]
-	for name, o := range results {
-		if !slices.Equal(o.loss, want.loss) || !slices.EqualFunc(o.pred, want.pred, slices.Equal) || !bytes.Equal(o.weights, want.weights) {
-			t.Errorf("padding %s: losses %v, predictions %v (zeros: %v, %v), weights equal %v", name, o.loss, o.pred, want.loss, want.pred, bytes.Equal(o.weights, want.weights))
-		}
+			want := results["zeros"]
+			for name, o := range results {
+				if !slices.Equal(o.loss, want.loss) || !slices.EqualFunc(o.pred, want.pred, slices.Equal) || !bytes.Equal(o.weights, want.weights) {
+					t.Errorf("padding %s: losses %v, predictions %v (zeros: %v, %v), weights equal %v", name, o.loss, o.pred, want.loss, want.pred, bytes.Equal(o.weights, want.weights))
+				}
+			}
+		})
 	}
 }
 
