@@ -52,6 +52,7 @@ type Backend struct {
 	next        int
 	last        chan struct{} // closed when the last started step's graph has run
 	closed      bool
+	synced      bool // a GradSync is installed: a step may have no samples (n = 0)
 }
 
 // slot is one in-flight step's device input.
@@ -190,8 +191,12 @@ func (b *Backend) startCheck(lr float32) error {
 // checks them again; a bad batch must not get as far as a copy).
 func (b *Backend) checkRows(labels []int32, n int) error {
 	B, K := b.m.Options().Batch, b.m.Spec().Classes
-	if n < 1 || n > B {
-		return fmt.Errorf("cudaops: n = %d valid samples, want 1..%d (the batch size)", n, B)
+	least := 1
+	if b.synced {
+		least = 0
+	}
+	if n < least || n > B {
+		return fmt.Errorf("cudaops: n = %d valid samples, want %d..%d (the batch size)", n, least, B)
 	}
 	if len(labels) < n {
 		return fmt.Errorf("cudaops: %d labels for n = %d valid samples", len(labels), n)
@@ -330,6 +335,22 @@ func (b *Backend) TrainStep(x []float32, labels []int32, n int, lr float32) (mod
 	res, _, err := pd.Wait()
 	return res, err
 }
+
+// SetGradSync installs s (nil removes it) between backward and the update
+// of the following steps, as model.Model.SetGradSync does: data-parallel
+// training sums the ranks' gradients there. On a GPU the model hands it
+// host copies of the gradients once backward has run and uploads the sums
+// back before the update (model's stagedGradients); with one installed a
+// step may have no samples (n = 0, a rank's empty slice of a short last
+// batch). Steps in flight finish first.
+func (b *Backend) SetGradSync(s model.GradSync) {
+	b.drain()
+	b.m.SetGradSync(s)
+	b.synced = s != nil
+}
+
+// GradSizes is the model's (model.Model.GradSizes).
+func (b *Backend) GradSizes() []int { return b.m.GradSizes() }
 
 // drain waits for every step in flight.
 func (b *Backend) drain() {

@@ -107,3 +107,34 @@ func TestGradSyncEmptyStep(t *testing.T) {
 		t.Fatal("n = 0 without a GradSync was accepted")
 	}
 }
+
+// TestGradSizesMatchReady: for every layout, a step hands the GradSync
+// exactly one gradient per entry of GradSizes, of that length, and none for
+// the BatchNorm buffers that Params also lists (data-parallel set-up sizes
+// its buckets from GradSizes: from Params, the ResNets' sample count was
+// overwritten by gradients).
+func TestGradSizesMatchReady(t *testing.T) {
+	for _, spec := range []Spec{tinySpec,
+		{Arch: "resnet20", InputSize: 8, Classes: 3},
+		{Arch: "resnet18", Stem: StemImageNet, InputSize: 16, Classes: 3}} {
+		m := newModel(t, spec, Options{Batch: 2, Seed: 1})
+		sizes := m.GradSizes()
+		s := &scaleSync{t: t}
+		m.SetGradSync(s)
+		S := spec.InputSize
+		if _, err := m.TrainStep(randomInput(rand.New(rand.NewPCG(1, 1)), 2*3*S*S), []int32{0, 1}, 2, 0.01); err != nil {
+			t.Fatal(err)
+		}
+		if len(s.ready) != len(sizes) {
+			t.Errorf("%s: %d gradients handed over, GradSizes has %d (Params %d)", spec.Arch, len(s.ready), len(sizes), len(m.Params()))
+		}
+		for i, g := range s.grads {
+			if i >= len(sizes) || len(g) != sizes[i] {
+				t.Errorf("%s: gradient %d has %d floats; GradSizes %v", spec.Arch, i, len(g), sizes)
+			}
+		}
+		if spec.Arch != "" && len(m.Params()) == len(sizes) {
+			t.Errorf("%s: Params lists no buffers beside the %d gradients: the test no longer tells them apart", spec.Arch, len(sizes))
+		}
+	}
+}

@@ -91,7 +91,8 @@ type Model struct {
 	params  []*param
 	steps   int64 // optimizer steps taken; the first one seeds momentum
 	closed  bool
-	sync    GradSync // between backward and update (data parallel); nil = none
+	sync    GradSync    // between backward and update (data parallel); nil = none
+	staged  [][]float32 // a device engine's gradients on the host, for sync
 
 	bns  []*bnLayer // the ResNets' BatchNorms, in state_dict order
 	mode bnMode

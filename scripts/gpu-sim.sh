@@ -7,7 +7,9 @@
 #      with the CPU model, uint8 path, pinned-buffer reuse, loss falls, copy
 #      order, the missing-copy-wait catch, the ResNets against the CPU graph
 #      and against PyTorch; only the tests that time real hardware, and the
-#      PyTorch parity where /usr/bin/python3 lacks torch, may skip;
+#      PyTorch parity where /usr/bin/python3 lacks torch, may skip; then the
+#      trainer's GPU tests (trainer.test -test.run ^TestGPU): 2 and 3 ranks
+#      of data-parallel training on --device cuda against one rank;
 #   2. mutations: kernels.cu with an index off by one must fail kernel
 #      parity, and one reading past its buffer must be reported out of bounds;
 #   3. `train --device cuda`, pin_memory + non_blocking on, then off, against
@@ -31,6 +33,7 @@ export GOFLAGS="${GOFLAGS:--buildvcs=false}"
 set -e
 cudaops/cudasim/build.sh "$work/lib"
 go test -c -tags stokecuda -o "$work/cudaops.test" ./cudaops
+go test -c -tags stokecuda -o "$work/trainer.test" ./trainer
 go build -tags stokecuda -o "$work/train" ./cmd/train
 go build -o "$work/cmpweights" ./cudaops/cudasim/cmpweights
 set +e
@@ -61,6 +64,18 @@ if [ "$rc" != 0 ] || [ -n "$missing" ] || [ -n "$extra_skips" ] || [ "$(stand_in
 	fail tests "exit $rc; not passed: ${missing:-none}; unexpected skips: ${extra_skips:-none}; stand-in errors: $(stand_in_errors "$log") (see $log)"
 else
 	summary+=("tests: $passed passed, skipped (hardware timing): ${skipped% }")
+fi
+
+# The trainer's GPU tests: data-parallel training on --device cuda (each
+# rank its own CUDA backend, the gradients summed on host copies).
+log="$work/trainer-tests.log"
+(cd trainer && LD_LIBRARY_PATH="$sim" timeout 600 "$work/trainer.test" -test.run '^TestGPU' -test.v -test.count=1) >"$log" 2>&1
+rc=$?
+grep -E '^(--- |ok|FAIL|PASS)|^cudasim: error|weights within' "$log"
+if [ "$rc" != 0 ] || ! grep -q '^--- PASS: TestGPUDataParallelMatchesOneProcess ' "$log" || [ "$(stand_in_errors "$log")" != 0 ]; then
+	fail trainer-tests "exit $rc; TestGPUDataParallelMatchesOneProcess must pass (see $log)"
+else
+	summary+=("data parallel on cuda: 2 and 3 ranks match one rank")
 fi
 
 echo "== gpu-sim 2/4: mutations the stand-in must catch"

@@ -73,11 +73,12 @@ func (d *distRun) openDataset(ctx context.Context, cfg config.Data, out io.Write
 }
 
 // gradSyncer is a backend whose training step takes a model.GradSync: the
-// CPU model. The CUDA backend does not take one yet. It stays beside the
-// Backend seam, not in it: only a data-parallel run asks for it, once, at
-// set-up, and a CUDA method that could only refuse would be a stub.
+// CPU model, and the CUDA backend, which hands it host copies of the
+// gradients. It stays beside the Backend seam, not in it: only a
+// data-parallel run asks for it, once, at set-up.
 type gradSyncer interface {
 	SetGradSync(model.GradSync)
+	GradSizes() []int // the gradients' lengths, in the GradSync's order
 }
 
 // setup makes net a replica: rank 0's weights and optimizer state (fresh,
@@ -88,8 +89,11 @@ func (d *distRun) setup(net Backend, cfg config.Config, out io.Writer) error {
 		return nil
 	}
 	gs, ok := net.(gradSyncer)
-	if !ok || cfg.Train.Dist == dist.KindNCCL {
-		return fmt.Errorf("train.dist %s on device %s: data-parallel training is wired into the CPU model only so far; the CUDA backend has no gradient hook yet (see docs/distributed.md)", cfg.Train.Dist, cfg.Train.Device)
+	if !ok {
+		return fmt.Errorf("train.dist %s on device %s: this backend takes no gradient hook, so it cannot train data-parallel", cfg.Train.Dist, cfg.Train.Device)
+	}
+	if cfg.Train.Dist == dist.KindNCCL {
+		return fmt.Errorf("train.dist nccl: summing gradients on the GPUs with NCCL is not wired in yet (see docs/distributed.md); use train.dist mpi: on --device cuda it sums host copies of the gradients over MPI")
 	}
 	params, optim, err := net.State()
 	if err != nil {
@@ -105,11 +109,9 @@ func (d *distRun) setup(net Backend, cfg config.Config, out io.Writer) error {
 	if err := net.Load(params, optim); err != nil {
 		return fmt.Errorf("loading rank 0's weights: %w", err)
 	}
-	sizes := make([]int, len(params))
-	for i, t := range params {
-		sizes[i] = len(t.Data)
-	}
-	d.sync = newGradSync(d.comm, sizes, int(cfg.Train.DistBucketMB*(1<<20)))
+	// The gradients only: params also holds the BatchNorm buffers, which
+	// are broadcast above but not summed.
+	d.sync = newGradSync(d.comm, gs.GradSizes(), int(cfg.Train.DistBucketMB*(1<<20)))
 	gs.SetGradSync(d.sync)
 	fmt.Fprintf(out, "data parallel: %d ranks over %s; global batch %d = %d per rank; gradients in %d bucket(s) of <= %.0f MB\n",
 		d.ranks(), d.comm.Name(), cfg.Data.BatchSize*d.ranks(), cfg.Data.BatchSize, len(d.sync.buckets), cfg.Train.DistBucketMB)

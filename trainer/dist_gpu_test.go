@@ -1,0 +1,77 @@
+package trainer
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"stoke/dist"
+)
+
+// TestGPUDataParallelMatchesOneProcess is TestDataParallelMatchesOneProcess
+// on --device cuda: N ranks × batch 4, each with its own CUDA backend
+// whose gradients are summed on host copies between backward and the
+// update, end with the weights and epoch figures of 1 rank × batch 4N on
+// the same device. With 3 ranks the last global batch (6) is split
+// 4 + 2 + 0: rank 2 steps with no samples. Skipped without a usable CUDA
+// device (scripts/gpu-sim.sh runs it under the stand-in).
+func TestGPUDataParallelMatchesOneProcess(t *testing.T) {
+	if !cudaUsable() {
+		t.Skip("no usable CUDA device (a CPU build, or no GPU; scripts/gpu-sim.sh runs this under the stand-in)")
+	}
+	for _, n := range []int{2, 3} {
+		t.Run(fmt.Sprintf("%d ranks", n), func(t *testing.T) {
+			one := tinyConfig(t)
+			one.Train.Device = "cuda"
+			one.Data.BatchSize = 4 * n
+			if _, err := Run(context.Background(), one, Options{Out: new(bytes.Buffer)}); err != nil {
+				t.Fatal(err)
+			}
+			par := tinyConfig(t)
+			par.Train.Device = "cuda"
+			par.Data.BatchSize = 4
+			out0, _ := runRanks(t, n, par, nil)
+			if !strings.Contains(out0, fmt.Sprintf("data parallel: %d ranks", n)) {
+				t.Errorf("rank 0's output lacks the data-parallel line:\n%s", out0)
+			}
+			if d := maxRelDiff(t, lastWeights(t, par.Train.Out), lastWeights(t, one.Train.Out)); d > distTolerance {
+				t.Errorf("weights differ by %.3g of their scale, want <= %g", d, distTolerance)
+			} else {
+				t.Logf("weights within %.3g of their scale", d)
+			}
+			a, b := metricsLines(t, par.Train.Out), metricsLines(t, one.Train.Out)
+			if len(a) != len(b) {
+				t.Fatalf("%d vs %d epochs of metrics", len(a), len(b))
+			}
+			for e := range a {
+				x, y := a[e], b[e]
+				if x.TrainAcc != y.TrainAcc || x.ValTop1 != y.ValTop1 || !closeTo(x.TrainLoss, y.TrainLoss, 1e-5) || !closeTo(x.ValLoss, y.ValLoss, 1e-5) {
+					t.Errorf("epoch %d: %d ranks %+v\none rank %+v", e+1, n, x, y)
+				}
+			}
+		})
+	}
+}
+
+// TestNCCLIsRefusedClearly: train.dist nccl names what is missing and what
+// to use instead, on any device, before a step is taken.
+func TestNCCLIsRefusedClearly(t *testing.T) {
+	c := tinyConfig(t)
+	c.Train.Dist = dist.KindNCCL
+	comms := dist.Local(2)
+	errs := make(chan error, 2)
+	for r := range 2 {
+		go func() {
+			defer comms[r].Close()
+			_, err := Run(context.Background(), c, Options{Out: new(bytes.Buffer), Comm: comms[r]})
+			errs <- err
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err == nil || !strings.Contains(err.Error(), "train.dist nccl") || !strings.Contains(err.Error(), "use train.dist mpi") {
+			t.Errorf("error %v, want one naming train.dist nccl and the way out", err)
+		}
+	}
+}
