@@ -178,24 +178,35 @@ func Script() string {
 // the BatchNorms with a fused ReLU (training forward) and the residual
 // add+ReLUs — as relu.<k>, and every max-pool's input as maxpool.<k>, k
 // counting each kind in call order. Everything else is the wrapped engine.
+//
+// With Follow set (to a Raw tap that recorded the same step on another
+// engine), a Raw tap makes its engine take Follow's side of every ReLU where
+// the two differ and the open side's value is within Within of the site's
+// largest output (rounding): it writes Follow's value (0 where Follow's is
+// shut) into its own output before anything reads it, and counts it in
+// Followed. A difference beyond that is an error (Err): not rounding.
 type Tap struct {
 	model.ResNetEngine
-	Branch []model.NamedTensor
-	Err    error // the first failed read
-	on     bool
-	relus  int
-	pools  int
+	Raw      bool // keep each ReLU's output itself, not its mask
+	Follow   *Tap
+	Within   float64
+	Followed int
+	Branch   []model.NamedTensor
+	Err      error // the first failed read, or a branch Follow's beyond rounding
+	on       bool
+	relus    int
+	pools    int
 }
 
 // Record starts (clearing what was kept) or stops recording.
 func (t *Tap) Record(on bool) {
 	if on {
-		t.Branch, t.Err, t.relus, t.pools = nil, nil, 0, 0
+		t.Branch, t.Err, t.relus, t.pools, t.Followed = nil, nil, 0, 0, 0
 	}
 	t.on = on
 }
 
-func (t *Tap) keep(kind string, k *int, v G.Value, mask bool) {
+func (t *Tap) keep(kind string, k *int, v G.Value, relu bool) {
 	if !t.on || t.Err != nil {
 		return
 	}
@@ -204,7 +215,14 @@ func (t *Tap) keep(kind string, k *int, v G.Value, mask bool) {
 		t.Err = err
 		return
 	}
-	if mask {
+	name := fmt.Sprintf("%s.%d", kind, *k)
+	if relu && t.Follow != nil {
+		if err := t.follow(name, d, v); err != nil {
+			t.Err = err
+			return
+		}
+	}
+	if relu && !t.Raw {
 		for i, y := range d {
 			if y > 0 {
 				d[i] = 1
@@ -213,8 +231,38 @@ func (t *Tap) keep(kind string, k *int, v G.Value, mask bool) {
 			}
 		}
 	}
-	t.Branch = append(t.Branch, model.NamedTensor{Name: fmt.Sprintf("%s.%d", kind, *k), Shape: []int{len(d)}, Data: d})
+	t.Branch = append(t.Branch, model.NamedTensor{Name: name, Shape: []int{len(d)}, Data: d})
 	*k++
+}
+
+// follow puts d (v's values) on Follow's branch for site name.
+func (t *Tap) follow(name string, d []float32, v G.Value) error {
+	n := len(t.Branch)
+	if n >= len(t.Follow.Branch) || t.Follow.Branch[n].Name != name || len(t.Follow.Branch[n].Data) != len(d) {
+		return fmt.Errorf("%s: the followed engine ran no such ReLU", name)
+	}
+	ref := t.Follow.Branch[n].Data
+	var top float64
+	for _, y := range ref {
+		top = max(top, float64(y))
+	}
+	moved := false
+	for i, y := range d {
+		r := ref[i]
+		if (y > 0) == (r > 0) {
+			continue
+		}
+		if open := float64(max(y, r)); open > t.Within*top {
+			return fmt.Errorf("%s[%d] is %g on one engine and %g on the other (largest output %.3g): the engines disagree beyond rounding", name, i, y, r, top)
+		}
+		d[i] = max(r, 0)
+		t.Followed++
+		moved = true
+	}
+	if moved {
+		return t.Upload(v, d)
+	}
+	return nil
 }
 
 func (t *Tap) AddReLU(a, b, y G.Value) error {
