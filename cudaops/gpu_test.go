@@ -35,6 +35,29 @@ func openOrSkip(t *testing.T) *Device {
 	return d
 }
 
+// withEngine runs f with a fresh stream (of flags) and a GPU engine on it,
+// d's context current on a locked thread, and frees both after; an error
+// from f or from the set-up fails t.
+func withEngine(t *testing.T, d *Device, flags cu.StreamFlags, f func(s cu.Stream, g *gpuEngine) error) {
+	t.Helper()
+	err := d.do(func() error {
+		s, err := cu.MakeStream(flags)
+		if err != nil {
+			return err
+		}
+		defer s.Destroy()
+		g, err := newGPUEngine(s)
+		if err != nil {
+			return err
+		}
+		defer g.free()
+		return f(s, g)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // skipOnStandIn skips a test that measures the hardware itself (speed,
 // overlap in time) when the driver is the CPU stand-in: its clocks are the
 // host's, so such a figure would mean nothing.
@@ -58,18 +81,7 @@ func skipOnStandIn(t *testing.T, d *Device, what string) {
 // TestGPUKernelParity runs every kernel on the GPU and its mirror in ref_kernels_test.go
 // on the same random inputs (forward and backward kernels alike).
 func TestGPUKernelParity(t *testing.T) {
-	d := openOrSkip(t)
-	err := d.do(func() error {
-		s, err := cu.MakeStream(cu.NonBlocking)
-		if err != nil {
-			return err
-		}
-		defer s.Destroy()
-		g, err := newGPUEngine(s)
-		if err != nil {
-			return err
-		}
-		defer g.free()
+	withEngine(t, openOrSkip(t), cu.NonBlocking, func(_ cu.Stream, g *gpuEngine) error {
 		c := cpuEngine{}
 		rng := rand.New(rand.NewPCG(9, 9))
 		type pair struct{ cpu, gpu buffer }
@@ -190,9 +202,6 @@ func TestGPUKernelParity(t *testing.T) {
 		check("normalize_u8 B=1", nf2, 1e-6)
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 var gpuSpec = model.Spec{InputSize: 32, Classes: 10, Conv: []model.ConvSpec{

@@ -31,24 +31,10 @@ type kernelBench struct {
 // thread), skipping when there is no usable GPU.
 func withKernels(t *testing.T, seed uint64, f func(kb *kernelBench)) {
 	t.Helper()
-	d := openOrSkip(t)
-	err := d.do(func() error {
-		s, err := cu.MakeStream(cu.NonBlocking)
-		if err != nil {
-			return err
-		}
-		defer s.Destroy()
-		g, err := newGPUEngine(s)
-		if err != nil {
-			return err
-		}
-		defer g.free()
+	withEngine(t, openOrSkip(t), cu.NonBlocking, func(_ cu.Stream, g *gpuEngine) error {
 		f(&kernelBench{t: t, g: g, rng: rand.New(rand.NewPCG(seed, 13))})
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 func (kb *kernelBench) must(what string, err error) {

@@ -55,17 +55,7 @@ func TestStandInCopySemantics(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Pinned().Free(pinned)
-	err = d.do(func() error {
-		s, err := cu.MakeStream(cu.NonBlocking)
-		if err != nil {
-			return err
-		}
-		defer s.Destroy()
-		g, err := newGPUEngine(s)
-		if err != nil {
-			return err
-		}
-		defer g.free()
+	withEngine(t, d, cu.NonBlocking, func(s cu.Stream, g *gpuEngine) error {
 		dst, err := cu.MemAlloc(n)
 		if err != nil {
 			return err
@@ -103,38 +93,28 @@ func TestStandInCopySemantics(t *testing.T) {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // TestStandInNullStream: a synchronous copy (the legacy NULL stream) waits
 // for the work of a blocking stream, not for a CU_STREAM_NON_BLOCKING one.
 func TestStandInNullStream(t *testing.T) {
 	d := openStandInOrSkip(t)
-	err := d.do(func() error {
-		dst, err := cu.MemAlloc(64)
-		if err != nil {
-			return err
-		}
-		defer cu.MemFree(dst)
-		src := make([]byte, 64)
-		for _, tc := range []struct {
-			flags cu.StreamFlags
-			waits bool
-		}{{cu.DefaultStream, true}, {cu.NonBlocking, false}} {
-			s, err := cu.MakeStream(tc.flags)
+	for _, tc := range []struct {
+		flags cu.StreamFlags
+		waits bool
+	}{{cu.DefaultStream, true}, {cu.NonBlocking, false}} {
+		withEngine(t, d, tc.flags, func(s cu.Stream, g *gpuEngine) error {
+			dst, err := cu.MemAlloc(64)
 			if err != nil {
 				return err
 			}
-			g, err := newGPUEngine(s)
-			if err != nil {
-				return err
-			}
+			defer cu.MemFree(dst)
+			src := make([]byte, 64)
 			ev, err := cu.MakeEvent(cu.DefaultEvent)
 			if err != nil {
 				return err
 			}
+			defer cu.DestroyEvent(&ev)
 			busy(t, g)
 			if err := ev.Record(s); err != nil {
 				return err
@@ -146,15 +126,8 @@ func TestStandInNullStream(t *testing.T) {
 			if done != tc.waits {
 				t.Errorf("stream flags %v: the stream's work done when cuMemcpyHtoD returned: %v, want %v", tc.flags, done, tc.waits)
 			}
-			s.Synchronize()
-			cu.DestroyEvent(&ev)
-			g.free()
-			s.Destroy()
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+			return s.Synchronize()
+		})
 	}
 }
 
@@ -236,17 +209,7 @@ func standInMisuse(t *testing.T) {
 			t.Logf("%s: %v", what, err)
 		}
 	}
-	err = d.do(func() error {
-		s, err := cu.MakeStream(cu.NonBlocking)
-		if err != nil {
-			return err
-		}
-		defer s.Destroy()
-		g, err := newGPUEngine(s)
-		if err != nil {
-			return err
-		}
-		defer g.free()
+	withEngine(t, d, cu.NonBlocking, func(s cu.Stream, g *gpuEngine) error {
 		dp, err := cu.MemAlloc(64)
 		if err != nil {
 			return err
@@ -265,9 +228,6 @@ func standInMisuse(t *testing.T) {
 		_ = leak // left allocated: reported at context release
 		return err
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Without a current context on this thread, a call needing one fails.
 	runtime.LockOSThread()
 	if err := cu.SetCurrentContext(cu.CUContext{}); err != nil {

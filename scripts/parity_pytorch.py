@@ -3,29 +3,43 @@
 
     scripts/parity_pytorch.py DIR
 
-DIR holds what model's TestParityWithPyTorch wrote with stoke (float32):
-  case.json                 arch, stem, classes, tolerance
+DIR holds what stoke computed (float32), written by internal/paritytest (model's
+TestParityWithPyTorch, cudaops's TestGPUParityWithPyTorch):
+  case.json                 arch, stem, classes, tolerance, label_smoothing, band
   state.safetensors         the initial state_dict (weights and BatchNorm buffers)
   batch.safetensors         x (B,3,S,S) and labels (as float32)
   out.safetensors           eval_logits (eval mode, the initial running stats),
                             train_logits, loss, grad.<param> (train mode) and
                             after.<bn>.running_mean / running_var / num_batches_tracked
+  branch.safetensors        the branch stoke's train-mode step took: relu.<k>, the
+                            mask (1 where open) of the k-th ReLU it ran (the fused
+                            BatchNorm+ReLUs and the residual add+ReLUs, in forward
+                            order); maxpool.<k>, the k-th max-pool's float32 input
 
 The same network is built in PyTorch (torchvision's resnet18/34, the cifar stem
 with conv1 = 3x3 stride 1 and maxpool = Identity; He et al.'s resnet20/32/56
 defined below with torchvision's module names), the state dict loaded with
-strict=True, and everything recomputed by PyTorch twice: in float32, as stoke
-computes, and in float64. Each stoke tensor must be within tol * max|reference|
-(max abs error) of one of the two; `-v` prints every tensor's errors. Exit 0
-when all pass, 1 otherwise.
+strict=True, and everything recomputed in float64 on stoke's branch. Each stoke
+tensor must be within tol * max|reference| (max abs error) of it; `-v` prints
+every tensor's error. Exit 0 when all pass, 1 otherwise.
 
-Why two references: a value within rounding of 0 at a ReLU (or a near-tie in
-a max-pool) can fall either side depending on the order of float operations,
-and with a batch of 4 the BatchNorm after it spreads that flip over a whole
-channel's gradient. Measured: on resnet18's imagenet stem PyTorch's own float32
-and float64 gradients of layer2.0 and below differ by up to 14% of their
-largest value, stoke matching the float32 ones to 2e-5; on the cifar stem at
-32 px stoke matched float64 to 5e-6 and float32 differed by 6%.
+Why stoke's branch: a ReLU is not differentiable at 0, nor a max-pool at a tie.
+A value within float32 rounding of 0 at a ReLU (or of its window's runner-up at a
+max-pool) can fall either side depending on the order of float operations, and
+with a batch of 4 the BatchNorm before it spreads that one element's gradient
+over a whole channel: seen, resnet18's imagenet stem at 64 px, batch 4, on the
+GPU engine under the stand-in, layer1.1's residual add+ReLU at sample 3,
+channel 0, (10, 0): a+b = +1.2e-6 in float64, +1.5e-6 in PyTorch's float32,
++6.0e-7 on stoke's CPU engine, -1.7e-6 on its GPU engine; that element's
+gradient, -7.3e-4, is exactly the difference of layer1.1.bn2.bias's gradient
+between the engines, 1.5% of its largest value, and everything below differs.
+Such values are not rare: at that size each site has about one element within
+PyTorch's own float32 error of 0, so no seed is free of them. So the reference
+takes stoke's side wherever the float64 value is within `band` (case.json) times
+PyTorch's own float32 error at that site (its largest |float32 - float64|), and
+everywhere else stoke's branch must be float64's: a mask or argmax that differs
+outside the band is a FAIL (a bug, not rounding). What the branch check proves
+is printed: how many elements each side of the band, the closest call.
 """
 import json
 import struct
@@ -114,16 +128,83 @@ def build(arch, stem, classes):
     return net
 
 
-def reference(state, case, x, y, smoothing, dtype):
-    """PyTorch's eval logits, then train logits, loss, gradients and updated buffers."""
+class Sites:
+    """Forward hooks on every ReLU and max-pool of net. Recording: each call's input is kept
+    (PyTorch's float32 run: the error scale at each site). Forcing: each call's output is
+    recomputed on stoke's branch (its mask, or the argmax of its own float32 input), after
+    checking that branch against this run's own where the value is outside the band."""
+
+    def __init__(self, net, branch=None, scale=None, band=None):
+        self.branch, self.scale, self.band = branch, scale, band
+        self.inputs, self.report, self.k = [], [], {"relu": 0, "maxpool": 0}
+        for m in net.modules():
+            if isinstance(m, nn.ReLU):
+                m.inplace = False  # the same values; the input stays readable
+                m.register_forward_hook(self.hook("relu"))
+            elif isinstance(m, nn.MaxPool2d):
+                m.register_forward_hook(self.hook("maxpool"))
+
+    def hook(self, kind):
+        def f(mod, inp, out):
+            k = self.k[kind]
+            self.k[kind] += 1
+            name = f"{kind}.{k}"
+            x = inp[0]
+            self.inputs.append((name, x.detach()))
+            if self.branch is None or not torch.is_grad_enabled():
+                return None
+            if name not in self.branch:
+                raise SystemExit(f"branch.safetensors has no {name}: stoke ran fewer {kind}s than PyTorch")
+            lim = self.band * self.scale[name]
+            if kind == "relu":
+                mask = self.branch[name].reshape(x.shape).to(x.dtype)
+                differ = (mask > 0) != (x.detach() > 0)
+                gap = x.detach().abs()
+                y = x * mask
+            else:
+                _, idx = torch.nn.functional.max_pool2d(
+                    self.branch[name].reshape(x.shape), mod.kernel_size, mod.stride, mod.padding, return_indices=True)
+                _, own = torch.nn.functional.max_pool2d(
+                    x.detach(), mod.kernel_size, mod.stride, mod.padding, return_indices=True)
+                flat = x.flatten(2)
+                y = flat.gather(2, idx.flatten(2)).reshape(out.shape)
+                differ = idx != own
+                gap = (flat.detach().gather(2, own.flatten(2)) - flat.detach().gather(2, idx.flatten(2))).reshape(out.shape)
+                # A window is near a tie when its two largest values are within the band; exact
+                # ties at 0 (all of the window shut by the ReLU before it) pass no gradient.
+                k, st, pd = (mod.kernel_size, mod.stride, mod.padding)
+                win = torch.nn.functional.unfold(
+                    torch.nn.functional.pad(x.detach(), (pd,) * 4, value=-float("inf")), k, stride=st)
+                top = win.reshape(x.shape[0], x.shape[1], k * k, -1).topk(2, dim=2).values
+                near = ((top[:, :, 0] - top[:, :, 1] <= lim) & (top[:, :, 0] > 0)).sum()
+            if kind == "relu":
+                near = (gap <= lim).sum()
+            outside = differ & (gap > lim)
+            self.report.append((name, x.numel(), int(differ.sum()), int(near), int(outside.sum()),
+                                gap[differ].max().item() / self.scale[name] if differ.any() else 0.0))
+            return y
+        return f
+
+
+def reference(state, case, x, y, smoothing, dtype, branch=None, scale=None, inputs_only=False):
+    """PyTorch's eval logits, then train logits, loss, gradients and updated buffers; and the
+    hooks, which hold each ReLU and max-pool input (and, forced on a branch, its report).
+    inputs_only: only the train-mode forward, for the hooks' inputs."""
     net = build(case["arch"], case["stem"], case["classes"])
     net.load_state_dict(state, strict=True)  # names, shapes, nothing missing or extra
     net = net.to(dtype)
     x = x.to(dtype)
     ref = {}
+    if inputs_only:
+        sites = Sites(net)
+        net.train()
+        with torch.no_grad():
+            net(x)
+        return ref, sites
     net.eval()
     with torch.no_grad():
         ref["eval_logits"] = net(x)
+    sites = Sites(net, branch, scale, case.get("band"))
     net.train()
     logits = net(x)
     loss = nn.CrossEntropyLoss(label_smoothing=smoothing)(logits, y)
@@ -134,7 +215,7 @@ def reference(state, case, x, y, smoothing, dtype):
         ref["grad." + name] = p.grad
     for name, b in net.named_buffers():
         ref["after." + name] = b.double()
-    return ref
+    return ref, sites
 
 
 def main():
@@ -143,14 +224,32 @@ def main():
     state = read_safetensors(f"{d}/state.safetensors")
     batch = read_safetensors(f"{d}/batch.safetensors")
     got = read_safetensors(f"{d}/out.safetensors")
+    branch = {k: v.double() for k, v in read_safetensors(f"{d}/branch.safetensors").items()}
     x = batch["x"]
     y = batch["labels"].long()
     smoothing = case.get("label_smoothing", 0.0)
-    refs = [reference(state, case, x, y, smoothing, dt) for dt in (torch.float32, torch.float64)]
-    ref = refs[0]
+    # PyTorch's own float32 error at each site: the largest |float32 - float64| of its input.
+    _, s32 = reference(state, case, x, y, smoothing, torch.float32, inputs_only=True)
+    _, s64 = reference(state, case, x, y, smoothing, torch.float64, inputs_only=True)
+    scale = {}
+    for (name, a), (_, b) in zip(s32.inputs, s64.inputs):
+        scale[name] = max((a.double() - b).abs().max().item(), 1e-30)
+    ref, sites = reference(state, case, x, y, smoothing, torch.float64, branch, scale)
 
     tol = case["tolerance"]
     worst, failed = 0.0, []
+    if len(sites.report) != len(branch):
+        failed.append(f"stoke ran {len(branch)} ReLUs and max-pools, PyTorch {len(sites.report)}")
+    near = sum(r[3] for r in sites.report)
+    differ = sum(r[2] for r in sites.report)
+    closest = max([r[5] for r in sites.report] + [0.0])
+    for name, n, dif, within, outside, far in sites.report:
+        if "-v" in sys.argv:
+            print(f"  {name}: {n} values, {within} within the band, stoke's side differs from float64's at {dif}"
+                  + (f" (farthest {far:.2f} x float32 error)" if dif else ""))
+        if outside:
+            failed.append(f"{name}: stoke's branch differs from float64's at {outside} values outside the band "
+                          f"(up to {far:.1f} x PyTorch's float32 error there)")
     for name in sorted(ref):
         if name not in got:
             failed.append(f"{name}: missing from stoke's output")
@@ -159,19 +258,20 @@ def main():
         if ref[name].numel() != g.numel():
             failed.append(f"{name}: shape {tuple(got[name].shape)}, PyTorch {tuple(ref[name].shape)}")
             continue
-        errs = []
-        for rr in refs:
-            r = rr[name].double().reshape(-1)
-            errs.append((r - g).abs().max().item() / max(r.abs().max().item(), 1e-12))
-        err = min(errs)
+        r = ref[name].double().reshape(-1)
+        err = (r - g).abs().max().item() / max(r.abs().max().item(), 1e-12)
         worst = max(worst, err)
         if "-v" in sys.argv:
-            print(f"  {name}: {errs[0]:.2e} of PyTorch float32, {errs[1]:.2e} of float64")
+            print(f"  {name}: {err:.2e}")
         if not err <= tol:
             failed.append(f"{name}: max abs error {err:.2e} x max|ref| > {tol:g}")
     label = case["arch"] + (" " + case["stem"] if case["arch"] in ("resnet18", "resnet34") else "")
     print(f"{label}: {len(ref)} tensors (eval logits, train logits, loss, {sum(1 for n in ref if n.startswith('grad.'))} gradients, "
-          f"{sum(1 for n in ref if n.startswith('after.'))} buffers), worst error {worst:.2e} of max|ref| (tolerance {tol:g})")
+          f"{sum(1 for n in ref if n.startswith('after.'))} buffers), worst error {worst:.2e} of max|ref| (tolerance {tol:g}) "
+          f"against float64 on stoke's branch")
+    print(f"  branch: {len(sites.report)} ReLUs and max-pools, {near} values within {case.get('band')} x PyTorch's float32 "
+          f"error of a kink or tie; stoke's side differs from float64's at {differ}"
+          + (f" (farthest {closest:.2f} x that error)" if differ else ""))
     for f in failed:
         print("  FAIL", f)
     sys.exit(1 if failed else 0)
