@@ -7,7 +7,8 @@ reads a stoke config (a run folder's resolved config.yaml is the exact recipe of
 shipped config works too when every setting it relies on is in it) and trains the same model
 on the same ImageFolder with the same recipe:
 
-  - data: ROOT/train and ROOT/val (data.root, or --data), batch data.batch_size, shuffled per
+  - data: ROOT/train and ROOT/val (data.root, or --data; when both are empty, the generated set
+    data.synthetic names, in the cache folder where stoke made it), batch data.batch_size, shuffled per
     data.shuffle, data.drop_last, data.workers loader processes;
   - augmentation: RandomResizedCrop(image_size, scale, ratio), RandomHorizontalFlip(hflip),
     ColorJitter(brightness, contrast, saturation) when any is set, ToTensor, Normalize(mean, std);
@@ -52,6 +53,18 @@ def make_model(cfg, classes):
     if arch not in ("resnet18", "resnet34", "resnet20", "resnet32", "resnet56"):
         raise SystemExit("recipe_pytorch.py: model.arch %r is not handled here (cnn, resnet18/34, resnet20/32/56)" % arch)
     return parity_pytorch.build(arch, cfg["model"].get("stem", "imagenet"), classes)
+
+
+def synthetic_root(d):
+    """The folder trainer/dataset.go's DatasetRoot generates data.synthetic into (Linux's cache)."""
+    s = d.get("synthetic") or {}
+    cache = d.get("cache_dir") or os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "stoke")
+    root = os.path.join(cache, "synthetic-c%d-train%d-val%d-px%d-seed%d" % (
+        s.get("classes", 0), s.get("train", 0), s.get("val", 0), s.get("size", 0), s.get("seed", 0)))
+    if not os.path.isdir(root):
+        raise SystemExit("recipe_pytorch.py: the config's data.root is empty and its generated set %s does not exist: "
+                         "run stoke on the config once (it generates it), or give --data" % root)
+    return root
 
 
 def lr_at(step, o, steps_per_epoch, epochs):
@@ -117,9 +130,7 @@ def main():
     with open(args.config) as f:
         cfg = yaml.safe_load(f)
     d, a, o, tr = cfg["data"], cfg["augment"], cfg["optim"], cfg["train"]
-    root = args.data or d.get("root")
-    if not root:
-        raise SystemExit("recipe_pytorch.py: no data folder: give --data (the config's data.root is empty)")
+    root = args.data or d.get("root") or synthetic_root(d)
     seed = tr.get("seed", 1) if args.seed is None else args.seed
     epochs = args.epochs or tr["epochs"]
     threads = tr.get("threads") or os.cpu_count()
