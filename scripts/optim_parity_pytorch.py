@@ -15,7 +15,6 @@ float32 and float64, and compares every tensor: weights, buffers, momentum_buffe
 exp_avg_sq, and the step count. The error of a tensor is max|stoke - PyTorch| / max|PyTorch|, the
 smaller of the two against float32 and float64; exit 1 past the case's tolerance.
 """
-import json
 import os
 import sys
 
@@ -23,7 +22,7 @@ import torch
 import torch.nn as nn
 
 sys.path.insert(0, os.path.dirname(__file__))
-from parity_pytorch import build, read_safetensors  # noqa: E402
+from parity_pytorch import build, load_case  # noqa: E402
 
 
 def train(case, state, batch, dtype):
@@ -66,11 +65,7 @@ def train(case, state, batch, dtype):
 
 
 def main():
-    d = sys.argv[1]
-    case = json.load(open(f"{d}/case.json"))
-    state = read_safetensors(f"{d}/state.safetensors")
-    batch = read_safetensors(f"{d}/batch.safetensors")
-    got = read_safetensors(f"{d}/out.safetensors")
+    case, state, batch, got = load_case(sys.argv[1])
     refs = [train(case, state, batch, dt) for dt in (torch.float32, torch.float64)]
     tol = case["tolerance"]
     worst, worst_name, failed = 0.0, "", []

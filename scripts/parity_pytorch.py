@@ -218,12 +218,16 @@ def reference(state, case, x, y, smoothing, dtype, branch=None, scale=None, inpu
     return ref, sites
 
 
+def load_case(d):
+    """A case folder as the Go tests write it: case.json, the initial state, the batch, stoke's output."""
+    case = json.load(open(f"{d}/case.json"))
+    return case, read_safetensors(f"{d}/state.safetensors"), read_safetensors(f"{d}/batch.safetensors"), \
+        read_safetensors(f"{d}/out.safetensors")
+
+
 def main():
     d = sys.argv[1]
-    case = json.load(open(f"{d}/case.json"))
-    state = read_safetensors(f"{d}/state.safetensors")
-    batch = read_safetensors(f"{d}/batch.safetensors")
-    got = read_safetensors(f"{d}/out.safetensors")
+    case, state, batch, got = load_case(d)
     branch = {k: v.double() for k, v in read_safetensors(f"{d}/branch.safetensors").items()}
     x = batch["x"]
     y = batch["labels"].long()

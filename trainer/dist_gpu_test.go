@@ -36,21 +36,7 @@ func TestGPUDataParallelMatchesOneProcess(t *testing.T) {
 			if !strings.Contains(out0, fmt.Sprintf("data parallel: %d ranks", n)) {
 				t.Errorf("rank 0's output lacks the data-parallel line:\n%s", out0)
 			}
-			if d := maxRelDiff(t, lastWeights(t, par.Train.Out), lastWeights(t, one.Train.Out)); d > distTolerance {
-				t.Errorf("weights differ by %.3g of their scale, want <= %g", d, distTolerance)
-			} else {
-				t.Logf("weights within %.3g of their scale", d)
-			}
-			a, b := metricsLines(t, par.Train.Out), metricsLines(t, one.Train.Out)
-			if len(a) != len(b) {
-				t.Fatalf("%d vs %d epochs of metrics", len(a), len(b))
-			}
-			for e := range a {
-				x, y := a[e], b[e]
-				if x.TrainAcc != y.TrainAcc || x.ValTop1 != y.ValTop1 || !closeTo(x.TrainLoss, y.TrainLoss, 1e-5) || !closeTo(x.ValLoss, y.ValLoss, 1e-5) {
-					t.Errorf("epoch %d: %d ranks %+v\none rank %+v", e+1, n, x, y)
-				}
-			}
+			sameAsOneRank(t, n, par, one)
 		})
 	}
 }

@@ -92,21 +92,8 @@ func TestDataParallelMatchesOneProcess(t *testing.T) {
 					t.Errorf("rank %d printed:\n%s", r+1, o)
 				}
 			}
-			if d := maxRelDiff(t, lastWeights(t, par.Train.Out), lastWeights(t, one.Train.Out)); d > distTolerance {
-				t.Errorf("weights differ by %.3g of their scale, want <= %g", d, distTolerance)
-			} else {
-				t.Logf("weights within %.3g of their scale", d)
-			}
-			a, b := metricsLines(t, par.Train.Out), metricsLines(t, one.Train.Out)
-			if len(a) != len(b) {
-				t.Fatalf("%d vs %d epochs of metrics", len(a), len(b))
-			}
-			for e := range a {
-				x, y := a[e], b[e]
-				if x.TrainAcc != y.TrainAcc || x.ValTop1 != y.ValTop1 || x.ValTop5 != y.ValTop5 ||
-					!closeTo(x.TrainLoss, y.TrainLoss, 1e-5) || !closeTo(x.ValLoss, y.ValLoss, 1e-5) || x.LR != y.LR {
-					t.Errorf("epoch %d: %d ranks %+v\none rank %+v", e+1, n, x, y)
-				}
+			epochs := sameAsOneRank(t, n, par, one)
+			for e := range epochs {
 				// The confusion matrix is the sum of the ranks' shards.
 				name := filepath.Join("eval", fmt.Sprintf("confusion-epoch-%04d.csv", e+1))
 				if cp, c1 := readFile(t, filepath.Join(par.Train.Out, name)), readFile(t, filepath.Join(one.Train.Out, name)); cp != c1 {
@@ -115,6 +102,30 @@ func TestDataParallelMatchesOneProcess(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sameAsOneRank checks that the data-parallel run par (n ranks) ended with
+// the weights (within distTolerance) and the epoch figures of the
+// one-rank run one, and returns the number of epochs.
+func sameAsOneRank(t *testing.T, n int, par, one config.Config) int {
+	t.Helper()
+	if d := maxRelDiff(t, lastWeights(t, par.Train.Out), lastWeights(t, one.Train.Out)); d > distTolerance {
+		t.Errorf("weights differ by %.3g of their scale, want <= %g", d, distTolerance)
+	} else {
+		t.Logf("weights within %.3g of their scale", d)
+	}
+	a, b := metricsLines(t, par.Train.Out), metricsLines(t, one.Train.Out)
+	if len(a) != len(b) {
+		t.Fatalf("%d vs %d epochs of metrics", len(a), len(b))
+	}
+	for e := range a {
+		x, y := a[e], b[e]
+		if x.TrainAcc != y.TrainAcc || x.ValTop1 != y.ValTop1 || x.ValTop5 != y.ValTop5 ||
+			!closeTo(x.TrainLoss, y.TrainLoss, 1e-5) || !closeTo(x.ValLoss, y.ValLoss, 1e-5) || x.LR != y.LR {
+			t.Errorf("epoch %d: %d ranks %+v\none rank %+v", e+1, n, x, y)
+		}
+	}
+	return len(a)
 }
 
 // TestTwoRankCheckpointResumesOnOneRank: a checkpoint of 2 × 4 continues
