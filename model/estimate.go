@@ -71,9 +71,10 @@ func EstimateMemory(spec Spec, batch, threads int) Memory {
 
 // estimateResNet follows the ResNets' allocations: per conv, its output,
 // the BatchNorm's output and both their gradients, the gradient of its
-// input, the im2col scratch per worker and the filter-gradient groups; per
-// block, the residual join's output and gradient and the sum gorgonia
-// allocates for the fan-out.
+// input, the im2col scratch per worker and the filter-gradient groups (for
+// conv2, whose BatchNorm is fused with the residual join and ReLU, the
+// second gradient is the shortcut's); per block, the sum gorgonia
+// allocates for the fan-out of the block's input.
 func estimateResNet(spec Spec, batch, threads int) Memory {
 	const f32 = 4
 	l, err := spec.layout()
@@ -106,7 +107,7 @@ func estimateResNet(spec Spec, batch, threads int) Memory {
 		if b.downsample {
 			conv(b.cin, size, b.cout, 1, b.stride)
 		}
-		m.Activations += 3 * B * float64(b.cout*out*out) * f32
+		m.Activations += B * float64(b.cout*out*out) * f32
 		cin, size = b.cout, out
 	}
 	head := float64(cin*spec.Classes + spec.Classes)
