@@ -91,10 +91,13 @@ func resnetEngine(eng Engine, spec Spec, opt Options) (ResNetEngine, error) {
 	return nil, nil
 }
 
-func (cpuEngine) NewConv2d(B, Cin, H, W, Cout, K, stride, pad int) (Conv2dKernel, error) {
+func (e cpuEngine) NewConv2d(B, Cin, H, W, Cout, K, stride, pad int) (Conv2dKernel, error) {
 	k, err := cpuops.NewConv2d(B, Cin, H, W, Cout, K, stride, pad)
 	if err != nil {
 		return nil, err
+	}
+	if e.conv != nil {
+		k.Share(e.conv)
 	}
 	return cpuConv2d{k}, nil
 }
