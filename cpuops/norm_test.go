@@ -91,6 +91,7 @@ func TestBatchNormAddReLUMatchesComposition(t *testing.T) {
 		useAVX2 = avx
 		for _, s := range []struct{ B, C, HW, n int }{
 			{4, 3, 5, 4}, {4, 3, 5, 3}, {2, 5, 1, 1}, {6, 2, 9, 4}, {3, 2, 67, 3}, {5, 3, 64, 2}, {8, 4, 256, 7},
+			{3, 2, fusedPlane, 2}, {2, 3, fusedPlane + 13, 2}, {4, 2, fusedPlane, 4}, // BackwardAdd's fused pass
 		} {
 			testBatchNormAddReLU(t, s.B, s.C, s.HW, s.n, avx)
 		}
