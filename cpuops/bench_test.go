@@ -104,3 +104,53 @@ func BenchmarkBatchNorm(b *testing.B) {
 func reportCPU(b *testing.B, t0 time.Duration) {
 	b.ReportMetric(float64(cpuTime()-t0)/1e6/float64(b.N), "cpu-ms/op")
 }
+
+// BenchmarkBasicBlockEnd: a BasicBlock's end, ReLU(bn2(x) + shortcut),
+// forward and backward, as one op (fused: NewBatchNormAddReLU) and as the
+// three it replaces (unfused: BatchNorm, AddReLU; ReLUBackward, BatchNorm's
+// backward), at resnet20's first-stage and resnet18's first-stage shapes:
+//
+//	go test -run - -bench BasicBlockEnd -cpu 1 ./cpuops/
+func BenchmarkBasicBlockEnd(b *testing.B) {
+	for _, s := range []struct{ B, C, HW int }{{128, 16, 1024}, {128, 32, 256}, {128, 64, 64}, {64, 64, 1024}, {64, 512, 16}} {
+		fused, _ := NewBatchNormAddReLU(s.B, s.C, s.HW)
+		plain, _ := NewBatchNorm(s.B, s.C, s.HW, false)
+		rng := rand.New(rand.NewPCG(3, 3))
+		N := fused.Len()
+		x, sc, dy := randF32(rng, N), randF32(rng, N), randF32(rng, N)
+		gamma, beta := randF32(rng, s.C), randF32(rng, s.C)
+		rm, rv := make([]float32, s.C), make([]float32, s.C)
+		for i := range rv {
+			rv[i] = 1
+		}
+		bnOut, y, d, ds, dx := make([]float32, N), make([]float32, N), make([]float32, N), make([]float32, N), make([]float32, N)
+		dg, db := make([]float32, s.C), make([]float32, s.C)
+		name := fmt.Sprintf("%dx%dx%d", s.B, s.C, s.HW)
+		for _, v := range []struct {
+			name     string
+			fwd, bwd func()
+		}{
+			{"fused", func() { fused.ForwardAdd(x, gamma, beta, sc, y, rm, rv, s.B, true) },
+				func() { fused.BackwardAdd(x, gamma, y, dy, dx, ds, dg, db) }},
+			{"unfused", func() { plain.Forward(x, gamma, beta, bnOut, rm, rv, s.B, true); AddReLU(bnOut, sc, y) },
+				func() { ReLUBackward(y, dy, d); plain.Backward(x, gamma, y, d, dx, dg, db) }},
+		} {
+			b.Run(name+"/"+v.name+"/fwd", func(b *testing.B) {
+				t0 := cpuTime()
+				for i := 0; i < b.N; i++ {
+					v.fwd()
+				}
+				reportCPU(b, t0)
+			})
+			b.Run(name+"/"+v.name+"/bwd", func(b *testing.B) {
+				v.fwd()
+				b.ResetTimer()
+				t0 := cpuTime()
+				for i := 0; i < b.N; i++ {
+					v.bwd()
+				}
+				reportCPU(b, t0)
+			})
+		}
+	}
+}

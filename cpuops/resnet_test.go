@@ -316,3 +316,42 @@ func TestConv2dGroupsMatchOneSample(t *testing.T) {
 		checkClose(t, "conv2d dw of the batch", dw, sum)
 	}
 }
+
+// TestConv2dSharedSums: convs of different sizes sharing their
+// filter-gradient partial sums (Share), called in turn, give the filter
+// gradients they give alone, bit for bit, and the shared buffer is the
+// largest one's.
+func TestConv2dSharedSums(t *testing.T) {
+	shapes := []struct{ B, cin, H, cout, K, S, P int }{{9, 3, 8, 4, 3, 1, 1}, {9, 4, 8, 6, 3, 2, 1}, {9, 6, 4, 6, 1, 1, 0}}
+	rng := rand.New(rand.NewPCG(12, 12))
+	var shared Conv2dShared
+	var own, shr []*Conv2d
+	var xs, dys [][]float32
+	largest := 0
+	for _, s := range shapes {
+		a, err := NewConv2d(s.B, s.cin, s.H, s.H, s.cout, s.K, s.S, s.P)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := NewConv2d(s.B, s.cin, s.H, s.H, s.cout, s.K, s.S, s.P)
+		b.Share(&shared)
+		own, shr = append(own, a), append(shr, b)
+		xs, dys = append(xs, randF32(rng, a.InLen())), append(dys, randF32(rng, a.OutLen()))
+		largest = max(largest, a.groups*s.cout*s.cin*s.K*s.K)
+	}
+	for round := 0; round < 2; round++ {
+		for i := range shapes {
+			s := shapes[i]
+			n := s.cout * s.cin * s.K * s.K
+			want, got := make([]float32, n), make([]float32, n)
+			own[i].BackwardFilter(xs[i], dys[i], want)
+			shr[i].BackwardFilter(xs[i], dys[i], got)
+			if !slices.Equal(got, want) {
+				t.Fatalf("round %d conv %d: shared sums give another filter gradient", round, i)
+			}
+		}
+	}
+	if cap(shared.groupDW) != largest || cap(shr[0].ownDW) != 0 {
+		t.Fatalf("shared buffer %d floats (want the largest conv's %d), a sharing conv's own %d", cap(shared.groupDW), largest, cap(shr[0].ownDW))
+	}
+}

@@ -54,6 +54,15 @@ func scaleShiftGo(x, y []float32, scale, shift float32, relu bool) {
 	}
 }
 
+// scaleShiftAddReLUGo is scaleShiftGo then AddReLU's join: the same two
+// roundings, then + s and the ReLU.
+func scaleShiftAddReLUGo(x, s, y []float32, scale, shift float32) {
+	s, y = s[:len(x)], y[:len(x)]
+	for j, v := range x {
+		y[j] = max((v*scale+shift)+s[j], 0)
+	}
+}
+
 func gradSumsGo(x, y, dy []float32, relu bool) (sg, sgx float32) {
 	y, dy = y[:len(x)], dy[:len(x)]
 	for j, v := range x {
@@ -61,6 +70,19 @@ func gradSumsGo(x, y, dy []float32, relu bool) (sg, sgx float32) {
 		if relu {
 			g = reluGrad(y[j], g)
 		}
+		sg += g
+		sgx += g * v
+	}
+	return sg, sgx
+}
+
+// gradSumsMaskGo is gradSumsGo with the ReLU mask, also storing the
+// masked gradient g in d.
+func gradSumsMaskGo(x, y, dy, d []float32) (sg, sgx float32) {
+	y, dy, d = y[:len(x)], dy[:len(x)], d[:len(x)]
+	for j, v := range x {
+		g := reluGrad(y[j], dy[j])
+		d[j] = g
 		sg += g
 		sgx += g * v
 	}

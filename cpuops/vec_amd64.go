@@ -63,6 +63,12 @@ func gradSumsAVX2(x, y, dy *float32, n int, relu bool) (sg, sgx float32)
 //go:noescape
 func bnDxAVX2(x, y, dy, dx *float32, n int, relu bool, a, b, d float32)
 
+//go:noescape
+func scaleShiftAddReLUAVX2(x, s, y *float32, n int, scale, shift float32)
+
+//go:noescape
+func gradSumsMaskAVX2(x, y, dy, d *float32, n int) (sg, sgx float32)
+
 // sumSq returns Σ x and Σ x², in float64.
 func sumSq(x []float32) (s, ss float64) {
 	n := 0
@@ -100,6 +106,35 @@ func gradSums(x, y, dy []float32, relu bool) (sg, sgx float32) {
 		}
 	}
 	tg, tgx := gradSumsGo(x[n:], y[n:], dy[n:], relu)
+	return sg + tg, sgx + tgx
+}
+
+// scaleShiftAddReLU sets y = max((x·scale + shift) + s, 0): scaleShift
+// and AddReLU in one pass, rounded as they are.
+func scaleShiftAddReLU(x, s, y []float32, scale, shift float32) {
+	s, y = s[:len(x)], y[:len(x)]
+	n := 0
+	if useAVX2 {
+		n = len(x) &^ 7
+		if n > 0 {
+			scaleShiftAddReLUAVX2(&x[0], &s[0], &y[0], n, scale, shift)
+		}
+	}
+	scaleShiftAddReLUGo(x[n:], s[n:], y[n:], scale, shift)
+}
+
+// gradSumsMask is gradSums with the ReLU mask, also storing the masked g
+// in d (ReLUBackward's output, in the same pass).
+func gradSumsMask(x, y, dy, d []float32) (sg, sgx float32) {
+	y, dy, d = y[:len(x)], dy[:len(x)], d[:len(x)]
+	n := 0
+	if useAVX2 {
+		n = len(x) &^ 7
+		if n > 0 {
+			sg, sgx = gradSumsMaskAVX2(&x[0], &y[0], &dy[0], &d[0], n)
+		}
+	}
+	tg, tgx := gradSumsMaskGo(x[n:], y[n:], dy[n:], d[n:])
 	return sg + tg, sgx + tgx
 }
 

@@ -200,6 +200,93 @@ ssdone:
 	VZEROUPPER
 	RET
 
+// func scaleShiftAddReLUAVX2(x, s, y *float32, n int, scale, shift float32)
+// y[i] = max((x[i]·scale + shift) + s[i], 0), n a multiple of 8: a
+// BasicBlock's bn2, residual add and ReLU in one pass, rounded as
+// scaleShiftAVX2 then AddReLU round (a multiply, an add, an add, the max
+// as biasReLUAVX2 takes it).
+TEXT ·scaleShiftAddReLUAVX2(SB), NOSPLIT, $0-40
+	MOVQ x+0(FP), SI
+	MOVQ s+8(FP), BX
+	MOVQ y+16(FP), DI
+	MOVQ n+24(FP), CX
+	VBROADCASTSS scale+32(FP), Y14
+	VBROADCASTSS shift+36(FP), Y13
+	VXORPS Y15, Y15, Y15
+saloop:
+	CMPQ CX, $16
+	JL   sa8
+	VMULPS (SI), Y14, Y0
+	VMULPS 32(SI), Y14, Y1
+	VADDPS Y13, Y0, Y0
+	VADDPS Y13, Y1, Y1
+	VADDPS (BX), Y0, Y0
+	VADDPS 32(BX), Y1, Y1
+	VMAXPS Y0, Y15, Y0
+	VMAXPS Y1, Y15, Y1
+	VADDPS Y15, Y0, Y0
+	VADDPS Y15, Y1, Y1
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	ADDQ $64, SI
+	ADDQ $64, BX
+	ADDQ $64, DI
+	SUBQ $16, CX
+	JMP  saloop
+sa8:
+	CMPQ CX, $8
+	JL   sadone
+	VMULPS (SI), Y14, Y0
+	VADDPS Y13, Y0, Y0
+	VADDPS (BX), Y0, Y0
+	VMAXPS Y0, Y15, Y0
+	VADDPS Y15, Y0, Y0
+	VMOVUPS Y0, (DI)
+sadone:
+	VZEROUPPER
+	RET
+
+// func gradSumsMaskAVX2(x, y, dy, d *float32, n int) (sg, sgx float32)
+// gradSumsAVX2 with relu, also storing the masked g in d[i]: the ReLU's
+// backward and BatchNorm's first backward pass in one.
+TEXT ·gradSumsMaskAVX2(SB), NOSPLIT, $0-48
+	MOVQ x+0(FP), SI
+	MOVQ y+8(FP), BX
+	MOVQ dy+16(FP), DX
+	MOVQ d+24(FP), DI
+	MOVQ n+32(FP), CX
+	VXORPS Y4, Y4, Y4
+	VXORPS Y6, Y6, Y6
+	VPXOR Y15, Y15, Y15
+gmloop:
+	CMPQ CX, $8
+	JL   gmdone
+	VMOVUPS (BX), Y1
+	VPCMPEQD Y15, Y1, Y1
+	VPANDN (DX), Y1, Y0
+	VMOVUPS Y0, (DI)
+	VADDPS Y0, Y4, Y4
+	VFMADD231PS (SI), Y0, Y6
+	ADDQ $32, SI
+	ADDQ $32, BX
+	ADDQ $32, DX
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP  gmloop
+gmdone:
+	VEXTRACTF128 $1, Y4, X5
+	VADDPS X5, X4, X4
+	VHADDPS X4, X4, X4
+	VHADDPS X4, X4, X4
+	VMOVSS X4, sg+40(FP)
+	VEXTRACTF128 $1, Y6, X7
+	VADDPS X7, X6, X6
+	VHADDPS X6, X6, X6
+	VHADDPS X6, X6, X6
+	VMOVSS X6, sgx+44(FP)
+	VZEROUPPER
+	RET
+
 // func gradSumsAVX2(x, y, dy *float32, n int, relu bool) (sg, sgx float32)
 // With g = dy (masked to where y's bits are not zero when relu): sg = Σ g,
 // sgx = Σ g·x, over i < n, n a multiple of 8; eight float32 lanes each.

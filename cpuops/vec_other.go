@@ -25,6 +25,14 @@ func scaleShift(x, y []float32, scale, shift float32, relu bool) {
 // gradSums returns Σ g and Σ g·x for g = dy, masked by y > 0 when relu.
 func gradSums(x, y, dy []float32, relu bool) (sg, sgx float32) { return gradSumsGo(x, y, dy, relu) }
 
+// scaleShiftAddReLU sets y = max((x·scale + shift) + s, 0).
+func scaleShiftAddReLU(x, s, y []float32, scale, shift float32) {
+	scaleShiftAddReLUGo(x, s, y, scale, shift)
+}
+
+// gradSumsMask is gradSums with the ReLU mask, also storing the masked g in d.
+func gradSumsMask(x, y, dy, d []float32) (sg, sgx float32) { return gradSumsMaskGo(x, y, dy, d) }
+
 // bnDx sets dx = a·g + (b·x + d), g as in gradSums.
 func bnDx(x, y, dy, dx []float32, relu bool, a, b, d float32) { bnDxGo(x, y, dy, dx, relu, a, b, d) }
 

@@ -1,6 +1,7 @@
 package cpuops
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -171,6 +172,39 @@ func TestTranspose8(t *testing.T) {
 			if dst[16*i+j] != want {
 				t.Fatalf("dst[%d][%d] = %v, want %v", i, j, dst[16*i+j], want)
 			}
+		}
+	}
+}
+
+// TestFusedBatchNormLoops: the loops of the fused BatchNorm + add + ReLU
+// give the bits of the loops they replace (scaleShift then AddReLU;
+// reluMask then gradSums), at every length around the vector widths, with
+// zeros, −0 and NaN among the values, on this CPU's loops and the portable ones.
+func TestFusedBatchNormLoops(t *testing.T) {
+	defer func(v bool) { useAVX2 = v }(useAVX2)
+	rng := rand.New(rand.NewPCG(11, 11))
+	for _, v := range []bool{useAVX2, false} {
+		useAVX2 = v
+		for n := 0; n < 70; n++ {
+			x, s, dy := randF32(rng, n), randF32(rng, n), randF32(rng, n)
+			for i := 0; i < n; i += 7 {
+				x[i], s[i], dy[i] = 0, float32(math.Copysign(0, -1)), float32(math.Copysign(0, -1))
+			}
+			if n > 20 {
+				x[13], s[17] = float32(math.NaN()), float32(math.NaN())
+			}
+			bnOut, want, got := make([]float32, n), make([]float32, n), make([]float32, n)
+			scaleShift(x, bnOut, 0.7, -0.3, false)
+			AddReLU(bnOut, s, want)
+			scaleShiftAddReLU(x, s, got, 0.7, -0.3)
+			sameBits(t, fmt.Sprintf("scaleShiftAddReLU avx2=%v n=%d", v, n), got, want)
+
+			d, dGot := make([]float32, n), make([]float32, n)
+			reluMask(d, want, dy)
+			sg, sgx := gradSums(x, want, d, false)
+			gg, ggx := gradSumsMask(x, want, dy, dGot)
+			sameBits(t, fmt.Sprintf("gradSumsMask d avx2=%v n=%d", v, n), dGot, d)
+			sameBits(t, fmt.Sprintf("gradSumsMask sums avx2=%v n=%d", v, n), []float32{gg, ggx}, []float32{sg, sgx})
 		}
 	}
 }

@@ -127,6 +127,74 @@ func (b *gpuBatchNorm) Backward(x, gamma, y, dy, dx, dgamma, dbeta G.Value) erro
 	}, x, gamma, y, dy, dx)
 }
 
+// gpuBatchNormAddReLU is a BasicBlock's end, ReLU(BatchNorm(x) + s),
+// composed of the existing kernels: bn_forward without its ReLU into the
+// layer's own scratch, then add_relu; backward, relu_grad (the shortcut's
+// gradient ds) then bn_backward from ds. The kernels are the unfused ops',
+// so the results are theirs; the fusion only saves memory passes on the CPU.
+type gpuBatchNormAddReLU struct {
+	bn  *gpuBatchNorm // relu false
+	tmp buffer        // BatchNorm's output, B·C·HW
+}
+
+func (g *GraphEngine) NewBatchNormAddReLU(B, C, HW int) (model.BatchNormAddReLUKernel, error) {
+	k, err := g.NewBatchNorm(B, C, HW, false)
+	if err != nil {
+		return nil, err
+	}
+	b := &gpuBatchNormAddReLU{bn: k.(*gpuBatchNorm)}
+	err = g.do(func() error {
+		var err error
+		b.tmp, err = g.e.alloc(B * C * HW)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+func (b *gpuBatchNormAddReLU) Forward(x, gamma, beta, s, y, runMean, runVar G.Value, n int, training bool) error {
+	bn := b.bn
+	if err := bn.g.run(func(a [5]buffer) error {
+		rm, err1 := buf(runMean)
+		rv, err2 := buf(runVar)
+		if err := first(err1, err2); err != nil {
+			return fmt.Errorf("running statistics: %w", err)
+		}
+		N := bn.B * bn.C * bn.HW
+		if err := bn.g.e.bnForward(a[0], a[1], a[2], b.tmp, rm, rv, bn.saved, bn.B, bn.C, bn.HW, n, training, false); err != nil {
+			return err
+		}
+		return bn.g.e.addReLU(b.tmp, a[3], a[4], N)
+	}, x, gamma, beta, s, y); err != nil {
+		return err
+	}
+	if training {
+		bn.n = n
+	}
+	return nil
+}
+
+func (b *gpuBatchNormAddReLU) Backward(x, gamma, y, dy, dx, ds, dgamma, dbeta G.Value) error {
+	bn := b.bn
+	if bn.n == 0 {
+		return fmt.Errorf("cudaops: BatchNorm backward before a training forward")
+	}
+	return bn.g.run(func(a [5]buffer) error {
+		d, err1 := buf(ds)
+		dg, err2 := buf(dgamma)
+		db, err3 := buf(dbeta)
+		if err := first(err1, err2, err3); err != nil {
+			return fmt.Errorf("ds, dgamma, dbeta: %w", err)
+		}
+		if err := bn.g.e.reluGrad(a[2], a[3], d, bn.B*bn.C*bn.HW); err != nil {
+			return err
+		}
+		return bn.g.e.bnBackward(a[0], a[1], a[2], d, bn.saved, a[4], dg, db, bn.B, bn.C, bn.HW, bn.n, false)
+	}, x, gamma, y, dy, dx)
+}
+
 type gpuMaxPool struct {
 	g   *GraphEngine
 	s   poolShape
@@ -163,14 +231,6 @@ func (pk *gpuMaxPool) Backward(dy, dx G.Value) error {
 
 // size is a value's element count.
 func size(v G.Value) int { return v.Shape().TotalSize() }
-
-func (g *GraphEngine) AddReLU(a, b, y G.Value) error {
-	return g.run(func(v [5]buffer) error { return g.e.addReLU(v[0], v[1], v[2], size(y)) }, a, b, y)
-}
-
-func (g *GraphEngine) ReLUBackward(y, dy, d G.Value) error {
-	return g.run(func(v [5]buffer) error { return g.e.reluGrad(v[0], v[1], v[2], size(y)) }, y, dy, d)
-}
 
 func (g *GraphEngine) Copy(dst, src G.Value) error {
 	if size(dst) != size(src) {

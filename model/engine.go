@@ -62,9 +62,14 @@ type ConvKernel interface {
 }
 
 // CPUEngine is the host engine: cpuops's kernels on the values' slices.
-func CPUEngine() Engine { return cpuEngine{} }
+// Each call returns an engine of its own, whose ResNet convolutions share
+// their filter-gradient scratch (cpuops.Conv2dShared): one model's, whose
+// calls are never concurrent.
+func CPUEngine() Engine { return cpuEngine{conv: new(cpuops.Conv2dShared)} }
 
-type cpuEngine struct{}
+type cpuEngine struct {
+	conv *cpuops.Conv2dShared // nil: each conv its own
+}
 
 func (cpuEngine) Host() bool { return true }
 

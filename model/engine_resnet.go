@@ -10,8 +10,8 @@ import (
 
 // ResNetEngine is what the ResNet archs, and the Nesterov and AdamW
 // optimizers, need of an engine beyond Engine: strided and 1x1 convolution
-// without bias, BatchNorm2d, the max-pool of the imagenet stem, the residual
-// join, a copy (the BatchNorm running statistics are staged during a step,
+// without bias, BatchNorm2d, a BasicBlock's end (BatchNorm2d, the residual
+// join and ReLU as one op), the max-pool of the imagenet stem, a copy (the BatchNorm running statistics are staged during a step,
 // kept only when it succeeds), and the two optimizers' updates. Values are
 // the engine's (NewValue), as for Engine; the BatchNorm running statistics
 // are engine values too. NewOn refuses a ResNet arch, or one of those
@@ -24,11 +24,13 @@ type ResNetEngine interface {
 	// NewBatchNorm is BatchNorm2d(C) over (B,C,HW), ReLU fused after it
 	// when relu (cpuops.BatchNorm).
 	NewBatchNorm(B, C, HW int, relu bool) (BatchNormKernel, error)
+	// NewBatchNormAddReLU is y = ReLU(BatchNorm2d(C)(x) + s) over
+	// (B,C,HW), a BasicBlock's bn2 and residual join
+	// (cpuops.NewBatchNormAddReLU).
+	NewBatchNormAddReLU(B, C, HW int) (BatchNormAddReLUKernel, error)
 	// NewMaxPool is MaxPool2d(K, stride, pad) over (B,C,H,W) (cpuops.MaxPoolK).
 	NewMaxPool(B, C, H, W, K, stride, pad int) (MaxPoolKernel, error)
-	AddReLU(a, b, y G.Value) error       // y = ReLU(a + b)
-	ReLUBackward(y, dy, d G.Value) error // d = dy where y > 0, else 0
-	Copy(dst, src G.Value) error         // same sizes
+	Copy(dst, src G.Value) error // same sizes
 	// SGDNesterov is SGDNesterovUpdate, AdamW is AdamWUpdate, on n elements.
 	SGDNesterov(w, grad, v G.Value, n int, lr, momentum, wd float32, first bool) error
 	AdamW(w, grad, m, v G.Value, n int, lr, b1, b2, eps, wd float32, t int64) error
@@ -50,6 +52,17 @@ type Conv2dKernel interface {
 type BatchNormKernel interface {
 	Forward(x, gamma, beta, y, runMean, runVar G.Value, n int, training bool) error
 	Backward(x, gamma, y, dy, dx, dgamma, dbeta G.Value) error
+}
+
+// BatchNormAddReLUKernel is a BasicBlock's end, y = ReLU(BatchNorm(x) + s)
+// (cpuops.BatchNorm with Add): Forward as BatchNormKernel's, the rows from n
+// on getting ReLU(s); Backward, for the last training Forward, writes the
+// shortcut's gradient ds (dy where y > 0, else 0) and BatchNorm's dx,
+// dgamma, dbeta from it. On the CPU it gives the bits of BatchNorm, then
+// ReLU(a + b), and their backward; it saves a pass over memory each way.
+type BatchNormAddReLUKernel interface {
+	Forward(x, gamma, beta, s, y, runMean, runVar G.Value, n int, training bool) error
+	Backward(x, gamma, y, dy, dx, ds, dgamma, dbeta G.Value) error
 }
 
 // MaxPoolKernel is one max-pool's kernels: Backward routes dy to the
@@ -78,10 +91,13 @@ func resnetEngine(eng Engine, spec Spec, opt Options) (ResNetEngine, error) {
 	return nil, nil
 }
 
-func (cpuEngine) NewConv2d(B, Cin, H, W, Cout, K, stride, pad int) (Conv2dKernel, error) {
+func (e cpuEngine) NewConv2d(B, Cin, H, W, Cout, K, stride, pad int) (Conv2dKernel, error) {
 	k, err := cpuops.NewConv2d(B, Cin, H, W, Cout, K, stride, pad)
 	if err != nil {
 		return nil, err
+	}
+	if e.conv != nil {
+		k.Share(e.conv)
 	}
 	return cpuConv2d{k}, nil
 }
@@ -149,6 +165,45 @@ func (b cpuBatchNorm) Backward(x, gamma, y, dy, dx, dgamma, dbeta G.Value) error
 	return nil
 }
 
+func (cpuEngine) NewBatchNormAddReLU(B, C, HW int) (BatchNormAddReLUKernel, error) {
+	k, err := cpuops.NewBatchNormAddReLU(B, C, HW)
+	if err != nil {
+		return nil, err
+	}
+	return cpuBatchNormAddReLU{k}, nil
+}
+
+type cpuBatchNormAddReLU struct{ k *cpuops.BatchNorm }
+
+func (b cpuBatchNormAddReLU) Forward(x, gamma, beta, s, y, runMean, runVar G.Value, n int, training bool) error {
+	a, err := host(x, gamma, beta, s, y)
+	if err != nil {
+		return err
+	}
+	rm, err1 := f32(runMean)
+	rv, err2 := f32(runVar)
+	if err := cmpErr(err1, err2); err != nil {
+		return fmt.Errorf("running statistics: %w", err)
+	}
+	b.k.ForwardAdd(a[0], a[1], a[2], a[3], a[4], rm, rv, n, training)
+	return nil
+}
+
+func (b cpuBatchNormAddReLU) Backward(x, gamma, y, dy, dx, ds, dgamma, dbeta G.Value) error {
+	a, err := host(x, gamma, y, dy, dx)
+	if err != nil {
+		return err
+	}
+	s, err1 := f32(ds)
+	g, err2 := f32(dgamma)
+	bb, err3 := f32(dbeta)
+	if err := cmpErr(cmpErr(err1, err2), err3); err != nil {
+		return fmt.Errorf("ds, dgamma, dbeta: %w", err)
+	}
+	b.k.BackwardAdd(a[0], a[1], a[2], a[3], a[4], s, g, bb)
+	return nil
+}
+
 func (cpuEngine) NewMaxPool(B, C, H, W, K, stride, pad int) (MaxPoolKernel, error) {
 	k, err := cpuops.NewMaxPoolK(B, C, H, W, K, stride, pad)
 	if err != nil {
@@ -171,22 +226,6 @@ func (p cpuMaxPool) Backward(dy, dx G.Value) error {
 	a, err := host(dy, dx)
 	if err == nil {
 		p.k.Backward(a[0], a[1])
-	}
-	return err
-}
-
-func (cpuEngine) AddReLU(a, b, y G.Value) error {
-	v, err := host(a, b, y)
-	if err == nil {
-		cpuops.AddReLU(v[0], v[1], v[2])
-	}
-	return err
-}
-
-func (cpuEngine) ReLUBackward(y, dy, d G.Value) error {
-	v, err := host(y, dy, d)
-	if err == nil {
-		cpuops.ReLUBackward(v[0], v[1], v[2])
 	}
 	return err
 }

@@ -71,9 +71,11 @@ func EstimateMemory(spec Spec, batch, threads int) Memory {
 
 // estimateResNet follows the ResNets' allocations: per conv, its output,
 // the BatchNorm's output and both their gradients, the gradient of its
-// input, the im2col scratch per worker and the filter-gradient groups; per
-// block, the residual join's output and gradient and the sum gorgonia
-// allocates for the fan-out.
+// input, the im2col scratch per worker (for
+// conv2, whose BatchNorm is fused with the residual join and ReLU, the
+// second gradient is the shortcut's); per block, the sum gorgonia
+// allocates for the fan-out of the block's input; once, the filter-gradient
+// groups of the largest conv, which all convs share (cpuops.Conv2dShared).
 func estimateResNet(spec Spec, batch, threads int) Memory {
 	const f32 = 4
 	l, err := spec.layout()
@@ -84,13 +86,15 @@ func estimateResNet(spec Spec, batch, threads int) Memory {
 	workers := float64(max(1, min(batch, threads)))
 	var m Memory
 	m.Activations = B * 3 * float64(spec.InputSize*spec.InputSize) * f32
+	var groupSums float64
 	conv := func(cin, size, cout, k, stride int) int {
 		out := convOut(size, k, stride, k/2)
 		params := float64(cout * cin * k * k)
 		m.Params += (4*params + 6*float64(cout)) * f32 // w, grad, momentum, a checkpoint's copy; BN's
 		o := B * float64(cout*out*out)
 		m.Activations += (4*o + B*float64(cin*size*size)) * f32
-		m.Scratch += (workers*float64(cin*k*k*out*out) + min(B, 8)*params) * f32
+		m.Scratch += workers * float64(cin*k*k*out*out) * f32
+		groupSums = max(groupSums, min(B, 8)*params*f32)
 		m.Graph += graphBytesPerBlock
 		return out
 	}
@@ -106,12 +110,13 @@ func estimateResNet(spec Spec, batch, threads int) Memory {
 		if b.downsample {
 			conv(b.cin, size, b.cout, 1, b.stride)
 		}
-		m.Activations += 3 * B * float64(b.cout*out*out) * f32
+		m.Activations += B * float64(b.cout*out*out) * f32
 		cin, size = b.cout, out
 	}
 	head := float64(cin*spec.Classes + spec.Classes)
 	m.Params += 4 * head * f32
 	m.Activations += 3 * B * float64(spec.Classes) * f32
+	m.Scratch += groupSums
 	return m
 }
 

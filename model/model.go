@@ -168,28 +168,70 @@ func NewOn(eng Engine, spec Spec, opt Options) (*Model, error) {
 //	GlobalAvgPool (B,C) → Linear ·W + b → logits (B,K)
 //	loss = SoftmaxCrossEntropy(logits, target)
 //
-// gorgonia's GlobalAveragePool2D has no gradient and its AveragePool2D and
-// two-axis Mean are wrong (docs/gorgonia.md); its Conv2d and MaxPool2D are correct
-// but slow (transposes, fresh buffers each run).
+// (the ResNets' layers in place of the conv blocks: buildResNet), then the
+// gradients and the two machines. gorgonia's GlobalAveragePool2D has no
+// gradient and its AveragePool2D and two-axis Mean are wrong
+// (docs/gorgonia.md); its Conv2d and MaxPool2D are correct but slow
+// (transposes, fresh buffers each run).
 func (m *Model) build() error {
-	B, S, K := m.opt.Batch, m.spec.InputSize, m.spec.Classes
 	m.g = G.NewGraph()
-	m.x = make([]float32, B*3*S*S)
-	m.target = make([]float32, B*K)
-	var err error
-	if m.xV, err = m.value(m.x, B, 3, S, S); err != nil {
+	x, target, err := m.inputNodes()
+	if err != nil {
 		return err
 	}
-	if m.targetV, err = m.value(m.target, B, K); err != nil {
+	if err := m.paramNodes(x, target); err != nil {
 		return err
+	}
+	ops := opSet{eng: m.eng}
+	var h *G.Node
+	if m.spec.IsResNet() {
+		h, err = m.buildResNet(&ops, x)
+	} else {
+		h, err = m.buildConvBlocks(&ops, x)
+	}
+	if err != nil {
+		return err
+	}
+	if err := m.buildHead(&ops, h, target); err != nil {
+		return err
+	}
+	if ops.err != nil {
+		return ops.err
+	}
+	if err := m.gradients(); err != nil {
+		return err
+	}
+	if ops.err != nil { // the gradient ops' values
+		return ops.err
+	}
+	return m.compile()
+}
+
+// inputNodes makes the batch's and the target's buffers, their values
+// (on the device when the engine's are) and their nodes.
+func (m *Model) inputNodes() (x, target *G.Node, err error) {
+	B, S, K := m.opt.Batch, m.spec.InputSize, m.spec.Classes
+	m.x = make([]float32, B*3*S*S)
+	m.target = make([]float32, B*K)
+	if m.xV, err = m.value(m.x, B, 3, S, S); err != nil {
+		return nil, nil, err
+	}
+	if m.targetV, err = m.value(m.target, B, K); err != nil {
+		return nil, nil, err
 	}
 	if m.dev {
 		m.hostLogits = make([]float32, B*K)
 	}
-	x := G.NewTensor(m.g, tensor.Float32, 4, G.WithShape(B, 3, S, S), G.WithName("x"), G.WithValue(m.xV))
+	x = G.NewTensor(m.g, tensor.Float32, 4, G.WithShape(B, 3, S, S), G.WithName("x"), G.WithValue(m.xV))
 	m.xNode, m.xBound = x, m.xV
-	target := G.NewMatrix(m.g, tensor.Float32, G.WithShape(B, K), G.WithName("target"), G.WithValue(m.targetV))
+	target = G.NewMatrix(m.g, tensor.Float32, G.WithShape(B, K), G.WithName("target"), G.WithValue(m.targetV))
+	return x, target, nil
+}
 
+// paramNodes makes a node for every parameter, over its data (on a
+// device, a copy, with device momentum buffers), and checks that no two
+// of the graph's inputs became one node.
+func (m *Model) paramNodes(x, target *G.Node) error {
 	for _, p := range m.params {
 		shape := p.shape
 		if p.transposed {
@@ -222,34 +264,39 @@ func (m *Model) build() error {
 		}
 		seen[p.node] = true
 	}
+	return nil
+}
 
-	ops := opSet{eng: m.eng}
-	h := x
-	if m.spec.IsResNet() {
-		if h, err = m.buildResNet(&ops, x); err != nil {
-			return err
+// buildConvBlocks adds the cnn's conv blocks (Spec.Conv, with the skips of
+// Spec.Skip) from x to the last block's output.
+func (m *Model) buildConvBlocks(ops *opSet, x *G.Node) (*G.Node, error) {
+	B := m.opt.Batch
+	in, _ := m.spec.featureSizes()
+	h, cin := x, 3
+	for i, c := range m.spec.Conv {
+		w, b := m.params[2*i].node, m.params[2*i+1].node
+		conv, err := m.eng.NewConv(B, cin, in[i], in[i], c.Channels, c.Kernel, c.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("conv%d: %w", i, err)
 		}
-	} else {
-		in, _ := m.spec.featureSizes()
-		cin := 3
-		for i, c := range m.spec.Conv {
-			w, b := m.params[2*i].node, m.params[2*i+1].node
-			conv, err := m.eng.NewConv(B, cin, in[i], in[i], c.Channels, c.Kernel, c.Pool)
-			if err != nil {
-				return fmt.Errorf("conv%d: %w", i, err)
-			}
-			skip := h
-			if h, err = ops.convBlock(conv, B, cin, in[i], in[i], c.Channels, c.Kernel, c.Pool, h, w, b, i > 0); err != nil {
-				return fmt.Errorf("conv%d: %w", i, err)
-			}
-			if m.spec.skips(i) {
-				if h, err = G.Add(skip, h); err != nil {
-					return fmt.Errorf("conv%d skip: %w", i, err)
-				}
-			}
-			cin = c.Channels
+		skip := h
+		if h, err = ops.convBlock(conv, B, cin, in[i], in[i], c.Channels, c.Kernel, c.Pool, h, w, b, i > 0); err != nil {
+			return nil, fmt.Errorf("conv%d: %w", i, err)
 		}
+		if m.spec.skips(i) {
+			if h, err = G.Add(skip, h); err != nil {
+				return nil, fmt.Errorf("conv%d skip: %w", i, err)
+			}
+		}
+		cin = c.Channels
 	}
+	return h, nil
+}
+
+// buildHead adds the global average pool, fc (the last two parameters)
+// and the loss.
+func (m *Model) buildHead(ops *opSet, h, target *G.Node) error {
+	var err error
 	if h, err = ops.avgPool(h); err != nil {
 		return fmt.Errorf("global average pool: %w", err)
 	}
@@ -260,13 +307,14 @@ func (m *Model) build() error {
 	if m.loss, err = ops.softmaxCrossEntropy(m.logits, target); err != nil {
 		return fmt.Errorf("loss: %w", err)
 	}
+	return nil
+}
 
+// gradients adds the backward pass: each parameter's gradient node.
+func (m *Model) gradients() error {
 	wrt := make(G.Nodes, len(m.params))
 	for i, p := range m.params {
 		wrt[i] = p.node
-	}
-	if ops.err != nil {
-		return ops.err
 	}
 	grads, err := G.Grad(m.loss, wrt...)
 	if err != nil {
@@ -278,16 +326,18 @@ func (m *Model) build() error {
 			return fmt.Errorf("gradient of %s has %d elements, want %d", p.name, got, len(p.data))
 		}
 	}
+	return nil
+}
 
+// compile makes the training machine (every node) and the forward one
+// (the logits' subgraph), and hooks the gradients to the GradSync.
+func (m *Model) compile() (err error) {
 	// NewTapeMachine panics on a compile error; turn that into an error.
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("compiling: %v", r)
 		}
 	}()
-	if ops.err != nil { // the gradient ops' values
-		return ops.err
-	}
 	// gorgonia's own ops (the Add that Backpropagate inserts where a node
 	// has two consumers) compute through the machine's tensor engine: a
 	// device engine supplies one that works on its values.
@@ -300,7 +350,7 @@ func (m *Model) build() error {
 	m.train = G.NewTapeMachine(m.g, vmOpts...)
 	m.forward = G.NewTapeMachine(m.g.SubgraphRoots(m.logits), vmOpts...)
 	m.hookGradients()
-	return err
+	return nil
 }
 
 // TrainStep runs forward, backward and one SGD step on a batch whose first

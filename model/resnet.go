@@ -145,6 +145,7 @@ type bnLayer struct {
 	stageMeanV, stageVarV G.Value
 	tracked               int64 // num_batches_tracked
 	k                     BatchNormKernel
+	kAdd                  BatchNormAddReLUKernel // instead of k: a BasicBlock's bn2, the residual join fused
 	channels, hw          int
 }
 
@@ -244,16 +245,24 @@ func (m *Model) buildResNet(ops *opSet, x *G.Node) (*G.Node, error) {
 	}
 	re := m.re
 	C, S := 3, m.spec.InputSize
-	// convBN is conv (no bias) then BatchNorm, ReLU fused when relu.
-	convBN := func(h *G.Node, cin, size int, conv, bnName string, cout, k, stride int, relu, needDX bool) (*G.Node, int, error) {
+	// conv is a conv without bias, from size to the size it returns.
+	conv := func(h *G.Node, cin, size int, name string, cout, k, stride int, needDX bool) (*G.Node, int, error) {
 		kc, err := re.NewConv2d(B, cin, size, size, cout, k, stride, k/2)
 		if err != nil {
-			return nil, 0, fmt.Errorf("%s: %w", conv, err)
+			return nil, 0, fmt.Errorf("%s: %w", name, err)
 		}
 		so := convOut(size, k, stride, k/2)
 		xShape, wShape, yShape := tensor.Shape{B, cin, size, size}, tensor.Shape{cout, cin, k, k}, tensor.Shape{B, cout, so, so}
-		if h, err = ops.conv2d(kc, xShape, wShape, yShape, h, byName[conv+".weight"].node, needDX); err != nil {
-			return nil, 0, fmt.Errorf("%s: %w", conv, err)
+		if h, err = ops.conv2d(kc, xShape, wShape, yShape, h, byName[name+".weight"].node, needDX); err != nil {
+			return nil, 0, fmt.Errorf("%s: %w", name, err)
+		}
+		return h, so, nil
+	}
+	// convBN is conv then BatchNorm, ReLU fused when relu.
+	convBN := func(h *G.Node, cin, size int, convName, bnName string, cout, k, stride int, relu, needDX bool) (*G.Node, int, error) {
+		h, so, err := conv(h, cin, size, convName, cout, k, stride, needDX)
+		if err != nil {
+			return nil, 0, err
 		}
 		b := bns[bnName]
 		b.hw = so * so
@@ -288,7 +297,7 @@ func (m *Model) buildResNet(ops *opSet, x *G.Node) (*G.Node, error) {
 		if err != nil {
 			return nil, err
 		}
-		if y, _, err = convBN(y, w, so, pre+"conv2", pre+"bn2", w, 3, 1, false, true); err != nil {
+		if y, _, err = conv(y, w, so, pre+"conv2", w, 3, 1, true); err != nil {
 			return nil, err
 		}
 		short := in
@@ -297,8 +306,14 @@ func (m *Model) buildResNet(ops *opSet, x *G.Node) (*G.Node, error) {
 				return nil, err
 			}
 		}
-		if h, err = ops.addReLU(re, y, short); err != nil {
-			return nil, fmt.Errorf("%sadd: %w", pre, err)
+		// bn2, the residual join and ReLU: one op.
+		bn2 := bns[pre+"bn2"]
+		bn2.hw = so * so
+		if bn2.kAdd, err = re.NewBatchNormAddReLU(B, w, bn2.hw); err != nil {
+			return nil, fmt.Errorf("%sbn2: %w", pre, err)
+		}
+		if h, err = ops.batchNormAddReLU(bn2, &m.mode, y, short); err != nil {
+			return nil, fmt.Errorf("%sbn2 + shortcut: %w", pre, err)
 		}
 		C, S = w, so
 	}

@@ -73,22 +73,49 @@ func (s *opSet) batchNorm(b *bnLayer, mode *bnMode, x *G.Node) (*G.Node, error) 
 	return apply(fwd, x, b.gamma.node, b.beta.node)
 }
 
-// addReLU is the residual join ReLU(a + b); both inputs get the same
-// gradient. Its shortcut input has a second consumer (the block's first
-// conv): gorgonia's Backpropagate sums the two gradients with its own Add,
-// which runs on the engine's TensorEngine.
-func (s *opSet) addReLU(eng ResNetEngine, a, b *G.Node) (*G.Node, error) {
-	sh := a.Shape().Clone()
-	fwd := s.op("AddReLU", []int{4, 4}, sh)
-	fwd.wrt = []bool{true, true}
-	fwd.do = func(v []G.Value) error { return eng.AddReLU(v[0], v[1], fwd.out) }
-	fwd.diff = func(_ G.Nodes, y, dy *G.Node) (G.Nodes, error) {
-		op := s.op("ReLUBackward", []int{4, 4}, sh)
-		op.do = func(v []G.Value) error { return eng.ReLUBackward(v[0], v[1], op.out) }
-		d, err := apply(op, y, dy)
-		return G.Nodes{d, d}, err
+// batchNormAddReLU is a BasicBlock's end, ReLU(bn2(x) + short), in one op
+// (BatchNorm2d's statistics and staging as batchNorm's). One backward op
+// computes dx, dγ, dβ and the shortcut's gradient (dy through the ReLU's
+// mask, which BatchNorm's backward starts from too); the others hand them
+// out. When the shortcut is the block's input, that node has a second
+// consumer (the block's first conv): gorgonia's Backpropagate sums the two
+// gradients with its own Add, which runs on the engine's TensorEngine.
+func (s *opSet) batchNormAddReLU(b *bnLayer, mode *bnMode, x, short *G.Node) (*G.Node, error) {
+	sh := x.Shape().Clone()
+	fwd := s.op("BatchNorm2dAddReLU", []int{4, 1, 1, 4}, sh)
+	fwd.wrt = []bool{true, true, true, true}
+	fwd.do = func(v []G.Value) error {
+		if mode.training {
+			return b.kAdd.Forward(v[0], v[1], v[2], v[3], fwd.out, b.stageMeanV, b.stageVarV, mode.n, true)
+		}
+		return b.kAdd.Forward(v[0], v[1], v[2], v[3], fwd.out, b.meanV, b.variV, mode.n, false)
 	}
-	return apply(fwd, a, b)
+	fwd.diff = func(inputs G.Nodes, y, dy *G.Node) (G.Nodes, error) {
+		dxOp := s.op("BatchNorm2dAddReLUBackward", []int{4, 1, 4, 4}, sh)
+		dgOp := s.op("BatchNorm2dWeightGrad", []int{4}, tensor.Shape{b.channels})
+		dbOp := s.op("BatchNorm2dBiasGrad", []int{4}, tensor.Shape{b.channels})
+		dsOp := s.op("ReLUBackward", []int{4}, sh)
+		dxOp.do = func(v []G.Value) error {
+			return b.kAdd.Backward(v[0], v[1], v[2], v[3], dxOp.out, dsOp.out, dgOp.out, dbOp.out)
+		}
+		dgOp.do = func([]G.Value) error { return nil }
+		dbOp.do = func([]G.Value) error { return nil }
+		dsOp.do = func([]G.Value) error { return nil }
+		dx, err := apply(dxOp, inputs[0], inputs[1], y, dy)
+		if err != nil {
+			return nil, err
+		}
+		out := G.Nodes{dx}
+		for _, op := range []*kernelOp{dgOp, dbOp, dsOp} {
+			n, err := apply(op, dx)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, n)
+		}
+		return out, nil
+	}
+	return apply(fwd, x, b.gamma.node, b.beta.node, short)
 }
 
 // maxPoolK is MaxPool2d(K, stride, padding) from xShape to yShape.
