@@ -265,10 +265,25 @@ func (t *Tap) follow(name string, d []float32, v G.Value) error {
 	return nil
 }
 
-func (t *Tap) AddReLU(a, b, y G.Value) error {
-	err := t.ResNetEngine.AddReLU(a, b, y)
+// NewBatchNormAddReLU taps a BasicBlock's end, ReLU(BatchNorm(x) + s): its
+// ReLU is kept as the block's residual one.
+func (t *Tap) NewBatchNormAddReLU(B, C, HW int) (model.BatchNormAddReLUKernel, error) {
+	k, err := t.ResNetEngine.NewBatchNormAddReLU(B, C, HW)
+	if err != nil {
+		return nil, err
+	}
+	return tapBNAdd{k, t}, nil
+}
+
+type tapBNAdd struct {
+	model.BatchNormAddReLUKernel
+	t *Tap
+}
+
+func (b tapBNAdd) Forward(x, gamma, beta, s, y, runMean, runVar G.Value, n int, training bool) error {
+	err := b.BatchNormAddReLUKernel.Forward(x, gamma, beta, s, y, runMean, runVar, n, training)
 	if err == nil {
-		t.keep("relu", &t.relus, y, true)
+		b.t.keep("relu", &b.t.relus, y, true)
 	}
 	return err
 }
