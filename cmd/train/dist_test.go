@@ -57,15 +57,6 @@ func quickArgs(t *testing.T, out string, extra ...string) []string {
 	return append([]string{"--out", out, "--data.cache_dir", cache, "--train.progress", "plain", "--epochs", "1"}, extra...)
 }
 
-func runOrFail(t *testing.T, cmd *exec.Cmd) string {
-	t.Helper()
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%v: %v\n%s", cmd.Args, err, out)
-	}
-	return string(out)
-}
-
 func latestWeights(t *testing.T, run string) []model.NamedTensor {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(run, "latest.json"))

@@ -34,6 +34,17 @@ func command(args ...string) *exec.Cmd {
 	return cmd
 }
 
+// runOrFail runs cmd and returns its output, failing the test with it if
+// cmd fails.
+func runOrFail(t *testing.T, cmd *exec.Cmd) string {
+	t.Helper()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %v\n%s", cmd.Args, err, out)
+	}
+	return string(out)
+}
+
 // smallDataset is generated once, by the gen-data command itself.
 var smallDataset = sync.OnceValues(func() (string, error) {
 	dir, err := os.MkdirTemp("", "stoke-cmd-test-")
