@@ -42,35 +42,54 @@ func (s *opSet) batchNorm(b *bnLayer, mode *bnMode, x *G.Node) (*G.Node, error) 
 	fwd := s.op("BatchNorm2d", []int{4, 1, 1}, sh)
 	fwd.wrt = []bool{true, true, true}
 	fwd.do = func(v []G.Value) error {
-		if mode.training {
-			return b.k.Forward(v[0], v[1], v[2], fwd.out, b.stageMeanV, b.stageVarV, mode.n, true)
-		}
-		return b.k.Forward(v[0], v[1], v[2], fwd.out, b.meanV, b.variV, mode.n, false)
+		mean, vari := b.stats(mode.training)
+		return b.k.Forward(v[0], v[1], v[2], fwd.out, mean, vari, mode.n, mode.training)
 	}
 	fwd.diff = func(inputs G.Nodes, y, dy *G.Node) (G.Nodes, error) {
 		dxOp := s.op("BatchNorm2dBackward", []int{4, 1, 4, 4}, sh)
-		dgOp := s.op("BatchNorm2dWeightGrad", []int{4}, tensor.Shape{b.channels})
-		dbOp := s.op("BatchNorm2dBiasGrad", []int{4}, tensor.Shape{b.channels})
+		dgOp, dbOp := s.bnParamGrads(b)
 		dxOp.do = func(v []G.Value) error {
 			return b.k.Backward(v[0], v[1], v[2], v[3], dxOp.out, dgOp.out, dbOp.out)
 		}
-		dgOp.do = func([]G.Value) error { return nil }
-		dbOp.do = func([]G.Value) error { return nil }
 		dx, err := apply(dxOp, inputs[0], inputs[1], y, dy)
 		if err != nil {
 			return nil, err
 		}
-		dg, err := apply(dgOp, dx)
-		if err != nil {
-			return nil, err
-		}
-		db, err := apply(dbOp, dx)
-		if err != nil {
-			return nil, err
-		}
-		return G.Nodes{dx, dg, db}, nil
+		return handOut(dx, dgOp, dbOp)
 	}
 	return apply(fwd, x, b.gamma.node, b.beta.node)
+}
+
+// stats are the running statistics a BatchNorm forward updates (training:
+// the staged ones, kept only when the step succeeds) or reads.
+func (b *bnLayer) stats(training bool) (mean, vari G.Value) {
+	if training {
+		return b.stageMeanV, b.stageVarV
+	}
+	return b.meanV, b.variV
+}
+
+// bnParamGrads are the ops that hand out dγ and dβ, which a BatchNorm's
+// backward op writes into their outputs.
+func (s *opSet) bnParamGrads(b *bnLayer) (dg, db *kernelOp) {
+	return s.op("BatchNorm2dWeightGrad", []int{4}, tensor.Shape{b.channels}),
+		s.op("BatchNorm2dBiasGrad", []int{4}, tensor.Shape{b.channels})
+}
+
+// handOut returns dx and, after it, a node for each of ops: gradients that
+// dx's op already wrote into their outputs, so that they do nothing but
+// take dx as input, to run after it.
+func handOut(dx *G.Node, ops ...*kernelOp) (G.Nodes, error) {
+	out := G.Nodes{dx}
+	for _, op := range ops {
+		op.do = func([]G.Value) error { return nil }
+		n, err := apply(op, dx)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 // batchNormAddReLU is a BasicBlock's end, ReLU(bn2(x) + short), in one op
@@ -85,35 +104,21 @@ func (s *opSet) batchNormAddReLU(b *bnLayer, mode *bnMode, x, short *G.Node) (*G
 	fwd := s.op("BatchNorm2dAddReLU", []int{4, 1, 1, 4}, sh)
 	fwd.wrt = []bool{true, true, true, true}
 	fwd.do = func(v []G.Value) error {
-		if mode.training {
-			return b.kAdd.Forward(v[0], v[1], v[2], v[3], fwd.out, b.stageMeanV, b.stageVarV, mode.n, true)
-		}
-		return b.kAdd.Forward(v[0], v[1], v[2], v[3], fwd.out, b.meanV, b.variV, mode.n, false)
+		mean, vari := b.stats(mode.training)
+		return b.kAdd.Forward(v[0], v[1], v[2], v[3], fwd.out, mean, vari, mode.n, mode.training)
 	}
 	fwd.diff = func(inputs G.Nodes, y, dy *G.Node) (G.Nodes, error) {
 		dxOp := s.op("BatchNorm2dAddReLUBackward", []int{4, 1, 4, 4}, sh)
-		dgOp := s.op("BatchNorm2dWeightGrad", []int{4}, tensor.Shape{b.channels})
-		dbOp := s.op("BatchNorm2dBiasGrad", []int{4}, tensor.Shape{b.channels})
+		dgOp, dbOp := s.bnParamGrads(b)
 		dsOp := s.op("ReLUBackward", []int{4}, sh)
 		dxOp.do = func(v []G.Value) error {
 			return b.kAdd.Backward(v[0], v[1], v[2], v[3], dxOp.out, dsOp.out, dgOp.out, dbOp.out)
 		}
-		dgOp.do = func([]G.Value) error { return nil }
-		dbOp.do = func([]G.Value) error { return nil }
-		dsOp.do = func([]G.Value) error { return nil }
 		dx, err := apply(dxOp, inputs[0], inputs[1], y, dy)
 		if err != nil {
 			return nil, err
 		}
-		out := G.Nodes{dx}
-		for _, op := range []*kernelOp{dgOp, dbOp, dsOp} {
-			n, err := apply(op, dx)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, n)
-		}
-		return out, nil
+		return handOut(dx, dgOp, dbOp, dsOp)
 	}
 	return apply(fwd, x, b.gamma.node, b.beta.node, short)
 }
