@@ -238,8 +238,8 @@ func (bn *BatchNorm) backwardChannel(_, c int) {
 }
 
 // reluGrad is dy where the ReLU output y > 0, else 0, without a branch
-// (a branch on activations mispredicts about half the time): y ≥ 0, so
-// y > 0 exactly when its bits are not zero, as in reluMaskGo.
+// (a branch on activations mispredicts about half the time): y is a ReLU
+// output, so y ≥ 0 (or NaN) and y > 0 exactly when its bits are not zero.
 func reluGrad(y, dy float32) float32 {
 	b := math.Float32bits(y)
 	return math.Float32frombits(math.Float32bits(dy) & uint32(int32(b|-b)>>31))

@@ -1,7 +1,5 @@
 package cpuops
 
-import "math"
-
 // Element-wise loops with an AVX2 form on amd64 (vec_amd64.s) where the
 // CPU has it; these are the portable forms and the tails.
 
@@ -12,15 +10,11 @@ func addToGo(dst, src []float32) {
 	}
 }
 
-// reluMaskGo: y is a ReLU output, so y ≥ 0 (or NaN) and y > 0 exactly when
-// its bits are not zero; the mask is made from the bits, without a branch
-// (a branch on activations mispredicts about half the time).
+// reluMaskGo is reluGrad over slices: d = dy where the ReLU output y > 0.
 func reluMaskGo(d, y, dy []float32) {
 	d, dy = d[:len(y)], dy[:len(y)]
 	for j, v := range y {
-		b := math.Float32bits(v)
-		m := uint32(int32(b|-b) >> 31) // all ones when b != 0
-		d[j] = math.Float32frombits(math.Float32bits(dy[j]) & m)
+		d[j] = reluGrad(v, dy[j])
 	}
 }
 
