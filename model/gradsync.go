@@ -97,23 +97,8 @@ func (m *Model) trainStepSync(x []float32, labels []int32, n int, lr float32) (S
 			return StepResult{}, fmt.Errorf("model.TrainStep: %w", err)
 		}
 	}
-	if n > 0 { // per-rank BatchNorm statistics, as PyTorch DDP keeps them
-		if err := m.commitBN(); err != nil {
-			return StepResult{}, fmt.Errorf("model.TrainStep: %w", err)
-		}
-	}
-	if err := m.update(grads, lr); err != nil {
-		return StepResult{}, fmt.Errorf("model.TrainStep: %w", err)
-	}
-	m.steps++
-	r := StepResult{Loss: float64(loss)}
-	K := m.spec.Classes
-	for i := 0; i < n; i++ {
-		if Rank(logits[i*K:(i+1)*K], int(labels[i])) == 0 {
-			r.Correct++
-		}
-	}
-	return r, nil
+	// Per-rank BatchNorm statistics, as PyTorch DDP keeps them.
+	return m.finishStep(loss, logits, grads, labels, n, lr)
 }
 
 // hostGradients is backward on the host engine, each gradient handed to

@@ -368,8 +368,17 @@ func (m *Model) TrainStep(x []float32, labels []int32, n int, lr float32) (StepR
 	if err != nil {
 		return StepResult{}, fmt.Errorf("model.TrainStep: %w", err)
 	}
-	if err := m.commitBN(); err != nil {
-		return StepResult{}, fmt.Errorf("model.TrainStep: %w", err)
+	return m.finishStep(loss, logits, grads, labels, n, lr)
+}
+
+// finishStep ends a training step whose backward has run: it keeps the
+// BatchNorm running statistics staged by this rank's samples (none when
+// n = 0), applies the update from grads and scores the n valid rows.
+func (m *Model) finishStep(loss float32, logits []float32, grads [][]float32, labels []int32, n int, lr float32) (StepResult, error) {
+	if n > 0 {
+		if err := m.commitBN(); err != nil {
+			return StepResult{}, fmt.Errorf("model.TrainStep: %w", err)
+		}
 	}
 	if err := m.update(grads, lr); err != nil {
 		return StepResult{}, fmt.Errorf("model.TrainStep: %w", err)
