@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -32,7 +31,7 @@ func TestCheckpointLoadsInTorchvision(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pytorchTop1 := regexp.MustCompile(`PyTorch top-1 [0-9.]+% on ([0-9]+) images`)
+	pytorchTop1 := regexp.MustCompile(`PyTorch top-1 ([0-9.]+)% on ([0-9]+) images`)
 	for _, tc := range []struct {
 		arch, stem string
 		size       int
@@ -63,9 +62,8 @@ func TestCheckpointLoadsInTorchvision(t *testing.T) {
 			if m == nil {
 				t.Fatalf("%s printed no top-1:\n%s", script, py)
 			}
-			var pct float64
-			fmt.Sscanf(string(py[strings.Index(string(py), "top-1 ")+len("top-1 "):]), "%f", &pct)
-			images, _ := strconv.Atoi(string(m[1]))
+			pct, _ := strconv.ParseFloat(string(m[1]), 64)
+			images, _ := strconv.Atoi(string(m[2]))
 			pyHits := int(pct*float64(images)/100 + 0.5)
 			if images != ev.Images || pyHits != stokeHits {
 				t.Errorf("PyTorch: %d of %d val images right; train eval: %d of %d\n%s", pyHits, images, stokeHits, ev.Images, py)
