@@ -1,13 +1,15 @@
-package model
+package model_test
 
 import (
 	"encoding/json"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
+	"strconv"
 	"testing"
+
+	"stoke/internal/paritytest"
+	"stoke/model"
 )
 
 // TestOptimizerParityWithPyTorch trains resnet20 three steps (one of them on
@@ -26,39 +28,38 @@ import (
 // comparison measures the formula; the eps itself is a parameter of it.
 // Skipped as TestParityWithPyTorch is.
 func TestOptimizerParityWithPyTorch(t *testing.T) {
-	if out, err := exec.Command("/usr/bin/python3", "-c", "import torch, torchvision").CombinedOutput(); err != nil {
-		t.Skipf("/usr/bin/python3 lacks torch/torchvision (apt-get install python3-torch python3-torchvision): %v: %s", err, strings.TrimSpace(string(out)))
-	}
+	paritytest.Skip(t)
 	// 32 px: at 16 px this seed puts a pre-ReLU value of layer2.2 within
 	// 1e-7 of 0, and PyTorch's float32 and float64 gradients differ by 5%.
-	spec := Spec{Arch: "resnet20", InputSize: 32, Classes: 10}
+	spec := model.Spec{Arch: "resnet20", InputSize: 32, Classes: 10}
 	const B = 8
 	ns := []int{B, 6, B}
 	for _, tc := range []struct {
 		name string
-		opt  Options
+		opt  model.Options
 		lrs  []float32
 	}{
-		{"sgd-nesterov-nodecay-smoothing", Options{Momentum: 0.9, Nesterov: true, WeightDecay: 5e-3, NoDecayNormAndBias: true, LabelSmoothing: 0.1}, []float32{0.05, 0.1, 0.07}},
-		{"sgd-momentum-decay-all", Options{Momentum: 0.9, WeightDecay: 5e-3}, []float32{0.1, 0.1, 0.02}},
-		{"adamw-nodecay", Options{Optimizer: OptimizerAdamW, WeightDecay: 0.05, NoDecayNormAndBias: true, Beta1: 0.9, Beta2: 0.999, Eps: 1e-3}, []float32{1e-3, 3e-3, 2e-3}},
-		{"adamw-decay-all-smoothing", Options{Optimizer: OptimizerAdamW, WeightDecay: 0.1, LabelSmoothing: 0.1, Beta1: 0.8, Beta2: 0.99, Eps: 1e-3}, []float32{1e-3, 2e-3, 1e-3}},
+		{"sgd-nesterov-nodecay-smoothing", model.Options{Momentum: 0.9, Nesterov: true, WeightDecay: 5e-3, NoDecayNormAndBias: true, LabelSmoothing: 0.1}, []float32{0.05, 0.1, 0.07}},
+		{"sgd-momentum-decay-all", model.Options{Momentum: 0.9, WeightDecay: 5e-3}, []float32{0.1, 0.1, 0.02}},
+		{"adamw-nodecay", model.Options{Optimizer: model.OptimizerAdamW, WeightDecay: 0.05, NoDecayNormAndBias: true, Beta1: 0.9, Beta2: 0.999, Eps: 1e-3}, []float32{1e-3, 3e-3, 2e-3}},
+		{"adamw-decay-all-smoothing", model.Options{Optimizer: model.OptimizerAdamW, WeightDecay: 0.1, LabelSmoothing: 0.1, Beta1: 0.8, Beta2: 0.99, Eps: 1e-3}, []float32{1e-3, 2e-3, 1e-3}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			if keep := os.Getenv("STOKE_PARITY_KEEP"); keep != "" { // to rerun the script by hand
-				dir = filepath.Join(keep, tc.name)
-				must(t, os.MkdirAll(dir, 0o755))
-			}
+			dir := paritytest.CaseDir(t, tc.name)
 			opt := tc.opt
 			opt.Batch, opt.Seed = B, 21
-			m := newModel(t, spec, opt)
-			must(t, WriteSafetensors(filepath.Join(dir, "state.safetensors"), m.Params(), nil))
+			m, err := model.New(spec, opt)
+			must(t, err)
+			defer m.Close()
+			must(t, model.WriteSafetensors(filepath.Join(dir, "state.safetensors"), m.Params(), nil))
 			rng := rand.New(rand.NewPCG(22, 23))
 			S := spec.InputSize
-			var batch []NamedTensor
+			var batch []model.NamedTensor
 			for k, lr := range tc.lrs {
-				x := randomInput(rng, B*3*S*S)
+				x := make([]float32, B*3*S*S)
+				for i := range x {
+					x[i] = float32(rng.NormFloat64())
+				}
 				labels := make([]int32, B)
 				fl := make([]float32, B)
 				for i := range labels {
@@ -66,41 +67,31 @@ func TestOptimizerParityWithPyTorch(t *testing.T) {
 					fl[i] = float32(labels[i])
 				}
 				batch = append(batch,
-					NamedTensor{Name: "x" + itoa(k), Shape: []int{B, 3, S, S}, Data: x},
-					NamedTensor{Name: "labels" + itoa(k), Shape: []int{B}, Data: fl})
+					model.NamedTensor{Name: "x" + strconv.Itoa(k), Shape: []int{B, 3, S, S}, Data: x},
+					model.NamedTensor{Name: "labels" + strconv.Itoa(k), Shape: []int{B}, Data: fl})
 				if _, err := m.TrainStep(x, labels, ns[k], lr); err != nil {
 					t.Fatal(err)
 				}
 			}
-			must(t, WriteSafetensors(filepath.Join(dir, "batch.safetensors"), batch, nil))
+			must(t, model.WriteSafetensors(filepath.Join(dir, "batch.safetensors"), batch, nil))
 			params, optim, err := m.State()
 			if err != nil {
 				t.Fatal(err)
 			}
-			must(t, WriteSafetensors(filepath.Join(dir, "out.safetensors"), append(params, optim...), nil))
+			must(t, model.WriteSafetensors(filepath.Join(dir, "out.safetensors"), append(params, optim...), nil))
 			optimizer := opt.Optimizer
 			if optimizer == "" {
-				optimizer = OptimizerSGD
+				optimizer = model.OptimizerSGD
 			}
 			c, _ := json.Marshal(map[string]any{"arch": spec.Arch, "stem": spec.Stem, "classes": spec.Classes,
 				"optimizer": optimizer, "momentum": opt.Momentum, "nesterov": opt.Nesterov,
 				"weight_decay": opt.WeightDecay, "betas": []float32{opt.Beta1, opt.Beta2}, "eps": opt.Eps, "no_decay_norm_and_bias": opt.NoDecayNormAndBias,
-				"label_smoothing": opt.LabelSmoothing, "lrs": tc.lrs, "ns": ns, "tolerance": optimParityTolerance})
+				"label_smoothing": opt.LabelSmoothing, "lrs": tc.lrs, "ns": ns, "tolerance": paritytest.Tolerance})
 			must(t, os.WriteFile(filepath.Join(dir, "case.json"), c, 0o644))
-			res, err := exec.Command("/usr/bin/python3", "../scripts/optim_parity_pytorch.py", dir).CombinedOutput()
-			t.Logf("%s", strings.TrimSpace(string(res)))
-			if err != nil {
-				t.Fatalf("optim_parity_pytorch.py: %v", err)
-			}
+			paritytest.RunScript(t, "optim_parity_pytorch.py", dir)
 		})
 	}
 }
-
-func itoa(k int) string { return string(rune('0' + k)) }
-
-// optimParityTolerance is paritytest.Tolerance's bound, of each tensor's
-// largest value (measured worst 1.4e-5).
-const optimParityTolerance = 1e-4
 
 func must(t *testing.T, err error) {
 	t.Helper()

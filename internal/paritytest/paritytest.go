@@ -78,11 +78,7 @@ func Skip(t *testing.T) {
 // DIR/<case>, to rerun the script by hand.
 func Run(t *testing.T, eng model.Engine, c Case) {
 	t.Run(c.String(), func(t *testing.T) {
-		dir := t.TempDir()
-		if keep := os.Getenv("STOKE_PARITY_KEEP"); keep != "" {
-			dir = filepath.Join(keep, c.String())
-			must(t, os.MkdirAll(dir, 0o755))
-		}
+		dir := CaseDir(t, c.String())
 		re, ok := eng.(model.ResNetEngine)
 		if !ok {
 			t.Fatalf("%T is not a model.ResNetEngine", eng)
@@ -159,18 +155,35 @@ func Run(t *testing.T, eng model.Engine, c Case) {
 		js, _ := json.Marshal(map[string]any{"arch": c.Spec.Arch, "stem": c.Spec.Stem, "classes": K,
 			"tolerance": Tolerance, "band": Band, "label_smoothing": c.Smoothing})
 		must(t, os.WriteFile(filepath.Join(dir, "case.json"), js, 0o644))
-		res, err := exec.Command("/usr/bin/python3", Script(), dir).CombinedOutput()
-		t.Logf("%s", strings.TrimSpace(string(res)))
-		if err != nil {
-			t.Fatalf("parity_pytorch.py: %v", err)
-		}
+		RunScript(t, "parity_pytorch.py", dir)
 	})
 }
 
-// Script is the path of scripts/parity_pytorch.py.
-func Script() string {
+// CaseDir is the folder a case's files go to: a fresh temporary one, or
+// with STOKE_PARITY_KEEP=DIR, DIR/name, kept to rerun the script by hand.
+func CaseDir(t *testing.T, name string) string {
+	t.Helper()
+	keep := os.Getenv("STOKE_PARITY_KEEP")
+	if keep == "" {
+		return t.TempDir()
+	}
+	dir := filepath.Join(keep, name)
+	must(t, os.MkdirAll(dir, 0o755))
+	return dir
+}
+
+// RunScript runs scripts/NAME on a case folder with /usr/bin/python3, logs
+// what it prints and fails t when it exits non-zero (a tensor past the
+// tolerance).
+func RunScript(t *testing.T, name, dir string) {
+	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "scripts", "parity_pytorch.py")
+	script := filepath.Join(filepath.Dir(file), "..", "..", "scripts", name)
+	res, err := exec.Command("/usr/bin/python3", script, dir).CombinedOutput()
+	t.Logf("%s", strings.TrimSpace(string(res)))
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
 }
 
 // Tap is a model.ResNetEngine that, while recording, keeps the branch each
