@@ -3,7 +3,6 @@ package trainer
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -217,17 +216,7 @@ func TestResNetInterruptAtAnyStepResumesExactly(t *testing.T) {
 			for i, k := range []int{2, 4, 7} {
 				c := tiny()
 				c.Data.Workers = []int{0, 1, 4}[i]
-				ctx, cancel := context.WithCancel(context.Background())
-				_, err := Run(ctx, c, Options{Out: new(bytes.Buffer), afterStep: func(step int) {
-					if step == k {
-						cancel()
-					}
-				}})
-				cancel()
-				var intr *InterruptedError
-				if !errors.As(err, &intr) {
-					t.Fatalf("k=%d: error %v, want an InterruptedError", k, err)
-				}
+				interruptAfter(t, fmt.Sprintf("k=%d", k), c, Options{}, k)
 				c.Train.Resume, c.Data.Workers = c.Train.Out, 2
 				runOK(t, c)
 				w, o := checkpointBytes(t, c.Train.Out)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/crc32"
 	"image"
@@ -146,17 +145,7 @@ func TestBadJPEGsChangeNothingElse(t *testing.T) {
 	for _, k := range []int{2, 5} {
 		for _, w := range []int{0, 4} {
 			c := config1(w)
-			ctx, cancel := context.WithCancel(context.Background())
-			_, err := Run(ctx, c, Options{Out: new(bytes.Buffer), afterStep: func(step int) {
-				if step == k {
-					cancel()
-				}
-			}})
-			cancel()
-			var intr *InterruptedError
-			if !errors.As(err, &intr) {
-				t.Fatalf("interrupt after step %d, %d workers: error %v, want an InterruptedError", k, w, err)
-			}
+			interruptAfter(t, fmt.Sprintf("%d workers", w), c, Options{}, k)
 			c.Train.Resume = c.Train.Out
 			got, _ := run(c, Options{})
 			same(fmt.Sprintf("interrupted after step %d and resumed, %d workers", k, w), got)

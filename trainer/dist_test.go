@@ -207,17 +207,7 @@ func TestInterruptedOneRankResumesOnTwo(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := tinyConfig(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	_, err := Run(ctx, c, Options{Out: new(bytes.Buffer), afterStep: func(step int) {
-		if step == 2 {
-			cancel()
-		}
-	}})
-	cancel()
-	var intr *InterruptedError
-	if !errors.As(err, &intr) {
-		t.Fatalf("error %v, want an InterruptedError", err)
-	}
+	interruptAfter(t, "1 x 8", c, Options{}, 2)
 	c.Train.Resume = c.Train.Out
 	c.Data.BatchSize = 4
 	runRanks(t, 2, c, nil)

@@ -211,17 +211,7 @@ func TestResumedEpochFiguresAreThisInvocations(t *testing.T) {
 	c.Data.BatchSize = 4 // 30 images: 8 steps, the last of 2 images
 	c.Data.Workers = 0   // skipped batches are loaded inline: slow, and not this epoch's work
 	c.Train.Epochs = 1
-	ctx, cancel := context.WithCancel(context.Background())
-	_, err := Run(ctx, c, Options{Out: new(bytes.Buffer), afterStep: func(step int) {
-		if step == 5 {
-			cancel()
-		}
-	}})
-	cancel()
-	var intr *InterruptedError
-	if !errors.As(err, &intr) {
-		t.Fatalf("error %v, want an interrupt", err)
-	}
+	interruptAfter(t, "4-image batches", c, Options{}, 5)
 	c.Train.Resume = c.Train.Out
 	sum := runOK(t, c)
 	m := sum.Epochs[0]

@@ -3,7 +3,6 @@ package trainer
 import (
 	"bytes"
 	"context"
-	"errors"
 	"math"
 	"slices"
 	"strings"
@@ -36,17 +35,7 @@ func TestUint8BatchesThroughTheSeam(t *testing.T) {
 	c.Data.BatchDType = data.DTypeUint8
 	var am *asyncModel
 	wrap := func(b Backend) Backend { am = &asyncModel{Backend: b}; return am }
-	ctx, cancel := context.WithCancel(context.Background())
-	_, err = Run(ctx, c, Options{Out: new(bytes.Buffer), wrapBackend: wrap, afterStep: func(step int) {
-		if step == 3 {
-			cancel()
-		}
-	}})
-	cancel()
-	var intr *InterruptedError
-	if !errors.As(err, &intr) {
-		t.Fatalf("error %v, want an interrupt", err)
-	}
+	interruptAfter(t, "uint8, queued", c, Options{wrapBackend: wrap}, 3)
 	c.Train.Resume = c.Train.Out
 	if _, err := Run(context.Background(), c, Options{Out: new(bytes.Buffer), wrapBackend: wrap}); err != nil {
 		t.Fatal(err)

@@ -54,6 +54,29 @@ func tinyConfig(t *testing.T) config.Config {
 	return c
 }
 
+// interruptAfter runs c with opt, cancelled once step k has run, and
+// returns its error, failing t (naming what) unless the run ended with an
+// InterruptedError.
+func interruptAfter(t *testing.T, what string, c config.Config, opt Options, k int) error {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if opt.Out == nil {
+		opt.Out = new(bytes.Buffer)
+	}
+	opt.afterStep = func(step int) {
+		if step == k {
+			cancel()
+		}
+	}
+	_, err := Run(ctx, c, opt)
+	var intr *InterruptedError
+	if !errors.As(err, &intr) {
+		t.Fatalf("%s: interrupted after step %d: error %v, want an InterruptedError", what, k, err)
+	}
+	return err
+}
+
 func TestRunWritesWhatARunLeavesBehind(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	c := tinyConfig(t)
@@ -272,17 +295,9 @@ func TestInterruptAtAnyStepResumesExactly(t *testing.T) {
 	wantMetrics := metricsLines(t, full.Train.Out)
 	for _, k := range []int{1, 3, 4, 6} {
 		c := tinyConfig(t)
-		ctx, cancel := context.WithCancel(context.Background())
-		opt := Options{Out: new(bytes.Buffer), afterStep: func(step int) {
-			if step == k {
-				cancel()
-			}
-		}}
-		_, err := Run(ctx, c, opt)
-		cancel()
-		var intr *InterruptedError
-		if !errors.As(err, &intr) || !errors.Is(err, context.Canceled) {
-			t.Fatalf("k=%d: error %v, want an InterruptedError", k, err)
+		err := interruptAfter(t, fmt.Sprintf("k=%d", k), c, Options{}, k)
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("k=%d: error %v, want one wrapping context.Canceled", k, err)
 		}
 		if !strings.Contains(err.Error(), "--resume "+c.Train.Out) {
 			t.Errorf("k=%d: %q does not say how to resume", k, err)
@@ -458,17 +473,7 @@ func TestAsyncBackendGivesTheSameRun(t *testing.T) {
 	c := tinyConfig(t)
 	var am *asyncModel
 	wrap := func(b Backend) Backend { am = &asyncModel{Backend: b}; return am }
-	ctx, cancel := context.WithCancel(context.Background())
-	_, err := Run(ctx, c, Options{Out: new(bytes.Buffer), wrapBackend: wrap, afterStep: func(step int) {
-		if step == 3 {
-			cancel()
-		}
-	}})
-	cancel()
-	var intr *InterruptedError
-	if !errors.As(err, &intr) {
-		t.Fatalf("error %v, want an interrupt", err)
-	}
+	interruptAfter(t, "pipelined", c, Options{wrapBackend: wrap}, 3)
 	if m := am.maxSeen.Load(); m != 2 {
 		t.Errorf("at most %d steps in flight; the loop should start step N+1 before waiting for step N, and no further", m)
 	}
