@@ -31,6 +31,9 @@ func (c *Config) Validate() error {
 	p.model(c)
 	p.optim(&c.Optim)
 	p.train(&c.Train)
+	p.float32s(c)
+	p.counts(c)
+	p.batchNorm(c)
 	return errors.Join(p...)
 }
 
