@@ -50,6 +50,14 @@ type LoaderConfig struct {
 	// batches are its slice of each global batch of BatchSize·Split.Ranks
 	// samples (Split's comment); the zero Split is the whole of each batch.
 	Split Split
+	// MinSlice is the fewest images a training step may hold (BatchNorm
+	// over one value per channel has no variance: see
+	// model.Spec.MinBatchNormPlane). A slice of a short last batch with
+	// fewer is left empty, as a rank's empty slice is, and a last global
+	// batch left wholly empty is not an epoch's batch at all, as with
+	// DropLast; so is a batch that bad images (SkipBadImages) bring below
+	// it. Only that case changes: 0 or 1 leaves every batch as it is.
+	MinSlice int
 }
 
 // The batch element types (LoaderConfig.DType).
@@ -164,6 +172,8 @@ func NewLoader(cfg LoaderConfig) (*Loader, error) {
 		return nil, fmt.Errorf("data: LoaderConfig.MaxPixels is %d, must be in [0, %d] (0 = default)", cfg.MaxPixels, MaxPixelsLimit)
 	case cfg.MaxDecodeBytes < 0:
 		return nil, fmt.Errorf("data: LoaderConfig.MaxDecodeBytes is %d, must be >= 0 (0 = default)", cfg.MaxDecodeBytes)
+	case cfg.MinSlice < 0 || cfg.MinSlice > cfg.BatchSize:
+		return nil, fmt.Errorf("data: LoaderConfig.MinSlice is %d, must be in [0, BatchSize %d]", cfg.MinSlice, cfg.BatchSize)
 	case cfg.DropLast && cfg.BatchSize*cfg.Split.ranks() > len(cfg.Index.Samples):
 		return nil, fmt.Errorf("data: LoaderConfig.BatchSize %d (x %d ranks) exceeds the %d samples of %s: with DropLast no batch is left",
 			cfg.BatchSize, cfg.Split.ranks(), len(cfg.Index.Samples), cfg.Index.Root)
@@ -192,6 +202,12 @@ func NewLoader(cfg LoaderConfig) (*Loader, error) {
 	n := len(cfg.Index.Samples)
 	l := &Loader{cfg: cfg, sampleLen: 3 * s * s, perm: make([]int, n), region: rt}
 	l.nb = cfg.Split.NumBatches(n, cfg.BatchSize, cfg.DropLast)
+	if g := cfg.BatchSize * cfg.Split.ranks(); !cfg.DropLast && n%g != 0 && n%g < cfg.MinSlice {
+		l.nb-- // the short last batch would be all empty slices
+	}
+	if l.nb == 0 {
+		return nil, fmt.Errorf("data: the %d samples of %s make no batch of at least %d (LoaderConfig.MinSlice)", n, cfg.Index.Root, cfg.MinSlice)
+	}
 	poolSize, workers := 2, 1
 	if cfg.Workers > 0 {
 		poolSize, workers = cfg.Workers*cfg.Prefetch, cfg.Workers
@@ -404,6 +420,9 @@ func (l *Loader) build(it *Iter, b *Batch, j, worker int, ws *workerState) error
 	b.Start = time.Now()
 	b.Samples, b.Skipped = b.Samples[:0], b.Skipped[:0]
 	lo, hi := l.cfg.Split.Range(j, l.cfg.BatchSize, len(it.perm))
+	if hi-lo < l.cfg.MinSlice {
+		hi = lo // too few for BatchNorm: an empty slice
+	}
 	n := 0
 	for _, idx := range it.perm[lo:hi] {
 		if it.stopped() {
@@ -421,6 +440,9 @@ func (l *Loader) build(it *Iter, b *Batch, j, worker int, ws *workerState) error
 		b.Labels[n] = int32(s.Label)
 		b.Samples = append(b.Samples, idx)
 		n++
+	}
+	if n < l.cfg.MinSlice { // bad images left too few: an empty slice
+		n, b.Samples = 0, b.Samples[:0]
 	}
 	b.N = n
 	if b.U8 != nil {
