@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"stoke/figures"
 )
 
 // decodePNG fails the test unless path is a PNG of side x side pixels that
@@ -49,7 +51,7 @@ func darkness(img image.Image, x, y int) uint32 {
 	return 3*0xffff - r - g - b
 }
 
-// TestConfusionPNGSizes: the figure is a valid PNG of confusionPNGSide(n)
+// TestConfusionPNGSizes: the figure is a valid PNG of figures.ConfusionSide(n)
 // for 2 to 105 classes (names skipped past 50, counts written up to 20),
 // also with odd class names and empty rows; the cell of a true class
 // predicted right is darker than one never predicted.
@@ -76,7 +78,7 @@ func TestConfusionPNGSizes(t *testing.T) {
 			if err := writeConfusionPNG(run); err != nil {
 				t.Fatal(err)
 			}
-			side := confusionPNGSide(n)
+			side := figures.ConfusionSide(n)
 			img := decodePNG(t, filepath.Join(run, "eval", confusionPNG), side)
 			// A diagonal cell is 90% of its row: far darker than white.
 			darkest := uint32(0)
@@ -90,8 +92,8 @@ func TestConfusionPNGSizes(t *testing.T) {
 			}
 		})
 	}
-	if confusionPNGSide(100) > 1200 || confusionPNGSide(2) < 300 {
-		t.Errorf("sides %d (100 classes), %d (2): want a readable figure that stays under 1200 px", confusionPNGSide(100), confusionPNGSide(2))
+	if figures.ConfusionSide(100) > 1200 || figures.ConfusionSide(2) < 300 {
+		t.Errorf("sides %d (100 classes), %d (2): want a readable figure that stays under 1200 px", figures.ConfusionSide(100), figures.ConfusionSide(2))
 	}
 }
 
@@ -110,7 +112,11 @@ func TestConfusionPNGPicksTheLastEpoch(t *testing.T) {
 	if err != nil || !ok || epoch != 10 || filepath.Base(path) != "confusion-epoch-0010.csv" {
 		t.Fatalf("newest CSV: epoch %d %s %v %v, want 10", epoch, path, ok, err)
 	}
-	_, counts, err := readConfusionCSV(path)
+	var counts [][]int
+	_, err = readConfusionCSV(path, func([]string) {}, func(_ int, row []int) error {
+		counts = append(counts, append([]int(nil), row...))
+		return nil
+	})
 	if err != nil || counts[0][0] != 10 || counts[2][2] != 1 {
 		t.Fatalf("read back %v, %v", counts, err)
 	}
@@ -130,7 +136,7 @@ func TestRunWritesConfusionPNG(t *testing.T) {
 	c := tinyConfig(t)
 	runOK(t, c)
 	classes := classNames(t, c.Data.Root)
-	decodePNG(t, filepath.Join(c.Train.Out, "eval", confusionPNG), confusionPNGSide(len(classes)))
+	decodePNG(t, filepath.Join(c.Train.Out, "eval", confusionPNG), figures.ConfusionSide(len(classes)))
 
 	bad := tinyConfig(t)
 	// After the last epoch's checkpoint, a folder takes the figure's place.
