@@ -2,9 +2,12 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 
 	"stoke/config"
+	"stoke/figures"
 	"stoke/model"
 )
 
@@ -34,9 +37,9 @@ func checkMemory(cfg config.Config) error {
 // estimateRun is the memory a run of cfg needs, and what it is made of.
 func estimateRun(cfg config.Config) (float64, string) {
 	d := cfg.Data
-	classes := 2 // an ImageFolder's classes are known after the scan; the head is small
-	if d.Root == "" {
-		classes = d.Synthetic.Classes
+	classes := d.Synthetic.Classes
+	if d.Root != "" {
+		classes = countClasses(d.Root)
 	}
 	threads := cfg.Train.Threads
 	if threads == 0 {
@@ -50,8 +53,36 @@ func estimateRun(cfg config.Config) (float64, string) {
 	s := float64(d.ImageSize)
 	buffer := float64(d.BatchSize) * 3 * s * s * 4 // float32 CHW; uint8 batches take a quarter
 	pool := 2 * float64(perLoader) * buffer        // the training and the validation loader
-	return m.Total() + pool + runtimeBytes, fmt.Sprintf("the model %s, batch buffers %s (2 loaders x %d buffers of %d images of 3x%dx%d float32)",
-		m, model.Bytes(pool), perLoader, d.BatchSize, d.ImageSize, d.ImageSize)
+	eval := evalBytes(classes)
+	return m.Total() + pool + eval + runtimeBytes, fmt.Sprintf("the model %s, batch buffers %s (2 loaders x %d buffers of %d images of 3x%dx%d float32), evaluation %s (a %dx%d confusion matrix, its sum across ranks, its CSV and figure)",
+		m, model.Bytes(pool), perLoader, d.BatchSize, d.ImageSize, d.ImageSize, model.Bytes(eval), classes, classes)
+}
+
+// evalBytes is what an evaluation of classes classes holds besides the
+// model: its confusion matrix (an int a cell), the float64 vector that sums
+// it across ranks, the CSV written from it (about 4 bytes a cell), and the
+// figure of the last one, which figures bounds whatever the class count.
+// It grows with the square of the classes: 10000 take 2 GB.
+func evalBytes(classes int) float64 {
+	n := float64(classes)
+	return (8+8+4)*n*n + figures.ConfusionMemory(classes)
+}
+
+// countClasses is the number of class folders of an ImageFolder dataset,
+// counted before the scan (which checks them): the folders in ROOT/train.
+// 2 (the fewest) when that cannot be read; the scan then says why.
+func countClasses(root string) int {
+	entries, err := os.ReadDir(filepath.Join(root, "train"))
+	n := 0
+	for _, e := range entries {
+		if e.IsDir() || e.Type()&os.ModeSymlink != 0 {
+			n++
+		}
+	}
+	if err != nil || n < 2 {
+		return 2
+	}
+	return n
 }
 
 // fallbackMemory is the machine's memory assumed where it cannot be read
