@@ -130,3 +130,21 @@ func TestBatchNormOverOneValueIsRefused(t *testing.T) {
 		t.Errorf("resnet18 at 8 px, batch 1: %v, want a refusal that does not offer the cifar stem (1x1 there too)", err)
 	}
 }
+
+// TestUnknownArchIsReportedOnce: --model.arch=ResNet18 is one problem,
+// with a hint, and no "data.image_size: 16: model.arch: ..." echo of it.
+func TestUnknownArchIsReportedOnce(t *testing.T) {
+	for _, kv := range [][]string{{"model.arch", "ResNet18"}, {"model.arch", "resnet18", "model.stem", "CIFAR"}} {
+		err := validateWith(t, kv...)
+		if err == nil {
+			t.Fatalf("%v validates", kv)
+		}
+		t.Logf("%v", err)
+		if strings.Contains(err.Error(), "data.image_size") || strings.Count(err.Error(), "must be") != 1 {
+			t.Errorf("%v: %q, want one problem and none blamed on data.image_size", kv, err)
+		}
+	}
+	if err := validateWith(t, "model.arch", "ResNet18"); err == nil || !strings.Contains(err.Error(), "did you mean resnet18?") {
+		t.Errorf("ResNet18: %v, want a hint naming resnet18", err)
+	}
+}

@@ -162,13 +162,23 @@ func (p *problems) model(c *Config) {
 
 	// Every arch runs on both devices: the cuda engine (cudaops.GraphEngine)
 	// is a model.ResNetEngine.
-	if !slices.Contains(model.Archs, c.Model.Arch) {
-		p.bad("model.arch", "must be one of %s, got %q", strings.Join(model.Archs, ", "), c.Model.Arch)
+	knownArch := slices.Contains(model.Archs, c.Model.Arch)
+	if !knownArch {
+		hint := ""
+		for _, a := range model.Archs {
+			if strings.EqualFold(a, c.Model.Arch) {
+				hint = fmt.Sprintf(" (did you mean %s? names are lower case)", a)
+			}
+		}
+		p.bad("model.arch", "must be one of %s, got %q%s", strings.Join(model.Archs, ", "), c.Model.Arch, hint)
 	}
-	if c.Model.Stem != model.StemImageNet && c.Model.Stem != model.StemCIFAR {
+	knownStem := c.Model.Stem == model.StemImageNet || c.Model.Stem == model.StemCIFAR
+	if !knownStem {
 		p.bad("model.stem", "must be %s or %s, got %q", model.StemImageNet, model.StemCIFAR, c.Model.Stem)
 	}
-	if c.Model.Arch != model.ArchCNN && c.Model.Arch != "" {
+	// The image size is checked against an arch and stem that exist; an
+	// unknown one is reported once, above, not again as the image size's.
+	if knownArch && knownStem && c.Model.Arch != model.ArchCNN {
 		spec := c.ModelSpec(2)
 		if err := spec.Validate(); err != nil {
 			p.bad("data.image_size", "%d: %v", d.ImageSize, err)

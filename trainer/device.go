@@ -82,7 +82,7 @@ func openDevice(spec model.Spec, opt model.Options, cfg config.Config, out io.Wr
 		if err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(out, "device: cpu, %d threads, %s\n", runtime.GOMAXPROCS(0), model.Kernel())
+		fmt.Fprintf(out, "device: cpu, %s, %s\n", plural(runtime.GOMAXPROCS(0), "thread"), model.Kernel())
 		return &Device{Name: "cpu", Backend: m, Params: m.NumParams()}, nil
 	case "cuda":
 		if newCUDADevice == nil {

@@ -249,7 +249,7 @@ func (s *session) openLoaders(valSet *data.Index) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(s.out, "loader: %d workers, JPEG decoder %s, %s batches in %s memory\n", cfg.Data.Workers, trainLoader.DecoderName(), trainLoader.DType(), allocName(s.dev.Alloc))
+	fmt.Fprintf(s.out, "loader: %s, %s, %s batches in %s memory\n", plural(cfg.Data.Workers, "worker"), decodersLine(trainLoader.DecoderName(), s.trainSet, valSet), trainLoader.DType(), allocName(s.dev.Alloc))
 	s.onClose(func() { trainLoader.Close() })
 	s.onClose(func() { valLoader.Close() })
 	s.trainLoader, s.valLoader = trainLoader, valLoader
