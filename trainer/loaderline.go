@@ -30,7 +30,7 @@ func decodersLine(jpeg string, sets ...*data.Index) string {
 	case jpegs == 0:
 		return "PNG decoder image/png"
 	}
-	return fmt.Sprintf("JPEG decoder %s (%s), PNG decoder image/png (%s)", jpeg, plural(jpegs, "image"), plural(pngs, "image"))
+	return fmt.Sprintf("PNG decoder image/png (%d of the %d images), JPEG decoder %s", pngs, pngs+jpegs, jpeg)
 }
 
 // plural is "1 thread", "2 threads".

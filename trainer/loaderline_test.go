@@ -22,7 +22,7 @@ func TestLoaderLineNamesTheDecodersOfTheFilesPresent(t *testing.T) {
 	}{
 		{[]*data.Index{set("a/x.png", "a/y.PNG"), set("b/z.png")}, "PNG decoder image/png"},
 		{[]*data.Index{set("a/x.jpg", "a/y.JPEG"), set("b/z.jpg")}, "JPEG decoder libjpeg-turbo"},
-		{[]*data.Index{set("a/x.jpg", "a/y.png"), set("b/z.png")}, "JPEG decoder libjpeg-turbo (1 image), PNG decoder image/png (2 images)"},
+		{[]*data.Index{set("a/x.jpg", "a/y.png"), set("b/z.png")}, "PNG decoder image/png (2 of the 3 images), JPEG decoder libjpeg-turbo"},
 	} {
 		if got := decodersLine("libjpeg-turbo", tc.sets...); got != tc.want {
 			t.Errorf("got %q, want %q", got, tc.want)
