@@ -54,18 +54,18 @@ func estimateRun(cfg config.Config) (float64, string) {
 	buffer := float64(d.BatchSize) * 3 * s * s * 4 // float32 CHW; uint8 batches take a quarter
 	pool := 2 * float64(perLoader) * buffer        // the training and the validation loader
 	eval := evalBytes(classes)
-	return m.Total() + pool + eval + runtimeBytes, fmt.Sprintf("the model %s, batch buffers %s (2 loaders x %d buffers of %d images of 3x%dx%d float32), evaluation %s (a %dx%d confusion matrix, its sum across ranks, its CSV and figure)",
+	return m.Total() + pool + eval + runtimeBytes, fmt.Sprintf("the model %s, batch buffers %s (2 loaders x %d buffers of %d images of 3x%dx%d float32), evaluation %s (a %dx%d confusion matrix, its sum across ranks and its figure)",
 		m, model.Bytes(pool), perLoader, d.BatchSize, d.ImageSize, d.ImageSize, model.Bytes(eval), classes, classes)
 }
 
 // evalBytes is what an evaluation of classes classes holds besides the
-// model: its confusion matrix (an int a cell), the float64 vector that sums
-// it across ranks, the CSV written from it (about 4 bytes a cell), and the
-// figure of the last one, which figures bounds whatever the class count.
-// It grows with the square of the classes: 10000 take 2 GB.
+// model: its confusion matrix (an int a cell) and the float64 vector that
+// sums it across ranks, both growing with the square of the classes (10000
+// take 1.5 GiB), and the figure of the last one, which figures bounds
+// whatever the class count. The CSV is streamed to its file.
 func evalBytes(classes int) float64 {
 	n := float64(classes)
-	return (8+8+4)*n*n + figures.ConfusionMemory(classes)
+	return (8+8)*n*n + figures.ConfusionMemory(classes)
 }
 
 // countClasses is the number of class folders of an ImageFolder dataset,
