@@ -35,8 +35,8 @@ type StepLine struct {
 	Busy         string   `json:"busy"` // why the machine was too busy to trust the figure (Load.Busy); "" = quiet
 	CPU          string   `json:"cpu"`  // Machine.CPU, Family, Model
 	CPUFamily    int      `json:"cpu_family"`
-	CPUMSPerStep float64  `json:"cpu_ms_per_step"`
 	CPUModel     int      `json:"cpu_model"`
+	CPUMSPerStep float64  `json:"cpu_ms_per_step"`
 	Gemm         string   `json:"gemm"`
 	ImgPerS      float64  `json:"img_per_s"`
 	Load1Before  float64  `json:"load1_before"`
