@@ -178,7 +178,7 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 			byName[v.Name] = append(byName[v.Name], r)
 		}
 		if len(opt.PyTorch) > 0 {
-			fmt.Fprintf(opt.Log, "round %d/%d  pytorch: baseline and all three, each in its own process (about a minute or more each on a 2-core CPU)\n", round, opt.Rounds)
+			fmt.Fprintf(opt.Log, "round %d/%d  pytorch: baseline and all three, each in its own process, a line per epoch\n", round, opt.Rounds)
 			rs, err := runPyTorch(ctx, opt, round)
 			if err != nil {
 				fmt.Fprintf(opt.Log, "round %d/%d  pytorch: skipped: %v\n", round, opt.Rounds, err)
