@@ -3,9 +3,10 @@
 # the baseline, each switch alone and all three, stoke and PyTorch side by side.
 #
 # Duration and GPU: on the CPU (the default; no GPU needed) about 80 s on a quiet 2-core machine
-# and 355 s observed on a loaded one, plus the Go build and, the first time, ~15 s to generate
-# the dataset; `scripts/bench-blog.sh --epochs 1 --rounds 1`, the smallest, about a third of
-# that. The GPU run (--device cuda, below) needs an NVIDIA GPU and has not been done yet.
+# and 355 s observed on a loaded one, plus the Go build and, the first time, the dataset's
+# generation; the smallest, `scripts/bench-blog.sh --epochs 1 --rounds 1`, took 7.5 min on a
+# machine loaded 17-36 (generation and build included). The GPU run (--device cuda, below) needs
+# an NVIDIA GPU and has not been done yet.
 #
 #   scripts/bench-blog.sh                       # CPU, builds ./cmd/train (needs Go)
 #   scripts/bench-blog.sh --epochs 2 --rounds 3 # any `train bench` flag passes through
