@@ -25,6 +25,7 @@ echo "bench-blog.sh: CPU by default (no GPU needed); ~80 s on a quiet 2-core mac
 cd "$(dirname "$0")/.."
 . scripts/bench-env.sh
 machine_quiet
+stoke_best
 python=${PYTHON:-/usr/bin/python3}
 if "$python" -c 'import torch, torchvision' 2>/dev/null; then
   torch_best "$python"

@@ -29,6 +29,7 @@ if ! "$python" -c 'import torch, torchvision' 2>/dev/null; then
 fi
 machine_quiet
 torch_best "$python"
+stoke_best
 mkdir -p "$work"
 go build -o "$work/train" ./cmd/train
 [ -d "$work/ds256/train/00_red_circle" ] && [ "$(ls "$work/ds256/train/00_red_circle" | wc -l)" -ge 200 ] || "$work/train" gen-data --out "$work/ds256" --size 256 --quality 90 --classes 10 --train 200 --val 10

@@ -62,3 +62,18 @@ machine_quiet() {
 		echo "WARNING: the machine is busy (1-minute load $_l, above 0.5): the timings below are not this machine's speed" >&2
 	fi
 }
+
+# stoke_best: stoke's loader decodes JPEGs with libjpeg-turbo when libturbojpeg.so.0 is there (the
+# README's loader figures were measured with it), else with Go's image/jpeg, several times slower.
+# Installs libturbojpeg0 when it is missing and this is root with apt-get; else warns.
+stoke_best() {
+	if ldconfig -p 2>/dev/null | grep -q 'libturbojpeg\.so\.0 '; then
+		return 0
+	fi
+	if [ "$(id -u)" = 0 ] && command -v apt-get > /dev/null; then
+		echo "libturbojpeg.so.0 missing: installing it (apt-get install -y libturbojpeg0)" >&2
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libturbojpeg0 > /dev/null || true
+	fi
+	ldconfig -p 2>/dev/null | grep -q 'libturbojpeg\.so\.0 ' ||
+		echo "WARNING: stoke decodes JPEGs with Go's image/jpeg (no libturbojpeg.so.0: apt-get install libturbojpeg0): its loader is not at its best" >&2
+}
