@@ -7,7 +7,8 @@
 # Duration: CPU only, no GPU. Expected 2-3 minutes on a quiet 2-core machine with
 # the defaults (the first run adds ~15 s to generate 2000 images and the Go build);
 # `scripts/bench-data.sh 1 128`, the smallest, well under a minute. A loaded
-# machine takes several times as long (the load is printed and warned of).
+# machine takes several times as long (the smallest took 4 min, build and
+# gen-data included, at a 1-minute load of 17-19; the load is printed and warned of).
 #
 # Needs a python with torch and torchvision: $PYTHON, default /usr/bin/python3
 # (Debian: apt-get install python3-torch python3-torchvision) and, for the

@@ -8,7 +8,8 @@
 # Duration: CPU only, no GPU. The defaults (3 rounds, 1 and 2 threads, 10 steps)
 # take about a minute on a quiet 2-core machine plus the Go build (a minute when
 # nothing is cached); `scripts/bench-step.sh 1 "1" 1`, the smallest, about 20 s.
-# A loaded machine takes several times as long (the load is printed and warned of).
+# A loaded machine takes several times as long (the smallest took 1 min 45 s, build
+# included, at a 1-minute load of 18; the load is printed and warned of).
 #
 # PyTorch runs at its best (scripts/bench-env.sh): OpenBLAS installed when this
 # is root with apt-get, its own core detection, a malloc that keeps freed memory.
