@@ -77,6 +77,18 @@ type Result struct {
 	Speedup      float64 `json:"speedup"` // baseline's train time / this one's, same implementation
 	Trace        string  `json:"trace,omitempty"`
 	Note         string  `json:"note,omitempty"`
+	// How busy the machine was during the run (Load): the run's own CPU
+	// time (its process and theirs it waited for, start-up and evaluation
+	// included), other processes' cores, and why it was too busy to trust.
+	CPUSeconds  float64 `json:"cpu_seconds"`
+	OthersCores float64 `json:"others_cores"`
+	Busy        string  `json:"busy,omitempty"`
+	// The PyTorch rows' library and kernels (scripts/bench_machine_pytorch.py),
+	// and why PyTorch was not at its best, when it was not.
+	BLAS          string   `json:"blas_kind,omitempty"`
+	OpenBLASCore  string   `json:"openblas_core,omitempty"`
+	CPUCapability string   `json:"cpu_capability,omitempty"`
+	NotAtBest     []string `json:"not_at_best,omitempty"`
 }
 
 // Options say what to run.
@@ -117,14 +129,17 @@ type Spec struct {
 
 // Report is everything a bench invocation measured.
 type Report struct {
-	Config  string    `json:"config"`
-	Device  string    `json:"device"`
-	Epochs  int       `json:"epochs"`
-	Rounds  int       `json:"rounds"`
-	Started time.Time `json:"started"`
-	Seconds float64   `json:"seconds"`
-	Results []Result  `json:"results"`
-	Runs    []Result  `json:"runs"` // every single run, in the order they ran
+	Config   string    `json:"config"`
+	Device   string    `json:"device"`
+	Epochs   int       `json:"epochs"`
+	Rounds   int       `json:"rounds"`
+	Started  time.Time `json:"started"`
+	Seconds  float64   `json:"seconds"`
+	Results  []Result  `json:"results"`
+	Runs     []Result  `json:"runs"` // every single run, in the order they ran
+	Machine  Machine   `json:"machine"`
+	Load     Load      `json:"load"`               // over the whole bench
+	Warnings []string  `json:"warnings,omitempty"` // a busy machine, PyTorch not at its best
 }
 
 // Run measures every variant Rounds times, alternating, and writes the
@@ -136,7 +151,13 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 	if err := os.MkdirAll(opt.Out, 0o755); err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
-	rep := &Report{Config: opt.Config, Device: opt.Device, Epochs: opt.Epochs, Rounds: opt.Rounds, Started: time.Now()}
+	rep := &Report{Config: opt.Config, Device: opt.Device, Epochs: opt.Epochs, Rounds: opt.Rounds, Started: time.Now(),
+		Machine: ThisMachine()}
+	fmt.Fprintf(opt.Log, "machine: %s\n", rep.Machine)
+	if why := BusyBefore(); why != "" {
+		rep.warn(opt.Log, "the machine is busy: "+why)
+	}
+	meter := startLoad()
 	variants := Variants(opt.Workers)
 	byName := map[string][]Result{}
 	for round := 1; round <= opt.Rounds; round++ {
@@ -148,18 +169,32 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 			if err != nil {
 				return nil, fmt.Errorf("bench: %s, round %d: %w", v.Name, round, err)
 			}
-			fmt.Fprintf(opt.Log, "round %d/%d  %-13s %6.1fs  %6.0f img/s  wait %3.0f%%  compute %3.0f%%\n",
-				round, opt.Rounds, v.Name, r.TrainSeconds, r.ImgPerSec, 100*r.WaitShare, 100*r.ComputeShare)
+			fmt.Fprintf(opt.Log, "round %d/%d  %-13s %6.1fs  %6.0f img/s  wait %3.0f%%  compute %3.0f%%  CPU %5.1fs  others %.2f cores\n",
+				round, opt.Rounds, v.Name, r.TrainSeconds, r.ImgPerSec, 100*r.WaitShare, 100*r.ComputeShare, r.CPUSeconds, r.OthersCores)
+			if r.Busy != "" {
+				rep.warn(opt.Log, fmt.Sprintf("round %d, stoke %s: the machine was busy: %s", round, v.Name, r.Busy))
+			}
 			rep.Runs = append(rep.Runs, r)
 			byName[v.Name] = append(byName[v.Name], r)
 		}
 		if len(opt.PyTorch) > 0 {
+			fmt.Fprintf(opt.Log, "round %d/%d  pytorch: baseline and all three, each in its own process, a line per epoch\n", round, opt.Rounds)
 			rs, err := runPyTorch(ctx, opt, round)
 			if err != nil {
 				fmt.Fprintf(opt.Log, "round %d/%d  pytorch: skipped: %v\n", round, opt.Rounds, err)
 			}
 			for _, r := range rs {
-				fmt.Fprintf(opt.Log, "round %d/%d  pytorch %-13s %6.1fs  %6.0f img/s\n", round, opt.Rounds, r.Name, r.TrainSeconds, r.ImgPerSec)
+				fmt.Fprintf(opt.Log, "round %d/%d  pytorch %-13s %6.1fs  %6.0f img/s  CPU %5.1fs  others %.2f cores\n",
+					round, opt.Rounds, r.Name, r.TrainSeconds, r.ImgPerSec, r.CPUSeconds, r.OthersCores)
+				if round == 1 && r.Name == "baseline" {
+					fmt.Fprintf(opt.Log, "PyTorch: BLAS %s %s, CPU capability %s\n", r.BLAS, r.OpenBLASCore, r.CPUCapability)
+					for _, w := range r.NotAtBest {
+						rep.warn(opt.Log, "PyTorch is not at its best: "+w+"; its rows understate it")
+					}
+				}
+				if r.Busy != "" {
+					rep.warn(opt.Log, fmt.Sprintf("round %d, pytorch %s: the machine was busy: %s", round, r.Name, r.Busy))
+				}
 				rep.Runs = append(rep.Runs, r)
 				byName["pytorch "+r.Name] = append(byName["pytorch "+r.Name], r)
 			}
@@ -187,7 +222,14 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 		}
 	}
 	rep.Seconds = time.Since(rep.Started).Seconds()
+	rep.Load = meter.stop()
 	return rep, rep.write(opt.Out)
+}
+
+// warn records a warning in the report and says it at once.
+func (rep *Report) warn(log io.Writer, w string) {
+	rep.Warnings = append(rep.Warnings, w)
+	fmt.Fprintf(log, "WARNING: %s\n", w)
 }
 
 // runStoke runs one variant as a child train process and reads its
@@ -211,14 +253,18 @@ func runStoke(ctx context.Context, opt Options, v Variant, round int) (Result, e
 	cmd := exec.CommandContext(ctx, opt.Exe, args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
+	meter := startLoad()
 	if err := cmd.Run(); err != nil {
 		return Result{}, fmt.Errorf("%v\n%s", err, tail(out.String(), 2000))
 	}
+	load := meter.stop()
 	r, err := readMetrics(filepath.Join(dir, "metrics.jsonl"))
 	if err != nil {
 		return Result{}, err
 	}
 	r.Variant, r.Impl, r.Rounds = v, "stoke", 1
+	// No cores asked for: a 0-worker run loads on one core by design.
+	r.CPUSeconds, r.OthersCores, r.Busy = load.CPUSeconds, load.OthersCores, load.Busy(0)
 	r.Trace = filepath.Join(dir, "trace.json")
 	ran, err := config.Load(filepath.Join(dir, "config.yaml"))
 	if err != nil {
@@ -287,8 +333,9 @@ func runPyTorch(ctx context.Context, opt Options, round int) ([]Result, error) {
 	}
 	args := append(append([]string(nil), opt.PyTorch[1:]...), "--spec", string(js))
 	cmd := exec.CommandContext(ctx, opt.PyTorch[0], args...)
+	cmd.Env = TorchEnv(os.Environ())
 	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	cmd.Stderr = io.MultiWriter(&stderr, opt.Log) // its per-epoch progress lines
 	out, err := cmd.Output()
 	if err != nil {
 		return nil, fmt.Errorf("%v\n%s", err, tail(stderr.String(), 2000))
@@ -309,6 +356,24 @@ func runPyTorch(ctx context.Context, opt Options, round int) ([]Result, error) {
 		return nil, fmt.Errorf("no results from %v\n%s", opt.PyTorch, tail(stderr.String(), 2000))
 	}
 	return rs, nil
+}
+
+// TorchEnv is env for a PyTorch process at its best on this machine (as
+// scripts/bench-env.sh's torch_env): OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE
+// dropped, so that OpenBLAS detects the core itself (these machines set
+// Haswell, which leaves AVX-512 unused), and glibc's malloc told to keep
+// freed memory (as installed it gives PyTorch's freed tensors back to the
+// system, and every step pays the first-touch page faults again).
+func TorchEnv(env []string) []string {
+	drop := []string{"OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_"}
+	var out []string
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(drop, k) {
+			out = append(out, kv)
+		}
+	}
+	return append(out, "MALLOC_MMAP_THRESHOLD_=4294967296", "MALLOC_TRIM_THRESHOLD_=68719476736")
 }
 
 // median is a variant's result over its runs: the run of median training

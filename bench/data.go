@@ -65,9 +65,13 @@ func Data(opt DataOptions, out io.Writer) error {
 		Shuffle: true, Seed: cfg.Train.Seed, MaxPixels: cfg.Data.MaxPixels, Decoder: opt.Decoder, DType: opt.DType,
 		NoDCTScale: opt.NoDCTScale,
 	}
+	mach := ThisMachine()
 	if !opt.JSON {
-		fmt.Fprintf(out, "bench-data: %d images in %s, %d px output, batch %d, %s batches, decoder %s, GOMAXPROCS %d\n",
-			len(idx.Samples), idx.Root, cfg.Data.ImageSize, lc.BatchSize, opt.DType, data.DecoderName(opt.Decoder), runtime.GOMAXPROCS(0))
+		fmt.Fprintf(out, "bench-data: %d images in %s, %d px output, batch %d, %s batches, decoder %s, GOMAXPROCS %d\nmachine: %s\n",
+			len(idx.Samples), idx.Root, cfg.Data.ImageSize, lc.BatchSize, opt.DType, data.DecoderName(opt.Decoder), runtime.GOMAXPROCS(0), mach)
+		if why := BusyBefore(); why != "" {
+			fmt.Fprintf(out, "WARNING: the machine is busy (%s): the timings below are not this machine's speed\n", why)
+		}
 	}
 
 	var st StageCosts
@@ -79,17 +83,23 @@ func Data(opt DataOptions, out io.Writer) error {
 	}
 	for i, w := range workers {
 		lc.Workers = w
+		meter := startLoad()
 		rate, perImage, err := loaderRate(lc, opt.Images, clk)
 		if err != nil {
 			return err
 		}
+		load := meter.stop()
+		threads := max(1, min(w, runtime.GOMAXPROCS(0))) // the cores this measurement can keep busy
+		busy := load.Busy(threads)
 		if w == 0 && opt.Stages {
 			st.Loader = perImage
 			st.Collate = max(0, perImage-st.Read-st.Decode-st.CropResize-st.Jitter)
 		}
 		if opt.JSON {
 			line, _ := json.Marshal(DataLine{Workers: w, ImageSize: cfg.Data.ImageSize, ImgPerS: rate, DType: opt.DType,
-				Decoder: data.DecoderName(opt.Decoder), Stages: st})
+				Decoder: data.DecoderName(opt.Decoder), Stages: st,
+				Machine: DataMachine{CPU: mach.CPU, CPUFamily: mach.Family, CPUModel: mach.Model, Load1Before: load.Load1Before,
+					WallSeconds: load.WallSeconds, CPUSeconds: load.CPUSeconds, OthersCores: load.OthersCores, Busy: busy}})
 			fmt.Fprintln(out, string(line))
 			continue
 		}
@@ -97,7 +107,10 @@ func Data(opt DataOptions, out io.Writer) error {
 			fmt.Fprintf(out, "per image, one goroutine (%s): read %.0f µs, decode %.0f µs, crop+resize %.0f µs, jitter %.0f µs, collate %.0f µs; loader at 0 workers %.0f µs\n",
 				st.Clock, st.Read, st.Decode, st.CropResize, st.Jitter, st.Collate, st.Loader)
 		}
-		fmt.Fprintf(out, "workers %d: %7.0f img/s\n", w, rate)
+		fmt.Fprintf(out, "workers %d: %7.0f img/s  (%s)\n", w, rate, load)
+		if busy != "" {
+			fmt.Fprintf(out, "  WARNING: the machine was busy (%s): this figure is not the loader's speed\n", busy)
+		}
 	}
 	return nil
 }
@@ -123,9 +136,23 @@ type DataLine struct {
 	DType     string  `json:"dtype"`
 	Decoder   string  `json:"decoder"`
 	Stages    StageCosts
+	Machine   DataMachine
 }
 
-// MarshalJSON flattens the stages into the line.
+// DataMachine is what a DataLine ran on and how busy the machine was
+// (Machine, Load), flattened into the line after the stages.
+type DataMachine struct {
+	CPU         string  `json:"cpu"`
+	CPUFamily   int     `json:"cpu_family"`
+	CPUModel    int     `json:"cpu_model"`
+	Load1Before float64 `json:"load1_before"`
+	WallSeconds float64 `json:"wall_seconds"`
+	CPUSeconds  float64 `json:"cpu_seconds"`
+	OthersCores float64 `json:"others_cores"`
+	Busy        string  `json:"busy"` // Load.Busy; "" = quiet
+}
+
+// MarshalJSON flattens the stages and the machine into the line.
 func (b DataLine) MarshalJSON() ([]byte, error) {
 	type plain struct {
 		Workers   int     `json:"workers"`
@@ -134,8 +161,9 @@ func (b DataLine) MarshalJSON() ([]byte, error) {
 		DType     string  `json:"dtype"`
 		Decoder   string  `json:"decoder"`
 		StageCosts
+		DataMachine
 	}
-	return json.Marshal(plain{b.Workers, b.ImageSize, b.ImgPerS, b.DType, b.Decoder, b.Stages})
+	return json.Marshal(plain{b.Workers, b.ImageSize, b.ImgPerS, b.DType, b.Decoder, b.Stages, b.Machine})
 }
 
 // DataTransforms builds the training transform from the config, and the

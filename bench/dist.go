@@ -43,6 +43,8 @@ type DistRow struct {
 	Buckets      int     `json:"buckets,omitempty"`
 	AloneUS      float64 `json:"allreduce_alone_us,omitempty"` // one step's gradients, ranks lined up first
 	Note         string  `json:"note,omitempty"`
+	Load         *Load   `json:"load,omitempty"` // the run's wall and CPU time (all ranks), other processes' cores
+	Busy         string  `json:"busy,omitempty"` // Load.Busy: why the machine was too busy to trust the row
 }
 
 // allreduceLine is the line a data-parallel run prints at its end.
@@ -60,6 +62,11 @@ func Dist(opt DistOptions) ([]DistRow, error) {
 	mpirun, mpiErr := exec.LookPath("mpirun")
 	if err := os.MkdirAll(opt.Out, 0o755); err != nil {
 		return nil, err
+	}
+	mach := ThisMachine()
+	fmt.Fprintf(opt.Log, "machine: %s\n", mach)
+	if why := BusyBefore(); why != "" {
+		fmt.Fprintf(opt.Log, "WARNING: the machine is busy (%s): the figures below are not this machine's speed\n", why)
 	}
 	var rows []DistRow
 	for _, n := range opt.Ranks {
@@ -94,10 +101,16 @@ func Dist(opt DistOptions) ([]DistRow, error) {
 			fmt.Fprintf(opt.Log, "running %s: %s\n", name, strings.Join(cmd.Args, " "))
 			var buf bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &buf, &buf
+			meter := startLoad()
 			if err := cmd.Run(); err != nil {
 				return nil, fmt.Errorf("%s: %v\n%s", name, err, strings.TrimSuffix(buf.String(), "\n"))
 			}
-			r := DistRow{Ranks: n, BucketMB: mb}
+			load := meter.stop()
+			r := DistRow{Ranks: n, BucketMB: mb, Load: &load, Busy: load.Busy(0)}
+			fmt.Fprintf(opt.Log, "  %s\n", load)
+			if r.Busy != "" {
+				fmt.Fprintf(opt.Log, "  WARNING: the machine was busy (%s)\n", r.Busy)
+			}
 			if m := allreduceLine.FindAllStringSubmatch(buf.String(), -1); len(m) > 0 {
 				last := m[len(m)-1]
 				r.AllreduceMS, _ = strconv.ParseFloat(last[1], 64)
@@ -123,7 +136,12 @@ func Dist(opt DistOptions) ([]DistRow, error) {
 			rows = append(rows, r)
 		}
 	}
-	md := DistMarkdown(rows)
+	md := "machine: " + mach.String() + "\n\n" + DistMarkdown(rows)
+	for _, r := range rows {
+		if r.Busy != "" {
+			md += fmt.Sprintf("WARNING: %d ranks, bucket %g MB: the machine was busy: %s\n", r.Ranks, r.BucketMB, r.Busy)
+		}
+	}
 	fmt.Fprint(opt.Log, md)
 	js, _ := json.MarshalIndent(rows, "", "  ")
 	if err := errors.Join(os.WriteFile(filepath.Join(opt.Out, "bench-dist.md"), []byte(md), 0o644),

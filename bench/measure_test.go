@@ -18,10 +18,12 @@ import (
 // byte, the map it was written from before (keys in sorted order), which
 // scripts/bench-step.sh splits and reads.
 func TestStepLineIsTheMapItReplaced(t *testing.T) {
-	l := StepLine{Threads: 2, MSPerStep: 12.5, ImgPerS: 5120, PeakRSSBytes: 1 << 26, BestMS: 11.25, CPUMSPerStep: 24.75, Gemm: "gemm: x"}
+	l := StepLine{Threads: 2, MSPerStep: 12.5, ImgPerS: 5120, PeakRSSBytes: 1 << 26, BestMS: 11.25, CPUMSPerStep: 24.75, Gemm: "gemm: x",
+		Busy: "b", CPU: "c", CPUFamily: 26, CPUModel: 2, Load1Before: 0.5, OthersCores: 0.25, SIMD: []string{"avx2"}}
 	got, _ := json.Marshal(l)
 	want, _ := json.Marshal(map[string]any{"threads": 2, "ms_per_step": 12.5, "img_per_s": 5120.0, "peak_rss_bytes": int64(1 << 26),
-		"best_ms": 11.25, "cpu_ms_per_step": 24.75, "gemm": "gemm: x"})
+		"best_ms": 11.25, "cpu_ms_per_step": 24.75, "gemm": "gemm: x",
+		"busy": "b", "cpu": "c", "cpu_family": 26, "cpu_model": 2, "load1_before": 0.5, "others_cores": 0.25, "simd": []string{"avx2"}})
 	if string(got) != string(want) {
 		t.Errorf("StepLine marshals to\n%s\nwant\n%s", got, want)
 	}
@@ -31,8 +33,10 @@ func TestStepLineIsTheMapItReplaced(t *testing.T) {
 // costs beside the rate, in the order scripts and notes have seen.
 func TestDataLineFlattensTheStages(t *testing.T) {
 	b, _ := json.Marshal(DataLine{Workers: 1, ImageSize: 64, ImgPerS: 10, DType: "uint8", Decoder: "d",
-		Stages: StageCosts{Clock: "c", Read: 1, Decode: 2, CropResize: 3, Jitter: 4, Collate: 5, Loader: 15}})
-	want := `{"workers":1,"image_size":64,"img_per_s":10,"dtype":"uint8","decoder":"d","stage_clock":"c","read_us":1,"decode_us":2,"crop_resize_us":3,"jitter_us":4,"collate_us":5,"loader_us":15}`
+		Stages:  StageCosts{Clock: "c", Read: 1, Decode: 2, CropResize: 3, Jitter: 4, Collate: 5, Loader: 15},
+		Machine: DataMachine{CPU: "m", CPUFamily: 26, CPUModel: 2, Load1Before: 0.5, WallSeconds: 2, CPUSeconds: 1.5, OthersCores: 0.25, Busy: "b"}})
+	want := `{"workers":1,"image_size":64,"img_per_s":10,"dtype":"uint8","decoder":"d","stage_clock":"c","read_us":1,"decode_us":2,"crop_resize_us":3,"jitter_us":4,"collate_us":5,"loader_us":15,` +
+		`"cpu":"m","cpu_family":26,"cpu_model":2,"load1_before":0.5,"wall_seconds":2,"cpu_seconds":1.5,"others_cores":0.25,"busy":"b"}`
 	if string(b) != want {
 		t.Errorf("DataLine marshals to\n%s\nwant\n%s", b, want)
 	}
@@ -64,12 +68,19 @@ func TestDataText(t *testing.T) {
 	if err := Data(DataOptions{Config: cfg, Workers: []int{0, 2}, Images: 8, DType: data.DTypeFloat32, Stages: true}, &out); err != nil {
 		t.Fatal(err)
 	}
-	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	var lines []string // less the warnings of a busy machine, which depend on the machine's load
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(l), "WARNING: the machine ") {
+			lines = append(lines, l)
+		}
+	}
+	load := `\(load: 1-min [-\d.]+ before, [-\d.]+ after; wall [\d.]+ s, CPU [\d.]+ s; other processes ([\d.]+ cores|unknown)\)`
 	want := []string{
 		`^bench-data: 20 images in .*/ds/train, 12 px output, batch 4, float32 batches, decoder .*, GOMAXPROCS \d+$`,
+		`^machine: .*, \d+ CPUs, SIMD .*; stoke uses .*$`,
 		`^per image, one goroutine \((thread CPU time|wall clock)\): read \d+ µs, decode \d+ µs, crop\+resize \d+ µs, jitter \d+ µs, collate \d+ µs; loader at 0 workers \d+ µs$`,
-		`^workers 0: +\d+ img/s$`,
-		`^workers 2: +\d+ img/s$`,
+		`^workers 0: +\d+ img/s  ` + load + `$`,
+		`^workers 2: +\d+ img/s  ` + load + `$`,
 	}
 	if len(lines) != len(want) {
 		t.Fatalf("%d lines, want %d:\n%s", len(lines), len(want), out.String())

@@ -10,14 +10,29 @@ import (
 )
 
 // Markdown renders the results as the table printed on stdout.
+// Above the table: the machine, PyTorch's BLAS and kernels, the load over
+// the whole bench, and every warning, so that a figure is never read
+// without what it ran on.
 func (rep *Report) Markdown() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "| impl | variant | workers | pin_memory | non_blocking | train time (s) | s/epoch | img/s | wait | copy | compute | device busy | final loss | peak RSS (MiB) | speedup | note |\n")
-	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "machine: %s\n", rep.Machine)
 	for _, r := range rep.Results {
-		fmt.Fprintf(&b, "| %s | %s | %d | %t | %t | %.1f | %.2f | %.0f | %.0f%% | %.0f%% | %.0f%% | %.0f%% | %.4f | %d | %.2fx | %s |\n",
+		if r.Impl == "pytorch" && r.BLAS != "" {
+			fmt.Fprintf(&b, "PyTorch: BLAS %s %s, CPU capability %s\n", r.BLAS, r.OpenBLASCore, r.CPUCapability)
+			break
+		}
+	}
+	fmt.Fprintf(&b, "%s\n", rep.Load)
+	for _, w := range rep.Warnings {
+		fmt.Fprintf(&b, "WARNING: %s\n", w)
+	}
+	fmt.Fprintf(&b, "\n| impl | variant | workers | pin_memory | non_blocking | train time (s) | s/epoch | img/s | wait | copy | compute | device busy | final loss | peak RSS (MiB) | speedup | CPU (s) | others' cores | note |\n")
+	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rep.Results {
+		fmt.Fprintf(&b, "| %s | %s | %d | %t | %t | %.1f | %.2f | %.0f | %.0f%% | %.0f%% | %.0f%% | %.0f%% | %.4f | %d | %.2fx | %.1f | %.2f | %s |\n",
 			r.Impl, r.Name, r.Workers, r.PinMemory, r.NonBlocking, r.TrainSeconds, r.SecPerEpoch, r.ImgPerSec,
-			100*r.WaitShare, 100*r.CopyShare, 100*r.ComputeShare, 100*r.DeviceBusy, r.FinalLoss, r.PeakRSSBytes>>20, r.Speedup, r.Note)
+			100*r.WaitShare, 100*r.CopyShare, 100*r.ComputeShare, 100*r.DeviceBusy, r.FinalLoss, r.PeakRSSBytes>>20, r.Speedup,
+			r.CPUSeconds, r.OthersCores, r.Note)
 	}
 	return b.String()
 }
@@ -40,11 +55,11 @@ func (rep *Report) write(dir string) error {
 	}
 	w := csv.NewWriter(f)
 	w.Write([]string{"impl", "variant", "workers", "pin_memory", "non_blocking", "rounds", "train_seconds", "s_per_epoch", "img_per_s",
-		"wait_share", "copy_share", "compute_share", "device_busy", "final_loss", "peak_rss_bytes", "speedup", "note"})
+		"wait_share", "copy_share", "compute_share", "device_busy", "final_loss", "peak_rss_bytes", "speedup", "cpu_seconds", "others_cores", "note"})
 	for _, r := range rep.Results {
 		w.Write([]string{r.Impl, r.Name, fmt.Sprint(r.Workers), fmt.Sprint(r.PinMemory), fmt.Sprint(r.NonBlocking), fmt.Sprint(r.Rounds),
 			g(r.TrainSeconds), g(r.SecPerEpoch), g(r.ImgPerSec), g(r.WaitShare), g(r.CopyShare), g(r.ComputeShare), g(r.DeviceBusy),
-			g(r.FinalLoss), fmt.Sprint(r.PeakRSSBytes), g(r.Speedup), r.Note})
+			g(r.FinalLoss), fmt.Sprint(r.PeakRSSBytes), g(r.Speedup), g(r.CPUSeconds), g(r.OthersCores), r.Note})
 	}
 	w.Flush()
 	if err := w.Error(); err != nil {

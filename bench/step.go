@@ -31,13 +31,20 @@ type StepOptions struct {
 // reads it). The fields are in the order of their names, as they were
 // when the line was a map.
 type StepLine struct {
-	BestMS       float64 `json:"best_ms"`
-	CPUMSPerStep float64 `json:"cpu_ms_per_step"`
-	Gemm         string  `json:"gemm"`
-	ImgPerS      float64 `json:"img_per_s"`
-	MSPerStep    float64 `json:"ms_per_step"`
-	PeakRSSBytes int64   `json:"peak_rss_bytes"`
-	Threads      int     `json:"threads"`
+	BestMS       float64  `json:"best_ms"`
+	Busy         string   `json:"busy"` // why the machine was too busy to trust the figure (Load.Busy); "" = quiet
+	CPU          string   `json:"cpu"`  // Machine.CPU, Family, Model
+	CPUFamily    int      `json:"cpu_family"`
+	CPUModel     int      `json:"cpu_model"`
+	CPUMSPerStep float64  `json:"cpu_ms_per_step"`
+	Gemm         string   `json:"gemm"`
+	ImgPerS      float64  `json:"img_per_s"`
+	Load1Before  float64  `json:"load1_before"`
+	MSPerStep    float64  `json:"ms_per_step"`
+	OthersCores  float64  `json:"others_cores"` // Load.OthersCores over the timed steps
+	PeakRSSBytes int64    `json:"peak_rss_bytes"`
+	SIMD         []string `json:"simd"` // Machine.SIMD
+	Threads      int      `json:"threads"`
 }
 
 // Step is `train bench-step`: the configured model's training step on
@@ -64,6 +71,7 @@ func Step(opt StepOptions, out io.Writer) error {
 	for i := range labels {
 		labels[i] = int32(rng.IntN(classes))
 	}
+	mach := ThisMachine()
 	if !opt.JSON {
 		arch := fmt.Sprintf("conv %v", cfg.Model.Conv)
 		if spec.IsResNet() {
@@ -72,8 +80,11 @@ func Step(opt StepOptions, out io.Writer) error {
 				arch += " (" + spec.Stem + " stem)"
 			}
 		}
-		fmt.Fprintf(out, "%s\nmodel: %d px, batch %d, %s, %d classes, %d parameters\n",
-			model.Kernel(), spec.InputSize, batch, arch, classes, m.NumParams())
+		fmt.Fprintf(out, "%s\nmodel: %d px, batch %d, %s, %d classes, %d parameters\nmachine: %s\n",
+			model.Kernel(), spec.InputSize, batch, arch, classes, m.NumParams(), mach)
+		if why := BusyBefore(); why != "" {
+			fmt.Fprintf(out, "WARNING: the machine is busy (%s): the timings below are not this machine's speed\n", why)
+		}
 	}
 	threads := opt.Threads
 	if threads == nil {
@@ -99,6 +110,7 @@ func Step(opt StepOptions, out io.Writer) error {
 				return err
 			}
 		}
+		meter := startLoad()
 		start, cpu0 := time.Now(), cpuTime()
 		best := time.Duration(math.MaxInt64)
 		for i := 0; i < opt.Steps; i++ {
@@ -110,15 +122,21 @@ func Step(opt StepOptions, out io.Writer) error {
 		}
 		per := time.Since(start).Seconds() / float64(opt.Steps)
 		cpuPer := (cpuTime() - cpu0).Seconds() / float64(opt.Steps)
+		load := meter.stop()
 		_, peak := rss.Now()
 		if opt.JSON {
 			b, _ := json.Marshal(StepLine{Threads: n, MSPerStep: per * 1e3, ImgPerS: float64(batch) / per, PeakRSSBytes: peak,
-				BestMS: best.Seconds() * 1e3, CPUMSPerStep: cpuPer * 1e3, Gemm: model.Kernel()})
+				BestMS: best.Seconds() * 1e3, CPUMSPerStep: cpuPer * 1e3, Gemm: model.Kernel(),
+				Busy: load.Busy(n), CPU: mach.CPU, CPUFamily: mach.Family, CPUModel: mach.Model, SIMD: mach.SIMD,
+				Load1Before: load.Load1Before, OthersCores: load.OthersCores})
 			fmt.Fprintln(out, string(b))
 			continue
 		}
-		fmt.Fprintf(out, "threads %d: %.1f ms/step (best %.1f, CPU %.1f), %.0f img/s, peak RSS %.0f MiB\n",
-			n, per*1e3, best.Seconds()*1e3, cpuPer*1e3, float64(batch)/per, float64(peak)/(1<<20))
+		fmt.Fprintf(out, "threads %d: %.1f ms/step (best %.1f, CPU %.1f), %.0f img/s, peak RSS %.0f MiB\n  %s\n",
+			n, per*1e3, best.Seconds()*1e3, cpuPer*1e3, float64(batch)/per, float64(peak)/(1<<20), load)
+		if why := load.Busy(n); why != "" {
+			fmt.Fprintf(out, "  WARNING: the machine was busy (%s): this figure is not stoke's speed\n", why)
+		}
 	}
 	return nil
 }

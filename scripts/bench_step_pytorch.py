@@ -8,6 +8,11 @@ usage: bench_step_pytorch.py --threads N [--steps 10] [--warmup 2]
 --conv lists the conv blocks' channels, "p" marking a 2x2 max-pool after.
 --arch resnet18|resnet34 [--stem imagenet|cifar] or resnet20|resnet32|resnet56
 builds that ResNet instead (as scripts/parity_pytorch.py does).
+
+The line also says what PyTorch ran on (bench_machine_pytorch.describe: its BLAS, CPU capability,
+the CPU, what keeps it from its best) and how busy the machine was (load, CPU and wall time, other
+processes' cores, minor page faults per step). Run it through scripts/bench-env.sh's torch_env, as
+scripts/bench-step.sh does, for PyTorch at its best.
 """
 import argparse
 import json
@@ -18,6 +23,9 @@ import time
 
 import torch
 import torch.nn as nn
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_machine_pytorch as machine  # noqa: E402
 
 
 def build(conv, classes):
@@ -50,7 +58,6 @@ def main():
     if a.arch == "cnn":
         net = build(a.conv, a.classes)
     else:
-        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         import parity_pytorch
         net = parity_pytorch.build(a.arch, a.stem, a.classes)
     net.train()
@@ -67,6 +74,8 @@ def main():
 
     for _ in range(a.warmup):
         step()
+    load = machine.Load()
+    f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     t0, c0 = time.perf_counter(), time.process_time()
     best = float("inf")
     for _ in range(a.steps):
@@ -75,10 +84,13 @@ def main():
         best = min(best, time.perf_counter() - s0)
     per = (time.perf_counter() - t0) / a.steps
     cpu = (time.process_time() - c0) / a.steps
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    faults = (ru.ru_minflt - f0) / a.steps
+    load = load.stop()
     print(json.dumps({"threads": a.threads, "ms_per_step": per * 1e3, "img_per_s": a.batch / per,
-                      "peak_rss_bytes": rss, "best_ms": best * 1e3,
-                      "cpu_ms_per_step": cpu * 1e3, "torch": torch.__version__}))
+                      "peak_rss_bytes": ru.ru_maxrss * 1024, "best_ms": best * 1e3,
+                      "cpu_ms_per_step": cpu * 1e3, "minflt_per_step": faults,
+                      "busy": machine.busy(load, a.threads), **load, **machine.describe()}))
 
 
 if __name__ == "__main__":

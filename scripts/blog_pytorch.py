@@ -4,7 +4,11 @@
 Called by `train bench` with --spec JSON (bench.Spec: data folder, image size, batch size, epochs,
 workers, device, augmentation, conv blocks, optimizer, variants). Each variant runs in a child
 process of its own (so its peak RSS is its own) and prints one JSON object on stdout with the
-fields of bench.Result. Needs Debian's python3-torch and python3-torchvision (1.13 / 0.14).
+fields of bench.Result, with what PyTorch ran on (bench_machine_pytorch.describe: BLAS, CPU
+capability, what keeps it from its best) and how busy the machine was (CPU time, other processes'
+cores). `train bench` runs it in PyTorch's best environment (bench.TorchEnv). Each epoch prints a
+line on stderr, so that a run of a minute or more is not silent. No GPU needed (--device cuda in the
+spec uses one). Needs Debian's python3-torch and python3-torchvision (1.13 / 0.14).
 """
 import argparse
 import json
@@ -14,11 +18,18 @@ import resource
 import subprocess
 import sys
 import time
+import warnings
 
 import torch
 import torch.nn as nn
 import torchvision
 import torchvision.transforms as T
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_machine_pytorch as machine  # noqa: E402
+
+# The post's 8 workers on a machine of fewer cores are the experiment, not a mistake.
+warnings.filterwarnings("ignore", message="This DataLoader will create")
 
 
 def make_model(spec, classes):
@@ -47,6 +58,7 @@ def lr_at(step, spec, steps_per_epoch):
 
 
 def run_variant(spec, v):
+    load = machine.Load()
     torch.set_num_threads(os.cpu_count())  # as stoke uses every core; a torch built without OpenMP stays at 1
     torch.manual_seed(spec["seed"])
     a = spec["augment"]
@@ -98,6 +110,11 @@ def run_variant(spec, v):
             wait, copy, compute = wait + t1 - t0, copy + t2 - t1, compute + t3 - t2
             step, images = step + 1, images + x.shape[0]
         train += time.perf_counter() - t_epoch
+        print(f"pytorch {v['name']}: epoch {epoch + 1}/{spec['epochs']} {time.perf_counter() - t_epoch:.1f} s",
+              file=sys.stderr, flush=True)
+    del it, loader  # the workers exit, so that their CPU time is counted
+    load = load.stop()
+    d = machine.describe()
     return {
         "name": v["name"], "workers": v["workers"], "pin_memory": v["pin_memory"], "non_blocking": v["non_blocking"],
         "train_seconds": train, "s_per_epoch": train / spec["epochs"], "img_per_s": images / train,
@@ -105,6 +122,9 @@ def run_variant(spec, v):
         "device_busy": compute / train, "final_loss": loss_val,
         "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
         "note": "PyTorch %s, torchvision %s, %d threads" % (torch.__version__, torchvision.__version__, torch.get_num_threads()),
+        "cpu_seconds": load["cpu_seconds"], "others_cores": load["others_cores"], "busy": machine.busy(load),
+        "blas_kind": d["blas_kind"], "openblas_core": d["openblas_core"], "cpu_capability": d["cpu_capability"],
+        "not_at_best": d["not_at_best"],
     }
 
 

@@ -14,7 +14,7 @@ func benchStep(args []string, stdout, stderr io.Writer) int {
 	threads := c.intList("threads", "", "cores the ops may use (GOMAXPROCS), or a comma-separated list run one after another; default: all", 1)
 	steps := c.Int("steps", 10, "timed steps per thread count")
 	warmup := c.Int("warmup", 2, "untimed steps first")
-	asJSON := c.Bool("json", false, "one JSON object per line: threads, ms_per_step, img_per_s, peak_rss_bytes (and best_ms, cpu_ms_per_step, gemm)")
+	asJSON := c.Bool("json", false, "one JSON object per line: threads, ms_per_step, img_per_s, peak_rss_bytes (and best_ms, cpu_ms_per_step, gemm; the CPU: cpu, cpu_family, cpu_model, simd; the load: load1_before, others_cores, busy)")
 	cpuProfile := c.String("cpuprofile", "", "write a CPU profile of the timed steps to this file (go tool pprof)")
 	if code, ok := c.parse(args); !ok {
 		return code
