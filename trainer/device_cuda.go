@@ -33,8 +33,8 @@ func cudaUnavailable(err error) error {
 	if !errors.As(err, &ue) {
 		return fmt.Errorf("device cuda: %w", err)
 	}
-	return fmt.Errorf("device cuda: %w; to go on: --device cpu trains on the CPU with this binary, " +
-		"or try the GPU path on this CPU under the CUDA driver stand-in: scripts/gpu-sim.sh runs its tests and a short training that way " +
+	return fmt.Errorf("device cuda: %w; to go on: --device cpu trains on the CPU with this binary, "+
+		"or try the GPU path on this CPU under the CUDA driver stand-in: scripts/gpu-sim.sh runs its tests and a short training that way "+
 		"(or cudaops/cudasim/build.sh DIR, then LD_LIBRARY_PATH=DIR train --device cuda; docs/cuda.md)", err)
 }
 
