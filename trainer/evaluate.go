@@ -64,6 +64,9 @@ func Evaluate(ctx context.Context, from, dataRoot string, out io.Writer) (*EvalR
 	if err != nil {
 		return nil, err
 	}
+	if math.IsNaN(ev.LossSum) || math.IsInf(ev.LossSum, 0) {
+		return nil, fmt.Errorf("checkpoint %s: its loss over the %d val images of %s is %v: the model's outputs are not finite (its weights overflow on them), so its accuracy means nothing", st.Dir, ev.Images, root, ev.LossSum)
+	}
 	n := float64(max(ev.Images, 1))
 	return &EvalReport{Checkpoint: st.Dir, Images: ev.Images, Loss: ev.LossSum / n, Top1: float64(ev.Top1) / n, Top5: float64(ev.Top5) / n}, nil
 }

@@ -258,8 +258,9 @@ func editWeights(t *testing.T, run string, edit func([]model.NamedTensor)) {
 
 // TestNonFiniteOutputsAreRefused: weights holding NaN (a diverged run, an
 // edited file) are refused by predict and eval, naming the tensor, where
-// they printed NaN% and exited 0; weights that overflow on an image give
-// that image an error, not a NaN probability.
+// they printed NaN% (eval: loss NaN, top-1 100%) and exited 0; weights that
+// overflow on an image give that image an error, not a NaN probability, and
+// eval an error, not a top-1.
 func TestNonFiniteOutputsAreRefused(t *testing.T) {
 	c := tinyConfig(t)
 	c.Train.Epochs = 1
@@ -293,6 +294,10 @@ func TestNonFiniteOutputsAreRefused(t *testing.T) {
 		if p.Err == nil || !strings.Contains(p.Err.Error(), "not finite") {
 			t.Errorf("%s: overflowing weights gave %+v, %v; want an error saying the output is not finite", p.File, p.Classes, p.Err)
 		}
+	}
+
+	if _, err := Evaluate(ctx, huge, "", io.Discard); err == nil || !strings.Contains(err.Error(), "not finite") {
+		t.Errorf("eval with overflowing weights: %v; want an error saying the outputs are not finite", err)
 	}
 
 	editWeights(t, c.Train.Out, func(ps []model.NamedTensor) { ps[0].Data[1] = float32(math.NaN()) })
