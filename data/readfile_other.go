@@ -3,7 +3,6 @@
 package data
 
 import (
-	"fmt"
 	"io"
 	"os"
 )
@@ -20,7 +19,7 @@ func readFile(path string, buf []byte, _ *[]byte, maxBytes int64) ([]byte, error
 		return buf[:0], err
 	}
 	if !fi.Mode().IsRegular() {
-		return buf[:0], fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
+		return buf[:0], notRegularFile(fi.Mode().Type())
 	}
 	if fi.Size() > maxBytes {
 		return buf[:0], fileTooLarge(fi.Size(), maxBytes)

@@ -25,7 +25,7 @@ func readFile(path string, buf []byte, pathBuf *[]byte, maxBytes int64) ([]byte,
 		return buf[:0], &fs.PathError{Op: "stat", Path: path, Err: err}
 	}
 	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
-		return buf[:0], fmt.Errorf("not a regular file (%s)", fs.FileMode(st.Mode&syscall.S_IFMT).Type())
+		return buf[:0], notRegularFile(unixFileType(st.Mode))
 	}
 	if st.Size > maxBytes {
 		return buf[:0], fileTooLarge(st.Size, maxBytes)
@@ -48,4 +48,24 @@ func readFile(path string, buf []byte, pathBuf *[]byte, maxBytes int64) ([]byte,
 		off += m
 	}
 	return buf, nil
+}
+
+// unixFileType is the fs.FileMode type bits of a stat mode's S_IFMT (whose
+// numbering is not fs.FileMode's).
+func unixFileType(mode uint32) fs.FileMode {
+	switch mode & syscall.S_IFMT {
+	case syscall.S_IFDIR:
+		return fs.ModeDir
+	case syscall.S_IFIFO:
+		return fs.ModeNamedPipe
+	case syscall.S_IFSOCK:
+		return fs.ModeSocket
+	case syscall.S_IFCHR:
+		return fs.ModeDevice | fs.ModeCharDevice
+	case syscall.S_IFBLK:
+		return fs.ModeDevice
+	case syscall.S_IFLNK:
+		return fs.ModeSymlink
+	}
+	return fs.ModeIrregular
 }

@@ -142,37 +142,3 @@ func TestConfusionMatrixCSV(t *testing.T) {
 		t.Fatalf("diagonal gives top-1 %v over %d images, the epoch reported %v", top1, total, m.ValTop1)
 	}
 }
-
-// TestPredict: the top classes of an image, most probable first, their
-// probabilities a distribution over the checkpoint's classes; RUN/best
-// loads too.
-func TestPredict(t *testing.T) {
-	c := tinyConfig(t)
-	c.Train.Epochs = 1
-	runOK(t, c)
-	files, _ := filepath.Glob(filepath.Join(c.Data.Root, "val", "*", "*"))
-	if len(files) < 2 {
-		t.Fatalf("no val images in %s", c.Data.Root)
-	}
-	for _, from := range []string{c.Train.Out, filepath.Join(c.Train.Out, bestDir)} {
-		preds, err := Predict(from, files[:2], 100)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range preds {
-			var sum float64
-			for i, cp := range p.Classes {
-				sum += cp.Prob
-				if i > 0 && cp.Prob > p.Classes[i-1].Prob {
-					t.Fatalf("%s: not sorted: %+v", p.File, p.Classes)
-				}
-			}
-			if len(p.Classes) < 2 || math.Abs(sum-1) > 1e-6 {
-				t.Fatalf("%s: %d classes, probabilities sum to %v", p.File, len(p.Classes), sum)
-			}
-		}
-	}
-	if _, err := Predict(c.Train.Out, []string{filepath.Join(t.TempDir(), "missing.jpg")}, 5); err == nil {
-		t.Fatal("a missing file predicted")
-	}
-}

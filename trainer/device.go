@@ -1,6 +1,7 @@
 package trainer
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"runtime"
@@ -57,6 +58,13 @@ func (d *Device) batchDType(setting string) string {
 	}
 	return data.DTypeFloat32
 }
+
+// ErrNoCUDA is returned for device cuda in a build without CUDA support.
+// It names the build's real steps: the tag alone fails on cuda.h until
+// scripts/cuda-toolchain.sh has fetched the header.
+var ErrNoCUDA = errors.New("device cuda: this binary was built without CUDA; to build one (no GPU needed to build): " +
+	"`eval \"$(scripts/cuda-toolchain.sh --env)\"` (fetches the CUDA 11.8 header once, into ~/.cache/stoke), " +
+	"then `go build -tags stokecuda -o train ./cmd/train` (docs/cuda.md); or train on the CPU with --device cpu")
 
 // checkCUDA, set by the cuda build, says cheaply whether CUDA is usable
 // here, so that a run fails before it generates or scans a dataset.

@@ -3,6 +3,7 @@
 package trainer
 
 import (
+	"errors"
 	"fmt"
 	"io"
 
@@ -17,10 +18,24 @@ func init() {
 	newCUDADevice = openCUDADevice
 	checkCUDA = func() error {
 		if err := cudaops.Check(); err != nil {
-			return fmt.Errorf("device cuda: %w", err)
+			return cudaUnavailable(err)
 		}
 		return nil
 	}
+}
+
+// cudaUnavailable is err, from opening the GPU, with what to do next when
+// the GPU cannot be used here at all (no driver, NVIDIA's link stub, no
+// device, one too old): train on the CPU, or run the GPU path on the CPU
+// under the driver stand-in.
+func cudaUnavailable(err error) error {
+	var ue *cudaops.UnavailableError
+	if !errors.As(err, &ue) {
+		return fmt.Errorf("device cuda: %w", err)
+	}
+	return fmt.Errorf("device cuda: %w; to go on: --device cpu trains on the CPU with this binary, "+
+		"or try the GPU path on this CPU under the CUDA driver stand-in: scripts/gpu-sim.sh runs its tests and a short training that way "+
+		"(or cudaops/cudasim/build.sh DIR, then LD_LIBRARY_PATH=DIR train --device cuda; docs/cuda.md)", err)
 }
 
 // cudaops.Backend is the trainer's Backend as it is: its steps are queued on
@@ -32,7 +47,7 @@ var _ Backend = (*cudaops.Backend)(nil)
 func openCUDADevice(spec model.Spec, opt model.Options, cfg config.Config, out io.Writer) (*Device, error) {
 	dev, err := cudaops.Open(0)
 	if err != nil {
-		return nil, fmt.Errorf("device cuda: %w", err)
+		return nil, cudaUnavailable(err)
 	}
 	norm := cudaops.Normalize{Mean: vec3(cfg.Augment.Mean), Std: vec3(cfg.Augment.Std)}
 	b, err := cudaops.NewBackend(dev, spec, opt, cfg.Train.NonBlocking, norm)

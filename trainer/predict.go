@@ -1,40 +1,48 @@
 package trainer
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"sort"
 
-	"stoke/augment"
-	"stoke/cpuops"
-	"stoke/data"
 	"stoke/model"
 )
 
-// Prediction is one image's top classes, most probable first.
+// Prediction is one image's top classes, most probable first, or Err when
+// that image could not be predicted (unreadable, undecodable, an output
+// that is not finite); the other images are predicted all the same.
 type Prediction struct {
-	File    string      `json:"file"`
-	Classes []ClassProb `json:"top"`
+	File    string // the path as given
+	Classes []ClassProb
+	Err     error
 }
 
-// ClassProb is a class and its softmax probability.
+// ClassProb is a class, its name's bytes exactly as the checkpoint holds
+// them (a folder name need not be UTF-8), and its softmax probability.
 type ClassProb struct {
-	Class string  `json:"class"`
-	Prob  float64 `json:"prob"`
+	Class string
+	Prob  float64
 }
 
 // Predict runs a checkpoint (a run folder's latest, or a checkpoint folder)
-// on image files with its evaluation transform (resize, centre crop,
-// normalize) and returns the top k classes of each, named by the
-// checkpoint's class list. It runs on the CPU, one image at a time.
-func Predict(from string, files []string, k int) ([]Prediction, error) {
-	st, err := loadCheckpointState(from)
+// on image files and returns the top k classes of each, in the order of
+// files, named by the checkpoint's class list. Each image goes through
+// what `train eval` does to a val image (evalSampler: the same decoder,
+// DCT-scaled decode, resize, centre crop, normalize, batch dtype), in
+// batches of the run's data.batch_size, on the CPU. A file that fails gets
+// its own Err; the error returned is for what stops every file: the
+// checkpoint (unreadable, or weights that are not finite), or ctx, when
+// the predictions made so far are returned with it.
+func Predict(ctx context.Context, from string, files []string, k int) ([]Prediction, error) {
+	st, err := openCheckpoint(from)
 	if err != nil {
 		return nil, err
 	}
 	cfg := st.Config
-	cfg.Data.BatchSize = 1
-	m, err := model.New(cfg.ModelSpec(len(st.Classes)), cfg.ModelOptions())
+	cfg.Data.BatchSize = max(1, min(cfg.Data.BatchSize, len(files)))
+	opt := cfg.ModelOptions()
+	m, err := model.New(cfg.ModelSpec(len(st.Classes)), opt)
 	if err != nil {
 		return nil, err
 	}
@@ -42,45 +50,79 @@ func Predict(from string, files []string, k int) ([]Prediction, error) {
 	if err := m.Load(st.Params, nil); err != nil {
 		return nil, fmt.Errorf("%s: %w", st.Dir, err)
 	}
-	ep := augment.DefaultEvalParams(cfg.Data.ImageSize)
-	ep.ResizeRatio, ep.Mean, ep.Std = cfg.Augment.EvalResizeRatio, vec3(cfg.Augment.Mean), vec3(cfg.Augment.Std)
-	tf, err := augment.NewEval(ep)
+	s, err := newEvalSampler(cfg, (&Device{}).batchDType(cfg.Data.BatchDType))
 	if err != nil {
-		return nil, fmt.Errorf("augment: %w", err)
+		return nil, err
 	}
-	S := cfg.Data.ImageSize
-	x := make([]float32, 3*S*S)
-	out := make([]Prediction, 0, len(files))
-	for _, f := range files {
-		img, err := data.Decode(f, cfg.Data.MaxPixels)
+	B, K := cfg.Data.BatchSize, len(st.Classes)
+	out := make([]Prediction, len(files))
+	slot := make([]int, 0, B) // slot -> index into files
+	flush := func() error {
+		if len(slot) == 0 {
+			return nil
+		}
+		logits, err := m.Logits(s.batch(len(slot)), len(slot))
 		if err != nil {
-			return nil, err
+			return err
 		}
-		if err := tf.Apply(img, nil, x); err != nil {
-			return nil, fmt.Errorf("%s: %w", f, err)
+		for j, i := range slot {
+			row := logits[j*K : (j+1)*K]
+			if err := finiteOutput(row, st.Classes); err != nil {
+				out[i].Err = err
+				continue
+			}
+			out[i].Classes = topK(row, st.Classes, k)
 		}
-		logits, err := m.Logits(x, 1)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, Prediction{File: f, Classes: topK(logits, st.Classes, k)})
+		slot = slot[:0]
+		return nil
 	}
-	return out, nil
+	for i, f := range files {
+		if err := ctx.Err(); err != nil {
+			return out[:i], err
+		}
+		out[i].File = f
+		if out[i].Err = s.load(f, len(slot)); out[i].Err == nil {
+			slot = append(slot, i)
+		}
+		if len(slot) == B {
+			if err := flush(); err != nil {
+				return out[:i+1], err
+			}
+		}
+	}
+	return out, flush()
+}
+
+// finiteOutput refuses logits that are not finite, which no probability
+// can be made of: weights that overflow on this image.
+func finiteOutput(logits []float32, classes []string) error {
+	for j, v := range logits {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			return fmt.Errorf("the model's output for it is not finite (logit %v for class %s): its weights overflow on this image, so it has no prediction", v, displayName(classes[j]))
+		}
+	}
+	return nil
 }
 
 // topK is the k most probable classes under softmax(logits), ties to the
-// lower index.
+// lower index. The probabilities are exp(l - max) over their sum, in
+// float64: log-sum-exp would lose the sum's log beside logits of 1e37 and
+// call every class certain.
 func topK(logits []float32, classes []string, k int) []ClassProb {
-	lse := cpuops.LogSumExp(logits)
 	idx := make([]int, len(logits))
 	for i := range idx {
 		idx[i] = i
 	}
 	sort.SliceStable(idx, func(a, b int) bool { return logits[idx[a]] > logits[idx[b]] })
-	k = min(k, len(idx))
-	top := make([]ClassProb, k)
-	for i, j := range idx[:k] {
-		top[i] = ClassProb{Class: displayName(classes[j]), Prob: math.Exp(float64(logits[j]) - lse)}
+	top := float64(logits[idx[0]])
+	var sum float64
+	for _, v := range logits {
+		sum += math.Exp(float64(v) - top)
 	}
-	return top
+	k = min(k, len(idx))
+	out := make([]ClassProb, k)
+	for i, j := range idx[:k] {
+		out[i] = ClassProb{Class: classes[j], Prob: math.Exp(float64(logits[j])-top) / sum}
+	}
+	return out
 }

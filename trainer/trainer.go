@@ -64,9 +64,6 @@ type Summary struct {
 	CheckpointEpochs int
 }
 
-// ErrNoCUDA is returned for device cuda in a build without CUDA support.
-var ErrNoCUDA = errors.New("device cuda: this binary was built without CUDA; build with `go build -tags stokecuda ./cmd/train` (see docs/cuda.md) or use --device cpu")
-
 // Run trains as cfg says: it resumes from cfg.Train.Resume when set, writes a
 // checkpoint after every epoch, and returns when all epochs are done, ctx is
 // cancelled, or something fails.

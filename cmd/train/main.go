@@ -4,11 +4,14 @@
 //	train gen-data --out DIR [options]        write a synthetic JPEG ImageFolder dataset
 //	train bench [--config FILE] [options]     the "3 lines, ~5x" experiment side by side
 //	train eval --checkpoint RUN               a checkpoint's accuracy on a validation split
+//	train predict --checkpoint RUN FILES...   a checkpoint's top classes for image files
 //	train bench-data --config FILE            the loader alone: img/s per worker count, µs per stage
 //	train bench-step --config FILE            the model alone: ms per training step, peak RSS
 //	train bench-dist [--ranks 1,2]            data parallel: img/s on 1 and N ranks, allreduce time, overlap
 //
-// Run `train --help` for every setting.
+// Run `train --help` for every setting (the list of subcommands there is
+// the table commands in main.go, which this comment must match:
+// TestHelpListsEveryCommandAndConfig checks both).
 package main
 
 import (
@@ -24,6 +27,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"stoke/config"
 	"stoke/configs"
@@ -36,32 +40,47 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// subcommandEntry is one `train NAME`.
+type subcommandEntry struct {
+	name, args, help string // as --help lists them: "train NAME ARGS   HELP"
+	run              func(args []string, stdout, stderr io.Writer) int
+	hidden           bool // run by another command, not by hand
+}
+
+// commands are train's subcommands, in the order --help lists them; run
+// dispatches on the same table, so --help cannot miss one.
+var commands = []subcommandEntry{
+	{name: "gen-data", args: "--out DIR [options]", help: "write a synthetic JPEG dataset", run: genData},
+	{name: "bench", args: "[--config configs/blog.yaml]", help: `the "3 lines, ~5x" experiment side by side`, run: benchCmd},
+	{name: "eval", args: "--checkpoint RUN [--data DIR]", help: "a checkpoint's loss and accuracy on a validation split", run: evalCmd},
+	{name: "predict", args: "--checkpoint RUN FILES...", help: "a checkpoint's top classes for image files (--top K, --json)", run: predictCmd},
+	{name: "bench-data", args: "--config FILE", help: "the loader alone: img/s per worker count, µs per stage", run: benchData},
+	{name: "bench-step", args: "--config FILE", help: "the model alone: ms per training step, peak RSS", run: benchStep},
+	{name: "bench-dist", args: "[--ranks 1,2]", help: "data parallel: img/s on 1 and N ranks, allreduce time, overlap", run: benchDist},
+	{name: "bench-allreduce", run: benchAllreduce, hidden: true}, // run by bench-dist under mpirun
+}
+
 // run is main without the exit, for tests: it returns the exit status.
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		switch args[0] {
-		case "gen-data":
-			return genData(args[1:], stdout, stderr)
-		case "bench":
-			return benchCmd(args[1:], stdout, stderr)
-		case "eval":
-			return evalCmd(args[1:], stdout, stderr)
-		case "predict":
-			return predictCmd(args[1:], stdout, stderr)
-		case "bench-data":
-			return benchData(args[1:], stdout, stderr)
-		case "bench-step":
-			return benchStep(args[1:], stdout, stderr)
-		case "bench-dist":
-			return benchDist(args[1:], stdout, stderr)
-		case "bench-allreduce": // run by bench-dist under mpirun
-			return benchAllreduce(args[1:], stdout, stderr)
 		case "train":
 			args = args[1:]
 		case "help":
 			args = []string{"--help"}
 		default:
-			fmt.Fprintf(stderr, "train: unknown command %q; commands: train (default), gen-data, bench, bench-data, bench-step, bench-dist, eval, predict; see `train --help`\n", args[0])
+			for _, c := range commands {
+				if c.name == args[0] {
+					return c.run(args[1:], stdout, stderr)
+				}
+			}
+			names := []string{"train (default)"}
+			for _, c := range commands {
+				if !c.hidden {
+					names = append(names, c.name)
+				}
+			}
+			fmt.Fprintf(stderr, "train: unknown command %q; commands: %s; see `train --help`\n", args[0], strings.Join(names, ", "))
 			return 2
 		}
 	}
@@ -71,7 +90,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 func trainCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("train", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are reported below, with a hint
-	cfgPath := fs.String("config", "", "YAML config file, or the name of a shipped one (quickstart, blog, ref-cnn); without one, the built-in configs/"+configs.Default)
+	cfgPath := fs.String("config", "", "YAML config file, or the name of a shipped one ("+strings.Join(configs.Names(), ", ")+"); without one, the built-in configs/"+configs.Default)
 	overrides := config.BindFlags(fs)
 	fs.Usage = func() {} // on a bad flag, say what is wrong and not all 40 settings
 	if err := fs.Parse(args); err != nil {
@@ -316,15 +335,24 @@ func flagHint(err error, fs *flag.FlagSet) string {
 }
 
 func usage(fs *flag.FlagSet, w io.Writer) {
-	fmt.Fprint(w, `Usage:
-  train [--config FILE] [--key=value ...]    train a classifier
-  train gen-data --out DIR [options]         write a synthetic JPEG dataset (train gen-data --help)
-  train bench [--config configs/blog.yaml]   the "3 lines, ~5x" experiment side by side (train bench --help)
-  train eval --checkpoint RUN [--data DIR]   a checkpoint's loss and accuracy on a validation split
-  train bench-data --config FILE             the loader alone: img/s per worker count, µs per stage
-  train bench-step --config FILE             the model alone: ms per training step, peak RSS
+	lines := [][2]string{{"train [--config FILE] [--key=value ...]", "train a classifier"}}
+	for _, c := range commands {
+		if !c.hidden {
+			lines = append(lines, [2]string{"train " + c.name + " " + c.args, c.help})
+		}
+	}
+	width := 0
+	for _, l := range lines {
+		width = max(width, utf8.RuneCountInString(l[0]))
+	}
+	fmt.Fprintln(w, "Usage:")
+	for _, l := range lines {
+		fmt.Fprintf(w, "  %-*s   %s\n", width, l[0], l[1])
+	}
+	fmt.Fprintf(w, `
+Each command's own flags: train COMMAND -h.
 
-Without --config, train runs the built-in quickstart (configs/quickstart.yaml):
+Without --config, train runs the built-in quickstart (configs/%s):
 a small CNN on a generated 10-class dataset, made on first use in ~/.cache/stoke.
 
 Every setting of the config file is also a flag, --section.key=value, applied
@@ -332,10 +360,10 @@ over the file; the common ones have short forms. Lists take "a,b"; conv blocks
 take YAML, e.g. --model.conv='[{channels: 16, kernel: 3, pool: true}]'.
 
   --config FILE
-        YAML config file, or the name of a shipped config (quickstart, blog, ref-cnn:
-        embedded, found from any folder); settings it leaves out have the values shown
-        below as "quickstart", the one set of defaults
-`)
+        YAML config file, or the name of a shipped config, embedded and found from any
+        folder: %s. Settings it leaves out have
+        the values shown below as "quickstart", the one set of defaults
+`, configs.Default, strings.Join(configs.Names(), ", "))
 	shown, err := loadConfig("")
 	if err != nil {
 		shown = config.Default()

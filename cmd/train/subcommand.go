@@ -21,8 +21,9 @@ type subcommand struct {
 	name      string
 	usage     string
 	stderr    io.Writer
-	takesArgs bool // positional arguments allowed (after the flags, or after --)
+	takesArgs bool // positional arguments allowed, flags among them; -- ends the flags
 	lists     []listFlag
+	args      []string // the positional arguments, once parsed
 }
 
 // listFlag is a flag of comma-separated numbers: a string flag to the flag
@@ -45,7 +46,7 @@ func newSubcommand(name, usage string, stderr io.Writer) *subcommand {
 // parse parses args. When the command should stop there it returns false
 // and the exit status: 0 after -h, 2 after an error, which it has printed.
 func (c *subcommand) parse(args []string) (code int, ok bool) {
-	err := c.Parse(args)
+	err := c.parseArgs(args)
 	if errors.Is(err, flag.ErrHelp) {
 		fmt.Fprint(c.stderr, c.usage)
 		c.SetOutput(c.stderr)
@@ -69,6 +70,67 @@ func (c *subcommand) parse(args []string) (code int, ok bool) {
 		return 2, false
 	}
 	return 0, true
+}
+
+// parseArgs parses the flags of args into c and keeps the rest as its
+// positional arguments. With takesArgs, flags may come anywhere among them
+// (`train predict a.png --top 3 b.png`), as in PyTorch's argparse scripts;
+// a -- ends the flags, so that a file named -x can be given after it.
+// The flag package alone stops at the first argument that is not a flag.
+func (c *subcommand) parseArgs(args []string) error {
+	c.args = nil
+	for {
+		if err := c.Parse(args); err != nil {
+			return err
+		}
+		rest := c.FlagSet.Args()
+		if len(rest) == 0 {
+			return nil
+		}
+		if !c.takesArgs || c.endedAtDashes(args[:len(args)-len(rest)]) {
+			c.args = append(c.args, rest...)
+			return nil
+		}
+		c.args = append(c.args, rest[0])
+		args = rest[1:]
+	}
+}
+
+// endedAtDashes reports whether the flags parsed from done ended at a --
+// (which the flag package consumes) rather than at a positional argument:
+// done is walked as the flag package walks it, so that a -- given as a
+// flag's value (--out --) is not taken for the end of the flags.
+func (c *subcommand) endedAtDashes(done []string) bool {
+	for i := 0; i < len(done); i++ {
+		a := done[i]
+		if a == "--" {
+			return i == len(done)-1
+		}
+		name := strings.TrimLeft(a, "-")
+		if strings.Contains(name, "=") {
+			continue
+		}
+		if f := c.Lookup(name); f != nil {
+			if b, ok := f.Value.(interface{ IsBoolFlag() bool }); !ok || !b.IsBoolFlag() {
+				i++ // its value
+			}
+		}
+	}
+	return false
+}
+
+// Args is the positional arguments, flags taken out.
+func (c *subcommand) Args() []string { return c.args }
+
+// NArg is len(Args()).
+func (c *subcommand) NArg() int { return len(c.args) }
+
+// Arg is Args()[i], or "" past the end.
+func (c *subcommand) Arg(i int) string {
+	if i < 0 || i >= len(c.args) {
+		return ""
+	}
+	return c.args[i]
 }
 
 // flagError rewrites the flag package's messages to name the flag as it is
