@@ -22,7 +22,7 @@ import (
 // mpmdCmd is `mpirun -np 1 train args0 : -np 1 train args1`.
 func mpmdCmd(t *testing.T, args0, args1 []string) *exec.Cmd {
 	t.Helper()
-	base := mpirunCmd(t, 1) // skips without mpirun or under -race
+	base := mpirunCmd(t, 1)            // skips without mpirun or under -race
 	exe := base.Args[len(base.Args)-1] // this test binary, as the train command
 	full := append([]string{"--allow-run-as-root", "--oversubscribe", "-np", "1", exe}, args0...)
 	full = append(append(full, ":", "-np", "1", exe), args1...)
