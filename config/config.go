@@ -104,7 +104,7 @@ type Train struct {
 	KeepCkpts   int    `yaml:"keep_checkpoints" help:"per-epoch checkpoints kept in the run folder (the newest always is)"`
 	Trace       string `yaml:"trace" help:"write a timeline of the run (loader workers, waits, steps) to this file, in Chrome trace-event JSON for https://ui.perfetto.dev; relative to the run folder"`
 	// Data-parallel training (docs/distributed.md).
-	Dist         string  `yaml:"dist" help:"data-parallel training: auto (mpi when started by mpirun or srun with several ranks, else none), none, mpi (Open MPI, loaded at run time) or nccl (GPUs; stokecuda build); data.batch_size is per rank" flag:"dist"`
+	Dist         string  `yaml:"dist" help:"data-parallel training: auto (mpi when started by mpirun or srun with several ranks, else none), none or mpi (Open MPI, loaded at run time; on --device cuda it sums host copies of the gradients); nccl is refused until NCCL summing is wired in; data.batch_size is per rank" flag:"dist"`
 	DistTimeout  float64 `yaml:"dist_timeout" help:"seconds a collective may take before the job ends, naming the rank that waited (a dead or stuck rank)"`
 	DistBucketMB float64 `yaml:"dist_bucket_mb" help:"gradients are summed across ranks in buckets of about this many MB, each started as soon as backward has produced it (PyTorch DDP's bucket_cap_mb)"`
 }

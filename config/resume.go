@@ -78,3 +78,21 @@ func ResumeReference() string {
 	}
 	return b.String()
 }
+
+// PerRankBatch is the data.batch_size each of ranks takes to continue a run
+// whose global batch (data.batch_size × ranks as its checkpoints record it)
+// is global, or an error saying why it cannot be split: every rank takes an
+// equal share of each global batch (docs/distributed.md).
+func PerRankBatch(global, ranks int) (int, error) {
+	if ranks < 1 || global%ranks == 0 {
+		return global / max(ranks, 1), nil
+	}
+	var fit []string
+	for n := 1; n <= global && len(fit) < 12; n++ {
+		if global%n == 0 {
+			fit = append(fit, fmt.Sprint(n))
+		}
+	}
+	return 0, fmt.Errorf("its global batch of %d images (data.batch_size × ranks, as its checkpoints record it) cannot be split over %d ranks: data.batch_size is per rank and every rank takes an equal share; resume it on a number of ranks that divides %d (%s)",
+		global, ranks, global, strings.Join(fit, ", "))
+}

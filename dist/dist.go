@@ -65,7 +65,7 @@ const (
 	KindAuto = "auto" // MPI when launched by mpirun/srun with more than one rank, else none
 	KindNone = "none" // one process
 	KindMPI  = "mpi"
-	KindNCCL = "nccl" // gradients over NCCL on the GPUs, its id over MPI (stokecuda build)
+	KindNCCL = "nccl" // refused by Open: NCCL summing is not wired in yet (OpenNCCL joins NCCL)
 )
 
 // Options tune a communicator.
@@ -151,9 +151,10 @@ func Detect(getenv func(string) string) (Launch, error) {
 	return l, nil
 }
 
-// Open returns the communicator kind names (KindAuto, KindNone, KindMPI;
-// KindNCCL is opened by the CUDA device over an MPI world, so here it means
-// MPI too), for the world the launcher describes.
+// Open returns the communicator kind names (KindAuto, KindNone, KindMPI)
+// for the world the launcher describes. KindNCCL is refused: OpenNCCL (the
+// stokecuda build) joins NCCL, but summing a run's gradients with it is not
+// wired in yet (docs/distributed.md).
 func Open(kind string, l Launch, opt Options) (Comm, error) {
 	if opt.Timeout <= 0 {
 		opt.Timeout = DefaultTimeout
@@ -169,14 +170,19 @@ func Open(kind string, l Launch, opt Options) (Comm, error) {
 			return nil, torchrunError(l)
 		}
 		return OpenMPI(opt)
-	case KindMPI, KindNCCL:
+	case KindMPI:
 		if l.Launcher == "torchrun" && l.Size > 1 {
 			return nil, torchrunError(l)
 		}
 		return OpenMPI(opt)
+	case KindNCCL:
+		return nil, ErrNCCLNotWired
 	}
-	return nil, fmt.Errorf("train.dist: unknown kind %q (auto, none, mpi or nccl)", kind)
+	return nil, fmt.Errorf("train.dist: unknown kind %q (auto, none or mpi)", kind)
 }
+
+// ErrNCCLNotWired is Open's answer to KindNCCL.
+var ErrNCCLNotWired = errors.New("summing gradients on the GPUs with NCCL is not wired in yet (docs/distributed.md); use train.dist mpi, which on --device cuda sums host copies of the gradients over MPI")
 
 // torchrunError: torchrun starts processes but no MPI world among them, and
 // its rendezvous (a TCP store at MASTER_ADDR) is PyTorch's own; MPI's

@@ -362,13 +362,6 @@ func (c *mpiComm) StartAllreduceSum(buf []float32) (Request, error) {
 	})
 }
 
-func wait(r Request, err error) error {
-	if err != nil {
-		return err
-	}
-	return r.Wait()
-}
-
 func (c *mpiComm) AllreduceSum(buf []float32) error { return wait(c.StartAllreduceSum(buf)) }
 
 func (c *mpiComm) AllreduceSumFloat64(buf []float64) error {

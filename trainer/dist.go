@@ -2,12 +2,9 @@ package trainer
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"math"
-	"sync"
-	"time"
+	"strings"
 
 	"stoke/config"
 	"stoke/data"
@@ -18,24 +15,29 @@ import (
 // Data-parallel training over a dist.Comm (docs/distributed.md). Every rank
 // runs this same loop on its slice of each global batch (data.Split), with
 // a model that rank 0's weights were broadcast into; between backward and
-// the update the gradients are summed across ranks (gradSync, in buckets
-// started as backward produces them), weighted by each rank's sample count,
-// so that every rank takes the step one process would take on the whole
-// global batch. Only rank 0 writes: run folder, metrics, checkpoints and
+// the update the gradients are summed across ranks (dist.Buckets, started
+// as backward produces them), weighted by each rank's sample count, so that
+// every rank takes the step one process would take on the whole global
+// batch. Only rank 0 writes: run folder, metrics, checkpoints and
 // progress; the epoch figures it writes are the sums over all ranks.
+//
+// Before the first step the ranks agree (agree) that they run the same
+// settings on the same data, and every collective goes through dist.Check,
+// so that ranks that differ stop with a message naming the setting and the
+// rank instead of corrupting memory or training to a wrong result.
 
 // distRun is one rank's part in a data-parallel run; with a world of one
 // it changes nothing.
 type distRun struct {
 	comm dist.Comm
-	sync *gradSync // nil with one rank
+	sync *dist.Buckets // nil with one rank
 }
 
 func newDistRun(comm dist.Comm) *distRun {
 	if comm == nil {
 		comm = dist.Single{}
 	}
-	return &distRun{comm: comm}
+	return &distRun{comm: dist.Check(comm)}
 }
 
 func (d *distRun) ranks() int     { return d.comm.Size() }
@@ -81,10 +83,20 @@ type gradSyncer interface {
 	GradSizes() []int // the gradients' lengths, in the GradSync's order
 }
 
-// setup makes net a replica: rank 0's weights and optimizer state (fresh,
-// or resumed) are broadcast to every rank, as DDP does at construction, and
-// its training steps sum gradients across ranks.
-func (d *distRun) setup(net Backend, cfg config.Config, out io.Writer) error {
+// replica is what the ranks of a run must agree on besides the settings:
+// what each rank read and resumed from.
+type replica struct {
+	Classes     []string
+	Files       data.FileList
+	Decoder     string // the JPEG decoder resolved
+	Epoch, Step int    // resumed from; 0, 0 in a fresh run
+}
+
+// setup makes net a replica: the ranks agree on their settings and data,
+// rank 0's weights and optimizer state (fresh, or resumed) are broadcast to
+// every rank, as DDP does at construction, and its training steps sum
+// gradients across ranks.
+func (d *distRun) setup(net Backend, cfg config.Config, rep replica, out io.Writer) error {
 	if !d.parallel() {
 		return nil
 	}
@@ -92,8 +104,8 @@ func (d *distRun) setup(net Backend, cfg config.Config, out io.Writer) error {
 	if !ok {
 		return fmt.Errorf("train.dist %s on device %s: this backend takes no gradient hook, so it cannot train data-parallel", cfg.Train.Dist, cfg.Train.Device)
 	}
-	if cfg.Train.Dist == dist.KindNCCL {
-		return fmt.Errorf("train.dist nccl: summing gradients on the GPUs with NCCL is not wired in yet (see docs/distributed.md); use train.dist mpi: on --device cuda it sums host copies of the gradients over MPI")
+	if err := d.agree(cfg, rep); err != nil {
+		return err
 	}
 	params, optim, err := net.State()
 	if err != nil {
@@ -111,11 +123,144 @@ func (d *distRun) setup(net Backend, cfg config.Config, out io.Writer) error {
 	}
 	// The gradients only: params also holds the BatchNorm buffers, which
 	// are broadcast above but not summed.
-	d.sync = newGradSync(d.comm, gs.GradSizes(), int(cfg.Train.DistBucketMB*(1<<20)))
+	d.sync = dist.NewBuckets(d.comm, gs.GradSizes(), int(cfg.Train.DistBucketMB*(1<<20)))
 	gs.SetGradSync(d.sync)
 	fmt.Fprintf(out, "data parallel: %d ranks over %s; global batch %d = %d per rank; gradients in %d bucket(s) of <= %.0f MB\n",
-		d.ranks(), d.comm.Name(), cfg.Data.BatchSize*d.ranks(), cfg.Data.BatchSize, len(d.sync.buckets), cfg.Train.DistBucketMB)
+		d.ranks(), d.comm.Name(), cfg.Data.BatchSize*d.ranks(), cfg.Data.BatchSize, d.sync.Len(), cfg.Train.DistBucketMB)
 	return nil
+}
+
+// perRank lists the settings the ranks of one run may set differently,
+// each with why that leaves the numbers alone; every other setting, the
+// class list, the file list, the decoder and the checkpoint resumed from
+// must be the same on every rank. docs/distributed.md shows this list.
+var perRank = []struct{ Path, Why string }{
+	{"data.root", "each node may keep the dataset elsewhere; its file list is compared instead"},
+	{"data.workers", "batches are identical whatever the worker count"},
+	{"data.prefetch", "only how far the loader runs ahead"},
+	{"data.pin_memory", "only where batch buffers live"},
+	{"data.cache_dir", "only where a generated dataset is kept; its file list is compared"},
+	{"data.decoder", "the decoder each rank resolves (auto: turbo where it is installed) is compared instead"},
+	{"train.out", "only rank 0 writes the run folder"},
+	{"train.resume", "each rank may read the checkpoint from its own path; the epoch and step resumed from are compared"},
+	{"train.threads", "only how many OS threads run Go code on the rank"},
+	{"train.progress", "only rank 0 prints"},
+	{"train.keep_checkpoints", "only rank 0 writes checkpoints"},
+	{"train.trace", "only rank 0 writes a timeline"},
+	{"train.non_blocking", "only when the rank's copies happen"},
+	{"train.dist", "every rank has joined the MPI world already (auto and mpi both choose it there)"},
+	{"train.dist_timeout", "only how long the rank waits in a collective"},
+}
+
+func isPerRank(path string) bool {
+	for _, p := range perRank {
+		if p.Path == path {
+			return true
+		}
+	}
+	return false
+}
+
+// agreement is the text the ranks compare, one "key: value" a line: the
+// resolved settings less perRank's, and what rep holds.
+func agreement(cfg config.Config, rep replica) string {
+	var b strings.Builder
+	for _, f := range cfg.Fields() {
+		if !isPerRank(f.Path) {
+			fmt.Fprintf(&b, "%s: %s\n", f.Path, oneLine(f.String()))
+		}
+	}
+	fmt.Fprintf(&b, "JPEG decoder (resolved): %s\n", rep.Decoder)
+	fmt.Fprintf(&b, "class list: %d classes: %s\n", len(rep.Classes), oneLine(strings.Join(rep.Classes, ", ")))
+	fmt.Fprintf(&b, "file list: %d train and %d val images\n", rep.Files.Train, rep.Files.Val)
+	fmt.Fprintf(&b, "file list's names and sizes: sha256 %s\n", rep.Files.SHA256)
+	if rep.Epoch == 0 && rep.Step == 0 {
+		fmt.Fprintf(&b, "resumed from: none (a fresh run)\n")
+	} else {
+		fmt.Fprintf(&b, "resumed from: a checkpoint of epoch %d, step %d\n", rep.Epoch, rep.Step)
+	}
+	return b.String()
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// agree stops every rank, with the same message naming each setting that
+// differs, its values and the ranks, unless all ranks hold the same
+// agreement.
+func (d *distRun) agree(cfg config.Config, rep replica) error {
+	dis, err := dist.Agree(d.comm, []byte(agreement(cfg, rep)))
+	if err != nil || dis == nil {
+		return err
+	}
+	ref := parseAgreement(string(dis.Rank0))
+	var lines []string
+	for _, r := range dis.Ranks {
+		text, ok := dis.Texts[r]
+		if !ok {
+			lines = append(lines, fmt.Sprintf("rank %d differs too (not detailed)", r))
+			continue
+		}
+		mine := parseAgreement(string(text))
+		for _, kv := range ref {
+			v, _ := lookup(mine, kv[0])
+			if v != kv[1] {
+				a, b := excerpts(kv[1], v)
+				lines = append(lines, fmt.Sprintf("%s is %s on rank 0 but %s on rank %d", kv[0], a, b, r))
+			}
+		}
+		for _, kv := range mine {
+			if _, ok := lookup(ref, kv[0]); !ok {
+				lines = append(lines, fmt.Sprintf("%s is %s on rank %d, and unknown to rank 0 (another stoke?)", kv[0], kv[1], r))
+			}
+		}
+		if len(mine) == len(ref) && len(lines) == 0 {
+			lines = append(lines, fmt.Sprintf("rank %d's settings differ from rank 0's in a way not shown", r))
+		}
+	}
+	return fmt.Errorf("the ranks of this run disagree, so none of them trains (every rank must run the same settings on the same data; only per-rank settings such as data.workers or train.progress may differ, docs/distributed.md lists them):\n  %s",
+		strings.Join(lines, "\n  "))
+}
+
+func parseAgreement(s string) [][2]string {
+	var out [][2]string
+	for _, l := range strings.Split(strings.TrimSuffix(s, "\n"), "\n") {
+		k, v, _ := strings.Cut(l, ": ")
+		out = append(out, [2]string{k, v})
+	}
+	return out
+}
+
+func lookup(kvs [][2]string, k string) (string, bool) {
+	for _, kv := range kvs {
+		if kv[0] == k {
+			return kv[1], true
+		}
+	}
+	return "(missing)", false
+}
+
+// excerpts shortens two long values to where they first differ.
+func excerpts(a, b string) (string, string) {
+	const width = 80
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	cut := func(s string) string {
+		from := max(0, i-20)
+		out := s[from:min(len(s), from+width)]
+		if from > 0 {
+			out = "…" + out
+		}
+		if from+width < len(s) {
+			out += "…"
+		}
+		return fmt.Sprintf("%q", out)
+	}
+	if len(a) <= width && len(b) <= width {
+		return a, b
+	}
+	return cut(a), cut(b)
 }
 
 // checkpointConfig is the config a checkpoint records: with the global
@@ -124,6 +269,14 @@ func (d *distRun) setup(net Backend, cfg config.Config, out io.Writer) error {
 func (d *distRun) checkpointConfig(cfg config.Config) config.Config {
 	cfg.Data.BatchSize *= d.ranks()
 	return cfg
+}
+
+// resumable says whether st's global batch splits over this run's ranks.
+func (d *distRun) resumable(st *checkpointState) error {
+	if _, err := config.PerRankBatch(st.Config.Data.BatchSize, d.ranks()); err != nil {
+		return fmt.Errorf("cannot resume from %s on %d ranks: %w", st.Dir, d.ranks(), err)
+	}
+	return nil
 }
 
 // resumeConfig is cfg as a checkpoint would record it, to compare with one.
@@ -189,167 +342,10 @@ func (d *distRun) epochDone(out io.Writer) {
 	if d.sync == nil {
 		return
 	}
-	s := d.sync.takeStats()
+	s := d.sync.TakeStats()
 	if s.Steps == 0 {
 		return
 	}
 	fmt.Fprintf(out, "  allreduce: %.2f ms/step of communication, %.2f ms/step waited after backward, %.0f%% overlapped backward (%d steps, %d buckets, %.2f MB/step)\n",
-		s.SpanMS/float64(s.Steps), s.ExposedMS/float64(s.Steps), 100*s.Overlap(), s.Steps, len(d.sync.buckets), float64(4*d.sync.floats)/(1<<20))
-}
-
-// CommStats are a run's gradient-communication timings: the span from the
-// first bucket's start to the last one's end, and the part of it spent
-// waiting after backward had finished (not overlapped).
-type CommStats struct {
-	Steps     int
-	SpanMS    float64
-	ExposedMS float64
-}
-
-// Overlap is the share of the communication span that ran while backward
-// was still running.
-func (s CommStats) Overlap() float64 {
-	if s.SpanMS <= 0 {
-		return 0
-	}
-	return max(0, 1-s.ExposedMS/s.SpanMS)
-}
-
-// gradSync is the model.GradSync of a data-parallel run. Parameters are
-// packed, last first (the order backward produces them, as PyTorch DDP
-// buckets them), into buckets of about capBytes; a bucket's allreduce
-// starts once all its gradients are in and every bucket before it has
-// started (so every rank starts the same collectives in the same order).
-// Each rank adds n·g (n its samples in the step) and one more float, n, to
-// the first bucket; after the sum every gradient is divided by the total n:
-// the mean gradient over the global batch, as one process computes it,
-// also when the ranks' slices differ in size (a short last batch).
-type gradSync struct {
-	comm    dist.Comm
-	buckets []*bucket
-	where   []slot // parameter i's place
-	floats  int
-
-	mu      sync.Mutex
-	n       float32
-	next    int // bucket to start next
-	grads   [][]float32
-	t0      time.Time // first bucket started
-	failure error
-	stats   CommStats
-}
-
-type slot struct{ bucket, off int }
-
-type bucket struct {
-	buf     []float32
-	params  []int
-	pending int
-	req     dist.Request
-}
-
-func newGradSync(comm dist.Comm, sizes []int, capBytes int) *gradSync {
-	s := &gradSync{comm: comm, where: make([]slot, len(sizes)), grads: make([][]float32, len(sizes))}
-	var cur *bucket
-	for i := len(sizes) - 1; i >= 0; i-- {
-		if cur == nil || (4*len(cur.buf) >= capBytes && len(cur.params) > 0) {
-			cur = &bucket{}
-			s.buckets = append(s.buckets, cur)
-		}
-		s.where[i] = slot{len(s.buckets) - 1, len(cur.buf)}
-		cur.buf = append(cur.buf, make([]float32, sizes[i])...)
-		cur.params = append(cur.params, i)
-		s.floats += sizes[i]
-	}
-	s.buckets[0].buf = append(s.buckets[0].buf, 0) // the sample count
-	s.floats++
-	return s
-}
-
-func (s *gradSync) Begin(n int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.n, s.next, s.failure = float32(n), 0, nil
-	for _, b := range s.buckets {
-		b.pending, b.req = len(b.params), nil
-	}
-	b0 := s.buckets[0].buf
-	b0[len(b0)-1] = s.n
-}
-
-func (s *gradSync) Ready(i int, g []float32) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	w := s.where[i]
-	b := s.buckets[w.bucket]
-	dst := b.buf[w.off : w.off+len(g)]
-	for j, v := range g {
-		dst[j] = v * s.n
-	}
-	s.grads[i] = g
-	b.pending--
-	s.startReady(false)
-}
-
-// startReady starts, in order, the buckets whose gradients are all in (all
-// the remaining ones when all is set).
-func (s *gradSync) startReady(all bool) {
-	for s.next < len(s.buckets) && (all || s.buckets[s.next].pending == 0) {
-		b := s.buckets[s.next]
-		if s.next == 0 {
-			s.t0 = time.Now()
-		}
-		s.next++
-		if s.failure != nil {
-			continue
-		}
-		if b.req, s.failure = s.comm.StartAllreduceSum(b.buf); s.failure != nil {
-			b.req = nil
-		}
-	}
-}
-
-func (s *gradSync) Wait() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	tb := time.Now() // backward is done
-	s.startReady(true)
-	err := s.failure
-	for _, b := range s.buckets {
-		if b.req != nil {
-			err = errors.Join(err, b.req.Wait())
-		}
-	}
-	if err != nil {
-		return err
-	}
-	t1 := time.Now()
-	s.stats.Steps++
-	s.stats.SpanMS += float64(t1.Sub(s.t0)) / 1e6
-	s.stats.ExposedMS += float64(t1.Sub(tb)) / 1e6
-	b0 := s.buckets[0].buf
-	total := b0[len(b0)-1]
-	if !(total > 0) || math.IsInf(float64(total), 0) {
-		return fmt.Errorf("the ranks' sample counts sum to %v", total)
-	}
-	for i, g := range s.grads {
-		if g == nil {
-			continue
-		}
-		w := s.where[i]
-		src := s.buckets[w.bucket].buf[w.off : w.off+len(g)]
-		for j, v := range src {
-			g[j] = v / total
-		}
-		s.grads[i] = nil
-	}
-	return nil
-}
-
-func (s *gradSync) takeStats() CommStats {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st := s.stats
-	s.stats = CommStats{}
-	return st
+		s.SpanMS/float64(s.Steps), s.ExposedMS/float64(s.Steps), 100*s.Overlap(), s.Steps, d.sync.Len(), float64(4*d.sync.Floats())/(1<<20))
 }

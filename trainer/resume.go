@@ -98,8 +98,10 @@ func ResumeBase(path string, ranks int) (config.Config, string, error) {
 	case cerr != nil:
 		cfg = st.Config
 	}
-	if global := st.Config.Data.BatchSize; ranks >= 1 && global%ranks == 0 {
-		cfg.Data.BatchSize = global / ranks
+	b, err := config.PerRankBatch(st.Config.Data.BatchSize, ranks)
+	if err != nil {
+		return config.Config{}, "", fmt.Errorf("cannot resume %s on %d ranks: %w", path, ranks, err)
 	}
+	cfg.Data.BatchSize = b
 	return cfg, run, nil
 }

@@ -132,6 +132,9 @@ func (s *session) findStart() (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := s.d.resumable(start); err != nil {
+		return nil, err
+	}
 	if err := compatible(start, s.d.resumeConfig(cfg)); err != nil {
 		return nil, err
 	}
@@ -238,7 +241,7 @@ func (s *session) openModel(ctx context.Context) error {
 		fmt.Fprintf(out, "resumed from %s: %d epochs and %d batches done (step %d)\n", start.Dir, start.Epoch, s.partial.Batches, start.Step)
 	}
 	fmt.Fprintf(out, "model: %d parameters\n", dev.Params)
-	return s.d.setup(s.net, cfg, out)
+	return s.d.setup(s.net, cfg, replica{Classes: s.trainSet.Classes, Files: s.files, Decoder: s.decoder, Epoch: s.firstEpoch, Step: s.step}, out)
 }
 
 // openLoaders makes the training and validation loaders and checks that the
