@@ -10,8 +10,9 @@ import (
 	"stoke/model"
 )
 
-// GraphEngine's ResNet layers (model.ResNetEngine): the ResNet archs, and
-// the Nesterov and AdamW optimizers, on the device, over kernels_resnet.go.
+// GraphEngine's ResNet layers (model.ResNetEngine) and its Nesterov and
+// AdamW updates (model.Updater, with SGD), on the device, over
+// kernels_resnet.go.
 // Each layer is a small struct of its shape and device scratch; every call
 // makes the context current and enqueues on the engine's stream (run).
 //

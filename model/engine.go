@@ -48,8 +48,9 @@ type Engine interface {
 	// target t; XentBackward is dz = g·(softmax(z)·Σt − t).
 	Xent(B, N int, z, t G.Value) (float64, error)
 	XentBackward(B, N int, z, t G.Value, g float32, dz G.Value) error
-	// SGD is torch.optim.SGD (dampening 0, no Nesterov) on n elements.
-	SGD(w, grad, v G.Value, n int, lr, momentum, wd float32, first bool) error
+	// Updater is the optimizers' kernels (Optimizer): every arch can use
+	// every optimizer on every engine.
+	Updater
 }
 
 // ConvKernel is one conv block's kernels (cpuops.Conv's contract): y is the
@@ -215,6 +216,22 @@ func (cpuEngine) SGD(w, grad, v G.Value, _ int, lr, momentum, wd float32, first 
 	a, err := host(w, grad, v)
 	if err == nil {
 		SGDUpdate(a[0], a[1], a[2], lr, momentum, wd, first)
+	}
+	return err
+}
+
+func (cpuEngine) SGDNesterov(w, grad, v G.Value, _ int, lr, momentum, wd float32, first bool) error {
+	a, err := host(w, grad, v)
+	if err == nil {
+		SGDNesterovUpdate(a[0], a[1], a[2], lr, momentum, wd, first)
+	}
+	return err
+}
+
+func (cpuEngine) AdamW(w, grad, m, v G.Value, _ int, lr, b1, b2, eps, wd float32, t int64) error {
+	a, err := host(w, grad, m, v)
+	if err == nil {
+		AdamWUpdate(a[0], a[1], a[2], a[3], lr, b1, b2, eps, wd, t)
 	}
 	return err
 }

@@ -8,14 +8,13 @@ import (
 	"stoke/cpuops"
 )
 
-// ResNetEngine is what the ResNet archs, and the Nesterov and AdamW
-// optimizers, need of an engine beyond Engine: strided and 1x1 convolution
-// without bias, BatchNorm2d, a BasicBlock's end (BatchNorm2d, the residual
-// join and ReLU as one op), the max-pool of the imagenet stem, a copy (the BatchNorm running statistics are staged during a step,
-// kept only when it succeeds), and the two optimizers' updates. Values are
-// the engine's (NewValue), as for Engine; the BatchNorm running statistics
-// are engine values too. NewOn refuses a ResNet arch, or one of those
-// optimizers, on an engine without it, naming what was asked.
+// ResNetEngine is what the ResNet archs need of an engine beyond Engine:
+// strided and 1x1 convolution without bias, BatchNorm2d, a BasicBlock's end
+// (BatchNorm2d, the residual join and ReLU as one op), the max-pool of the
+// imagenet stem, and a copy (the BatchNorm running statistics are staged
+// during a step, kept only when it succeeds). Values are the engine's
+// (NewValue), as for Engine; the BatchNorm running statistics are engine
+// values too. NewOn refuses a ResNet arch on an engine without it.
 type ResNetEngine interface {
 	Engine
 	// NewConv2d is y = conv(x, w) over (B,Cin,H,W) with a (Cout,Cin,K,K)
@@ -31,9 +30,6 @@ type ResNetEngine interface {
 	// NewMaxPool is MaxPool2d(K, stride, pad) over (B,C,H,W) (cpuops.MaxPoolK).
 	NewMaxPool(B, C, H, W, K, stride, pad int) (MaxPoolKernel, error)
 	Copy(dst, src G.Value) error // same sizes
-	// SGDNesterov is SGDNesterovUpdate, AdamW is AdamWUpdate, on n elements.
-	SGDNesterov(w, grad, v G.Value, n int, lr, momentum, wd float32, first bool) error
-	AdamW(w, grad, m, v G.Value, n int, lr, b1, b2, eps, wd float32, t int64) error
 }
 
 // Conv2dKernel is one convolution's kernels (cpuops.Conv2d's contract).
@@ -76,17 +72,13 @@ var _ ResNetEngine = cpuEngine{}
 
 // resnetEngine returns eng's ResNet layers, or an error naming what needs
 // them.
-func resnetEngine(eng Engine, spec Spec, opt Options) (ResNetEngine, error) {
+func resnetEngine(eng Engine, spec Spec) (ResNetEngine, error) {
 	re, ok := eng.(ResNetEngine)
 	switch {
 	case ok:
 		return re, nil
 	case spec.IsResNet():
 		return nil, fmt.Errorf("model.arch %s: the engine (%T) has no ResNet layers (model.ResNetEngine)", spec.Arch, eng)
-	case opt.Optimizer == OptimizerAdamW:
-		return nil, fmt.Errorf("model.options.optimizer %s: the engine (%T) has no AdamW update (model.ResNetEngine)", opt.Optimizer, eng)
-	case opt.Nesterov:
-		return nil, fmt.Errorf("model.options.nesterov: the engine (%T) has no Nesterov update (model.ResNetEngine)", eng)
 	}
 	return nil, nil
 }
@@ -240,20 +232,4 @@ func (cpuEngine) Copy(dst, src G.Value) error {
 	}
 	copy(v[0], v[1])
 	return nil
-}
-
-func (cpuEngine) SGDNesterov(w, grad, v G.Value, _ int, lr, momentum, wd float32, first bool) error {
-	a, err := host(w, grad, v)
-	if err == nil {
-		SGDNesterovUpdate(a[0], a[1], a[2], lr, momentum, wd, first)
-	}
-	return err
-}
-
-func (cpuEngine) AdamW(w, grad, m, v G.Value, _ int, lr, b1, b2, eps, wd float32, t int64) error {
-	a, err := host(w, grad, m, v)
-	if err == nil {
-		AdamWUpdate(a[0], a[1], a[2], a[3], lr, b1, b2, eps, wd, t)
-	}
-	return err
 }

@@ -66,13 +66,15 @@ type param struct {
 	node       *G.Node
 	grad       *G.Node
 	data       []float32
-	mom        []float32 // SGD: momentum buffer; AdamW: exp_avg
-	mom2       []float32 // AdamW: exp_avg_sq
 	noDecay    bool      // a BatchNorm parameter or a bias
 	bn         *bnLayer  // set on a BatchNorm's bias: its buffers follow it in the state dict
 	gradData   []float32 // the gradient op's own output buffer (GradSync)
-	momV       G.Value   // a device engine's momentum buffer (data and mom are then host copies)
-	mom2V      G.Value   // a device engine's exp_avg_sq (AdamW)
+	// slots are the optimizer's state (Optimizer.Slots: SGD's momentum
+	// buffer; AdamW's exp_avg, exp_avg_sq), in the graph's layout; slotV
+	// their engine values (on the host, the slices themselves; on a
+	// device, device copies, and slots are then host copies, as data is).
+	slots [][]float32
+	slotV []G.Value
 }
 
 // Model is a CNN built as one gorgonia graph with a fixed batch size, and
@@ -89,7 +91,8 @@ type Model struct {
 	logits  *G.Node
 	loss    *G.Node
 	params  []*param
-	steps   int64 // optimizer steps taken; the first one seeds momentum
+	optim   Optimizer // Options.optimizer, chosen once
+	steps   int64     // optimizer steps taken; the first one seeds momentum
 	closed  bool
 	sync    GradSync    // between backward and update (data parallel); nil = none
 	staged  [][]float32 // a device engine's gradients on the host, for sync
@@ -98,7 +101,7 @@ type Model struct {
 	mode bnMode
 
 	eng         Engine        // runs the ops; CPUEngine unless NewOn was given another
-	re          ResNetEngine  // eng's ResNet layers and optimizers, when it has them
+	re          ResNetEngine  // eng's ResNet layers, when it has them
 	dev         bool          // eng's values are not host slices: x, target, logits go through it
 	xV, targetV *tensor.Dense // the inputs' values (on the device when dev)
 	xNode       *G.Node
@@ -119,7 +122,8 @@ func New(spec Spec, opt Options) (*Model, error) { return NewOn(CPUEngine(), spe
 
 // NewOn is New with the graph's values and ops on eng: the same graph, the
 // same initial weights, on another device (cudaops's engine). The ResNet
-// archs, Nesterov and AdamW need an engine that is a ResNetEngine.
+// archs need an engine that is a ResNetEngine; every optimizer runs on any
+// engine.
 func NewOn(eng Engine, spec Spec, opt Options) (*Model, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
@@ -136,9 +140,9 @@ func NewOn(eng Engine, spec Spec, opt Options) (*Model, error) {
 	if err := opt.validate(); err != nil {
 		return nil, err
 	}
-	m := &Model{spec: spec, opt: opt, eng: eng, dev: !eng.Host()}
+	m := &Model{spec: spec, opt: opt, optim: opt.optimizer(), eng: eng, dev: !eng.Host()}
 	var err error
-	if m.re, err = resnetEngine(eng, spec, opt); err != nil {
+	if m.re, err = resnetEngine(eng, spec); err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}
 	if spec.IsResNet() {
@@ -146,9 +150,10 @@ func NewOn(eng Engine, spec Spec, opt Options) (*Model, error) {
 	} else {
 		m.initParams()
 	}
-	if opt.Optimizer == OptimizerAdamW {
-		for _, p := range m.params {
-			p.mom2 = make([]float32, len(p.data))
+	for _, p := range m.params {
+		p.slots = make([][]float32, len(m.optim.Slots()))
+		for i := range p.slots {
+			p.slots[i] = make([]float32, len(p.data))
 		}
 	}
 
@@ -229,7 +234,7 @@ func (m *Model) inputNodes() (x, target *G.Node, err error) {
 }
 
 // paramNodes makes a node for every parameter, over its data (on a
-// device, a copy, with device momentum buffers), and checks that no two
+// device, a copy), the values of its optimizer state, and checks that no two
 // of the graph's inputs became one node.
 func (m *Model) paramNodes(x, target *G.Node) error {
 	for _, p := range m.params {
@@ -241,14 +246,10 @@ func (m *Model) paramNodes(x, target *G.Node) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", p.name, err)
 		}
-		if m.dev {
-			if p.momV, err = m.value(p.mom, shape...); err != nil {
-				return fmt.Errorf("%s momentum: %w", p.name, err)
-			}
-			if p.mom2 != nil {
-				if p.mom2V, err = m.value(p.mom2, shape...); err != nil {
-					return fmt.Errorf("%s exp_avg_sq: %w", p.name, err)
-				}
+		p.slotV = make([]G.Value, len(p.slots))
+		for i, s := range p.slots {
+			if p.slotV[i], err = m.value(s, shape...); err != nil {
+				return fmt.Errorf("%s%s: %w", p.name, m.optim.Slots()[i], err)
 			}
 		}
 		p.node = G.NewTensor(m.g, tensor.Float32, len(shape), G.WithShape(shape...), G.WithName(p.name), G.WithValue(val))
@@ -380,7 +381,7 @@ func (m *Model) finishStep(loss float32, logits []float32, grads [][]float32, la
 			return StepResult{}, fmt.Errorf("model.TrainStep: %w", err)
 		}
 	}
-	if err := m.update(grads, lr); err != nil {
+	if err := m.update(lr); err != nil {
 		return StepResult{}, fmt.Errorf("model.TrainStep: %w", err)
 	}
 	m.steps++

@@ -168,7 +168,7 @@ func (m *Model) resnetParams() {
 		for _, d := range shape {
 			n *= d
 		}
-		p := &param{name: name, shape: shape, data: make([]float32, n), mom: make([]float32, n), noDecay: noDecay}
+		p := &param{name: name, shape: shape, data: make([]float32, n), noDecay: noDecay}
 		m.params = append(m.params, p)
 		return p
 	}
@@ -359,9 +359,8 @@ func (m *Model) splitBuffers(params []NamedTensor) (rest []NamedTensor, bufs map
 				return nil, nil, err
 			}
 		}
-		v := float64(bufs[b.name+".num_batches_tracked"].Data[0])
-		if v < 0 || v != math.Trunc(v) {
-			return nil, nil, fmt.Errorf("%s.num_batches_tracked = %v, want a whole number >= 0", b.name, v)
+		if _, err := wholeCount(b.name+".num_batches_tracked", bufs[b.name+".num_batches_tracked"].Data[0]); err != nil {
+			return nil, nil, err
 		}
 	}
 	return rest, bufs, nil
