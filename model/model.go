@@ -145,18 +145,6 @@ func NewOn(eng Engine, spec Spec, opt Options) (*Model, error) {
 	if m.re, err = resnetEngine(eng, spec); err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}
-	if spec.IsResNet() {
-		m.resnetParams()
-	} else {
-		m.initParams()
-	}
-	for _, p := range m.params {
-		p.slots = make([][]float32, len(m.optim.Slots()))
-		for i := range p.slots {
-			p.slots[i] = make([]float32, len(p.data))
-		}
-	}
-
 	buildMu.Lock()
 	err = m.build()
 	buildMu.Unlock()
@@ -167,15 +155,15 @@ func NewOn(eng Engine, spec Spec, opt Options) (*Model, error) {
 	return m, nil
 }
 
-// build makes the graph, every node an op of ours (ops.go):
+// build makes the graph, every node an op of ours (ops.go) but the cnn's
+// skip adds (gorgonia's Add):
 //
-//	x (B,3,S,S) → [ConvBiasReLU(Pool) KxK pad K/2, max-pool 2x2 fused]… →
+//	x (B,3,S,S) → the arch's layers (layers.go: cnn, resnet) →
 //	GlobalAvgPool (B,C) → Linear ·W + b → logits (B,K)
 //	loss = SoftmaxCrossEntropy(logits, target)
 //
-// (the ResNets' layers in place of the conv blocks: buildResNet), then the
-// gradients and the two machines. gorgonia's GlobalAveragePool2D has no
-// gradient and its AveragePool2D and two-axis Mean are wrong
+// then the gradients and the two machines. gorgonia's GlobalAveragePool2D
+// has no gradient and its AveragePool2D and two-axis Mean are wrong
 // (docs/gorgonia.md); its Conv2d and MaxPool2D are correct but slow
 // (transposes, fresh buffers each run).
 func (m *Model) build() error {
@@ -184,30 +172,33 @@ func (m *Model) build() error {
 	if err != nil {
 		return err
 	}
-	if err := m.paramNodes(x, target); err != nil {
-		return err
-	}
-	ops := opSet{eng: m.eng}
+	b := newBuilder(m)
 	var h *G.Node
 	if m.spec.IsResNet() {
-		h, err = m.buildResNet(&ops, x)
+		var l resnetLayout
+		if l, err = m.spec.layout(); err == nil {
+			h, err = resnet(b, l, x)
+		}
 	} else {
-		h, err = m.buildConvBlocks(&ops, x)
+		h, err = cnn(b, m.spec, x)
 	}
 	if err != nil {
 		return err
 	}
-	if err := m.buildHead(&ops, h, target); err != nil {
+	if err := head(b, h, target, m.spec.Classes, m.spec.IsResNet()); err != nil {
 		return err
 	}
-	if ops.err != nil {
-		return ops.err
+	if b.ops.err != nil {
+		return b.ops.err
+	}
+	if err := m.distinctInputs(x, target); err != nil {
+		return err
 	}
 	if err := m.gradients(); err != nil {
 		return err
 	}
-	if ops.err != nil { // the gradient ops' values
-		return ops.err
+	if b.ops.err != nil { // the gradient ops' values
+		return b.ops.err
 	}
 	return m.compile()
 }
@@ -233,80 +224,17 @@ func (m *Model) inputNodes() (x, target *G.Node, err error) {
 	return x, target, nil
 }
 
-// paramNodes makes a node for every parameter, over its data (on a
-// device, a copy), the values of its optimizer state, and checks that no two
-// of the graph's inputs became one node.
-func (m *Model) paramNodes(x, target *G.Node) error {
-	for _, p := range m.params {
-		shape := p.shape
-		if p.transposed {
-			shape = []int{p.shape[1], p.shape[0]}
-		}
-		val, err := m.value(p.data, shape...)
-		if err != nil {
-			return fmt.Errorf("%s: %w", p.name, err)
-		}
-		p.slotV = make([]G.Value, len(p.slots))
-		for i, s := range p.slots {
-			if p.slotV[i], err = m.value(s, shape...); err != nil {
-				return fmt.Errorf("%s%s: %w", p.name, m.optim.Slots()[i], err)
-			}
-		}
-		p.node = G.NewTensor(m.g, tensor.Float32, len(shape), G.WithShape(shape...), G.WithName(p.name), G.WithValue(val))
-	}
-
-	// gorgonia hash-conses nodes and tells inputs apart by name alone: two
-	// inputs sharing a name would silently become one node. Names are
-	// unique here; check that the graph agrees.
+// distinctInputs checks that no two of the graph's inputs became one node:
+// gorgonia hash-conses nodes and tells inputs apart by name alone, so two
+// inputs sharing a name would silently merge. Names are unique here;
+// check that the graph agrees.
+func (m *Model) distinctInputs(x, target *G.Node) error {
 	seen := map[*G.Node]bool{x: true, target: true}
 	for _, p := range m.params {
 		if seen[p.node] {
 			return fmt.Errorf("input %s aliases another input node", p.name)
 		}
 		seen[p.node] = true
-	}
-	return nil
-}
-
-// buildConvBlocks adds the cnn's conv blocks (Spec.Conv, with the skips of
-// Spec.Skip) from x to the last block's output.
-func (m *Model) buildConvBlocks(ops *opSet, x *G.Node) (*G.Node, error) {
-	B := m.opt.Batch
-	in, _ := m.spec.featureSizes()
-	h, cin := x, 3
-	for i, c := range m.spec.Conv {
-		w, b := m.params[2*i].node, m.params[2*i+1].node
-		conv, err := m.eng.NewConv(B, cin, in[i], in[i], c.Channels, c.Kernel, c.Pool)
-		if err != nil {
-			return nil, fmt.Errorf("conv%d: %w", i, err)
-		}
-		skip := h
-		if h, err = ops.convBlock(conv, B, cin, in[i], in[i], c.Channels, c.Kernel, c.Pool, h, w, b, i > 0); err != nil {
-			return nil, fmt.Errorf("conv%d: %w", i, err)
-		}
-		if m.spec.skips(i) {
-			if h, err = G.Add(skip, h); err != nil {
-				return nil, fmt.Errorf("conv%d skip: %w", i, err)
-			}
-		}
-		cin = c.Channels
-	}
-	return h, nil
-}
-
-// buildHead adds the global average pool, fc (the last two parameters)
-// and the loss.
-func (m *Model) buildHead(ops *opSet, h, target *G.Node) error {
-	var err error
-	if h, err = ops.avgPool(h); err != nil {
-		return fmt.Errorf("global average pool: %w", err)
-	}
-	fcW, fcB := m.params[len(m.params)-2].node, m.params[len(m.params)-1].node
-	if m.logits, err = ops.linear(h, fcW, fcB); err != nil {
-		return fmt.Errorf("fc: %w", err)
-	}
-	if m.loss, err = ops.softmaxCrossEntropy(m.logits, target); err != nil {
-		return fmt.Errorf("loss: %w", err)
 	}
 	return nil
 }

@@ -3,7 +3,6 @@ package model
 import (
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
 )
 
@@ -25,44 +24,6 @@ const StepName = "optimizer.step"
 // MomentumSuffix names a parameter's SGD momentum buffer in the optimizer
 // state: "conv0.weight" + MomentumSuffix.
 const MomentumSuffix = ".momentum_buffer"
-
-// initParams lays out the parameters in PyTorch's state_dict order and
-// initialises them as PyTorch's Conv2d and Linear do by default:
-// kaiming_uniform_(a=√5) for weights, which is U(−1/√fan_in, 1/√fan_in),
-// and the same bound for biases. Values are drawn in that order from a PCG
-// generator seeded by opt.Seed; PyTorch's own random stream is not
-// reproduced.
-func (m *Model) initParams() {
-	cin := 3
-	add := func(name string, shape []int, fanIn int, transposed bool) {
-		n := 1
-		for _, d := range shape {
-			n *= d
-		}
-		m.params = append(m.params, &param{
-			name: name, shape: shape, fanIn: fanIn, transposed: transposed,
-			data: make([]float32, n),
-		})
-	}
-	for i, c := range m.spec.Conv {
-		fanIn := cin * c.Kernel * c.Kernel
-		add(fmt.Sprintf("conv%d.weight", i), []int{c.Channels, cin, c.Kernel, c.Kernel}, fanIn, false)
-		add(fmt.Sprintf("conv%d.bias", i), []int{c.Channels}, fanIn, false)
-		cin = c.Channels
-	}
-	add("fc.weight", []int{m.spec.Classes, cin}, cin, true)
-	add("fc.bias", []int{m.spec.Classes}, cin, false)
-
-	rng := rand.New(rand.NewPCG(m.opt.Seed, 0x5eed_c0de_5eed_c0de))
-	for _, p := range m.params {
-		bound := 1 / math.Sqrt(float64(p.fanIn))
-		v := make([]float32, len(p.data))
-		for i := range v {
-			v[i] = float32((2*rng.Float64() - 1) * bound)
-		}
-		p.set(v)
-	}
-}
 
 // get returns the parameter's values, or src's, in PyTorch's layout.
 func (p *param) get(src []float32) []float32 {
