@@ -122,7 +122,7 @@ func newConvBiasReLU(b *builder, name string, cin, cout, k int, pool bool) (*con
 	if c.w, err = b.param(&param{name: name + ".weight", shape: []int{cout, cin, k, k}}, b.uniform(cin*k*k)); err != nil {
 		return nil, err
 	}
-	if c.bias, err = b.param(&param{name: name + ".bias", shape: []int{cout}}, b.uniform(cin*k*k)); err != nil {
+	if c.bias, err = b.param(&param{name: name + ".bias", shape: []int{cout}, noDecay: true}, b.uniform(cin*k*k)); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -304,13 +304,13 @@ func (blk basicBlock) build(b *builder, x *G.Node) (*G.Node, error) {
 // head is the global average pool, fc (nn.Linear(C, classes): "fc.weight",
 // held transposed in the graph so that fc is h·W, and "fc.bias") and the
 // loss against target. It sets the model's logits and loss.
-func head(b *builder, x, target *G.Node, classes int, biasNoDecay bool) error {
+func head(b *builder, x, target *G.Node, classes int) error {
 	_, C, _, _ := nchw(x)
 	w, err := b.param(&param{name: "fc.weight", shape: []int{classes, C}, transposed: true}, b.uniform(C))
 	if err != nil {
 		return err
 	}
-	bias, err := b.param(&param{name: "fc.bias", shape: []int{classes}, noDecay: biasNoDecay}, b.uniform(C))
+	bias, err := b.param(&param{name: "fc.bias", shape: []int{classes}, noDecay: true}, b.uniform(C))
 	if err != nil {
 		return err
 	}

@@ -185,7 +185,7 @@ func (m *Model) build() error {
 	if err != nil {
 		return err
 	}
-	if err := head(b, h, target, m.spec.Classes, m.spec.IsResNet()); err != nil {
+	if err := head(b, h, target, m.spec.Classes); err != nil {
 		return err
 	}
 	if b.ops.err != nil {
