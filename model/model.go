@@ -77,8 +77,9 @@ type param struct {
 	slotV []G.Value
 }
 
-// Model is a CNN built as one gorgonia graph with a fixed batch size, and
-// its SGD state. A Model is not safe for concurrent use.
+// Model is a network (the cnn or a ResNet) built as one gorgonia graph with
+// a fixed batch size, and its optimizer's state. A Model is not safe for
+// concurrent use.
 type Model struct {
 	spec Spec
 	opt  Options
