@@ -158,7 +158,7 @@ func (p *problems) model(c *Config) {
 	}
 
 	// Every arch runs on both devices: the cuda engine (cudaops.GraphEngine)
-	// is a model.ResNetEngine.
+	// is a model.Engine, which has every layer.
 	if !slices.Contains(model.Archs, c.Model.Arch) {
 		p.bad("model.arch", "must be one of %s, got %q", strings.Join(model.Archs, ", "), c.Model.Arch)
 	}

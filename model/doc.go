@@ -56,8 +56,8 @@
 //	ops.go           the ops (conv block, global average pool, linear) and their gradients; Kernel
 //	resnet_ops.go    the ResNets' ops (conv, BatchNorm, BatchNorm + add + ReLU, max-pool)
 //	loss.go          softmax cross-entropy, forward and gradient
-//	engine.go        Engine, CPUEngine
-//	engine_resnet.go ResNetEngine, the ResNets' layer kernels, on the CPU
+//	engine.go        Engine (Values, Layers, Updater), CPUEngine
+//	engine_resnet.go the ResNets' layer kernels on the CPU
 //	optim.go         Optimizer, SGD, Nesterov, AdamW, the update, OptimizerState
 //	params.go        Params, State, Load and the state dict's checks
 //	gradsync.go      GradSync: the data-parallel hook between backward and update

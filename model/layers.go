@@ -155,7 +155,7 @@ func newConv2d(b *builder, name string, cin, cout, k, stride int) (*conv2d, erro
 
 func (c *conv2d) apply(b *builder, x *G.Node, needDX bool) (*G.Node, error) {
 	B, cin, H, W := nchw(x)
-	re := b.m.re
+	re := b.m.eng
 	kc, err := re.NewConv2d(B, cin, H, W, c.cout, c.k, c.stride, c.k/2)
 	if err != nil {
 		return nil, err
@@ -203,7 +203,7 @@ func (l *bnLayer) apply(b *builder, x *G.Node, relu bool) (*G.Node, error) {
 	B, C, H, W := nchw(x)
 	l.hw = H * W
 	var err error
-	if l.k, err = b.m.re.NewBatchNorm(B, C, l.hw, relu); err != nil {
+	if l.k, err = b.m.eng.NewBatchNorm(B, C, l.hw, relu); err != nil {
 		return nil, err
 	}
 	return b.ops.batchNorm(l, &b.m.mode, x)
@@ -214,7 +214,7 @@ func (l *bnLayer) applyAddReLU(b *builder, x, short *G.Node) (*G.Node, error) {
 	B, C, H, W := nchw(x)
 	l.hw = H * W
 	var err error
-	if l.kAdd, err = b.m.re.NewBatchNormAddReLU(B, C, l.hw); err != nil {
+	if l.kAdd, err = b.m.eng.NewBatchNormAddReLU(B, C, l.hw); err != nil {
 		return nil, err
 	}
 	return b.ops.batchNormAddReLU(l, &b.m.mode, x, short)
@@ -249,7 +249,7 @@ func (c convBN) apply(b *builder, x *G.Node, relu, needDX bool) (*G.Node, error)
 // maxPool2d is nn.MaxPool2d(k, stride, pad): no parameters.
 func maxPool2d(b *builder, x *G.Node, k, stride, pad int) (*G.Node, error) {
 	B, C, H, W := nchw(x)
-	p, err := b.m.re.NewMaxPool(B, C, H, W, k, stride, pad)
+	p, err := b.m.eng.NewMaxPool(B, C, H, W, k, stride, pad)
 	if err != nil {
 		return nil, err
 	}

@@ -102,7 +102,6 @@ type Model struct {
 	mode bnMode
 
 	eng         Engine        // runs the ops; CPUEngine unless NewOn was given another
-	re          ResNetEngine  // eng's ResNet layers, when it has them
 	dev         bool          // eng's values are not host slices: x, target, logits go through it
 	xV, targetV *tensor.Dense // the inputs' values (on the device when dev)
 	xNode       *G.Node
@@ -122,9 +121,8 @@ var buildMu sync.Mutex
 func New(spec Spec, opt Options) (*Model, error) { return NewOn(CPUEngine(), spec, opt) }
 
 // NewOn is New with the graph's values and ops on eng: the same graph, the
-// same initial weights, on another device (cudaops's engine). The ResNet
-// archs need an engine that is a ResNetEngine; every optimizer runs on any
-// engine.
+// same initial weights, on another device (cudaops's engine), for every
+// arch and optimizer.
 func NewOn(eng Engine, spec Spec, opt Options) (*Model, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
@@ -143,9 +141,6 @@ func NewOn(eng Engine, spec Spec, opt Options) (*Model, error) {
 	}
 	m := &Model{spec: spec, opt: opt, optim: opt.optimizer(), eng: eng, dev: !eng.Host()}
 	var err error
-	if m.re, err = resnetEngine(eng, spec); err != nil {
-		return nil, fmt.Errorf("model: %w", err)
-	}
 	buildMu.Lock()
 	err = m.build()
 	buildMu.Unlock()

@@ -222,7 +222,7 @@ func (m *Model) Buffers() []NamedTensor {
 func (m *Model) stageBN() error {
 	for _, b := range m.bns {
 		if m.dev {
-			if err := cmpErr(m.re.Copy(b.stageMeanV, b.meanV), m.re.Copy(b.stageVarV, b.variV)); err != nil {
+			if err := cmpErr(m.eng.Copy(b.stageMeanV, b.meanV), m.eng.Copy(b.stageVarV, b.variV)); err != nil {
 				return fmt.Errorf("staging %s's running statistics: %w", b.name, err)
 			}
 			continue
@@ -237,7 +237,7 @@ func (m *Model) commitBN() error {
 	for _, b := range m.bns {
 		if m.dev {
 			m.stale = true
-			if err := cmpErr(m.re.Copy(b.meanV, b.stageMeanV), m.re.Copy(b.variV, b.stageVarV)); err != nil {
+			if err := cmpErr(m.eng.Copy(b.meanV, b.stageMeanV), m.eng.Copy(b.variV, b.stageVarV)); err != nil {
 				return fmt.Errorf("keeping %s's running statistics: %w", b.name, err)
 			}
 		} else {
