@@ -476,9 +476,6 @@ func (m *Model) LogitsValue(x G.Value, n int) ([]float32, error) {
 	return m.Logits(nil, n)
 }
 
-// Engine is the engine the model's graph runs on.
-func (m *Model) Engine() Engine { return m.eng }
-
 // loadInput is load with the input either host floats x or, when xv is not
 // nil, a value of the engine's already holding the batch (padding zeroed).
 func (m *Model) loadInput(x []float32, xv G.Value, labels []int32, n int) error {

@@ -206,9 +206,9 @@ func (m *Model) loadBuffers(bufs map[string]NamedTensor) {
 	}
 }
 
-// Buffers returns copies of the BatchNorm running statistics (none for
-// the cnn), in torchvision's names; Params includes them too.
-func (m *Model) Buffers() []NamedTensor {
+// bnBuffers returns copies of the BatchNorm running statistics (none for
+// the cnn), in torchvision's names, as Params lists them.
+func (m *Model) bnBuffers() []NamedTensor {
 	var out []NamedTensor
 	for _, b := range m.bns {
 		out = append(out, b.buffers()...)
