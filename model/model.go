@@ -105,8 +105,8 @@ type Model struct {
 	dev         bool          // eng's values are not host slices: x, target, logits go through it
 	xV, targetV *tensor.Dense // the inputs' values (on the device when dev)
 	xNode       *G.Node
-	xBound      G.Value   // the value xNode is bound to: xV, or a caller's (TrainStepValue)
-	in          G.Value   // set during a *Value step: the input value
+	xBound      G.Value   // the value xNode is bound to: xV, or a caller's (Input.Value)
+	in          G.Value   // set during a step on an Input.Value, or LogitsValue: the input value
 	hostLogits  []float32 // dev: the logits, downloaded after each run
 	stale       bool      // dev: the host copies of the weights and momentum are behind the device's
 }
@@ -452,24 +452,7 @@ func (m *Model) load(x []float32, labels []int32, n int) error {
 	return m.loadInput(x, m.in, labels, n)
 }
 
-// TrainStepValue is TrainStep on a batch already in the engine's memory: x
-// is a (B,3,S,S) value of the model's engine (NewValue) whose rows from n
-// on are zero. A device backend copies and normalizes its batches there
-// itself, so that the copy can overlap the previous step.
-func (m *Model) TrainStepValue(x G.Value, labels []int32, n int, lr float32) (StepResult, error) {
-	m.in = x
-	defer func() { m.in = nil }()
-	return m.TrainStep(nil, labels, n, lr)
-}
-
-// EvalStepValue is EvalStep on a batch in the engine's memory (TrainStepValue).
-func (m *Model) EvalStepValue(x G.Value, labels []int32, n int) (EvalResult, error) {
-	m.in = x
-	defer func() { m.in = nil }()
-	return m.EvalStep(nil, labels, n)
-}
-
-// LogitsValue is Logits on a batch in the engine's memory (TrainStepValue).
+// LogitsValue is Logits on a batch in the engine's memory (Input.Value).
 func (m *Model) LogitsValue(x G.Value, n int) ([]float32, error) {
 	m.in = x
 	defer func() { m.in = nil }()
