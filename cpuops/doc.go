@@ -2,8 +2,9 @@
 // tensors as flat slices, work split across GOMAXPROCS cores, scratch owned
 // by each op and reused, so that a step in steady state allocates nothing.
 //
-// The op set, the contract a device backend (cudaops) implements too. B is
-// the batch, shapes are row-major, "·" is matrix product:
+// The kernels behind model.CPUEngine; a device engine (cudaops's
+// GraphEngine) implements the same layers, model.Engine's Layers, with its
+// own. B is the batch, shapes are row-major, "·" is matrix product:
 //
 //	op              inputs                         output          saved / notes
 //	Conv.Forward    x (B,Cin,H,W), w (Cout,Cin,K,K), b (Cout)
@@ -21,6 +22,16 @@
 //	LinearBackward  h, w, dz                       dh, dw, db
 //	XentForward     z (B,N), t (B,N)               loss (scalar)   Σ t·(logsumexp(z) − z), float64 sums
 //	XentBackward    z, t, g (scalar)               dz (B,N)        g·(softmax(z)·Σt − t)
+//
+// and the ResNets' (conv2d.go, norm.go):
+//
+//	Conv2d          x (B,Cin,H,W), w (Cout,Cin,K,K) y (B,Cout,Ho,Wo) no bias, stride S, pad P; BackwardData,
+//	                                                               BackwardFilter
+//	BatchNorm       x (B,C,HW), γ, β (C)           y (B,C,HW)      batch statistics of the n valid rows in
+//	                                                               training (running ones updated), running
+//	                                                               ones in evaluation; ReLU fused, or with
+//	                                                               ForwardAdd the residual add + ReLU
+//	MaxPoolK        x (B,C,H,W)                    y (B,C,Ho,Wo)   KxK stride S pad P; keeps argmax
 //
 // Convolution never transposes: each sample's im2col matrix (Cin·K·K,
 // H·W) multiplies the weights (Cout, Cin·K·K) into that sample's NCHW

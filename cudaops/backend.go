@@ -277,7 +277,10 @@ func (b *Backend) start(src unsafe.Pointer, bytes int64, u8 bool, labels []int32
 			return first(wait, s.computeStart.Record(b.compute), b.prepare(s, n, u8))
 		})
 		if err == nil {
-			pd.res, err = b.m.TrainStepValue(s.xv, labels, n, lr)
+			var p model.Pending
+			if p, err = b.m.Start(model.Input{Value: s.xv, Labels: labels, N: n}, lr); err == nil {
+				pd.res, _, err = p.Wait()
+			}
 		}
 		if err2 := b.dev.do(func() error { return s.computeEnd.Record(b.compute) }); err == nil {
 			err = err2
@@ -374,7 +377,7 @@ func (b *Backend) Eval(in model.Input) (model.EvalResult, error) {
 	var r model.EvalResult
 	err := b.input(src, bytes, in.U8 != nil, in.Labels, in.N, func(xv G.Value) error {
 		var err error
-		r, err = b.m.EvalStepValue(xv, in.Labels, in.N)
+		r, err = b.m.Eval(model.Input{Value: xv, Labels: in.Labels, N: in.N})
 		return err
 	})
 	runtime.KeepAlive(in.X)

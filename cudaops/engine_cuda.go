@@ -17,8 +17,10 @@ import (
 //go:embed kernels.ptx
 var kernelsPTX string
 
-var kernelNames = []string{"im2col", "col2im", "sgemm", "bias_relu", "relu_backward", "row_sums", "col_sums",
-	"max_pool", "max_pool_backward", "avg_pool", "avg_pool_backward", "add_rows", "softmax_xent", "sgd", "normalize_u8"}
+// kernelNames is the kernel table: every .entry of the PTX, which
+// scripts/gen-ptx.sh makes from kernels.cu's __global__ functions
+// (TestKernelTableIsKernelsCU checks that the two agree).
+var kernelNames = ptxEntries(kernelsPTX)
 
 // devBuf is n 4-byte elements of device memory.
 type devBuf struct {

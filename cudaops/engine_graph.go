@@ -257,31 +257,58 @@ func (c *gpuConv) BackwardFilter(x, y, dy, dw, db G.Value) error {
 	}, x, y, dy, dw, db)
 }
 
-func (g *GraphEngine) AvgPool(x, y G.Value, BC, HW int) error {
-	return g.run(func(a [5]buffer) error { return g.e.avgPool(a[0], a[1], BC, HW) }, x, y)
+func (g *GraphEngine) NewAvgPool(BC, HW int) (model.AvgPoolKernel, error) {
+	return gpuAvgPool{g, BC, HW}, nil
 }
 
-func (g *GraphEngine) AvgPoolBackward(dy, dx G.Value, BC, HW int) error {
-	return g.run(func(a [5]buffer) error { return g.e.avgPoolBackward(a[0], a[1], BC, HW) }, dy, dx)
+type gpuAvgPool struct {
+	g      *GraphEngine
+	BC, HW int
 }
 
-// Linear: w is the graph's (C, N), so z = h·w needs no transpose.
-func (g *GraphEngine) Linear(B, C, N int, h, w, b, z G.Value) error {
-	return g.run(func(a [5]buffer) error {
-		return first(g.e.sgemm(false, false, B, N, C, a[0], a[1], a[3]), g.e.addRows(a[3], a[2], B, N))
+func (p gpuAvgPool) Forward(x, y G.Value) error {
+	return p.g.run(func(a [5]buffer) error { return p.g.e.avgPool(a[0], a[1], p.BC, p.HW) }, x, y)
+}
+
+func (p gpuAvgPool) Backward(dy, dx G.Value) error {
+	return p.g.run(func(a [5]buffer) error { return p.g.e.avgPoolBackward(a[0], a[1], p.BC, p.HW) }, dy, dx)
+}
+
+func (g *GraphEngine) NewLinear(B, C, N int) (model.LinearKernel, error) {
+	return gpuLinear{g, B, C, N}, nil
+}
+
+type gpuLinear struct {
+	g       *GraphEngine
+	B, C, N int
+}
+
+// Forward: w is the graph's (C, N), so z = h·w needs no transpose.
+func (l gpuLinear) Forward(h, w, b, z G.Value) error {
+	e := l.g.e
+	return l.g.run(func(a [5]buffer) error {
+		return first(e.sgemm(false, false, l.B, l.N, l.C, a[0], a[1], a[3]), e.addRows(a[3], a[2], l.B, l.N))
 	}, h, w, b, z)
 }
 
-func (g *GraphEngine) LinearBackwardData(B, C, N int, w, dz, dh G.Value) error {
-	return g.run(func(a [5]buffer) error { return g.e.sgemm(false, true, B, C, N, a[1], a[0], a[2]) }, w, dz, dh)
+func (l gpuLinear) BackwardData(w, dz, dh G.Value) error {
+	return l.g.run(func(a [5]buffer) error { return l.g.e.sgemm(false, true, l.B, l.C, l.N, a[1], a[0], a[2]) }, w, dz, dh)
 }
 
-func (g *GraphEngine) LinearBackwardWeight(B, C, N int, h, dz, dw G.Value) error {
-	return g.run(func(a [5]buffer) error { return g.e.sgemm(true, false, C, N, B, a[0], a[1], a[2]) }, h, dz, dw)
+func (l gpuLinear) BackwardWeight(h, dz, dw G.Value) error {
+	return l.g.run(func(a [5]buffer) error { return l.g.e.sgemm(true, false, l.C, l.N, l.B, a[0], a[1], a[2]) }, h, dz, dw)
 }
 
-func (g *GraphEngine) LinearBackwardBias(B, N int, dz, db G.Value) error {
-	return g.run(func(a [5]buffer) error { return g.e.colSums(a[0], a[1], B, N) }, dz, db)
+func (l gpuLinear) BackwardBias(dz, db G.Value) error {
+	return l.g.run(func(a [5]buffer) error { return l.g.e.colSums(a[0], a[1], l.B, l.N) }, dz, db)
+}
+
+func (g *GraphEngine) NewXent(B, N int) (model.XentKernel, error) { return gpuXent{g, B, N}, nil }
+
+// gpuXent computes the loss on the host, from downloaded logits and target.
+type gpuXent struct {
+	g    *GraphEngine
+	B, N int
 }
 
 // fetchLoss downloads the logits and the target into the host scratch.
@@ -292,18 +319,20 @@ func (g *GraphEngine) fetchLoss(B, N int, z, t G.Value) error {
 	return first(g.Download(g.z, z), g.Download(g.t, t))
 }
 
-func (g *GraphEngine) Xent(B, N int, z, t G.Value) (float64, error) {
-	if err := g.fetchLoss(B, N, z, t); err != nil {
+func (x gpuXent) Forward(z, t G.Value) (float64, error) {
+	g := x.g
+	if err := g.fetchLoss(x.B, x.N, z, t); err != nil {
 		return 0, err
 	}
-	return cpuops.XentForward(B, N, g.z, g.t), nil
+	return cpuops.XentForward(x.B, x.N, g.z, g.t), nil
 }
 
-func (g *GraphEngine) XentBackward(B, N int, z, t G.Value, grad float32, dz G.Value) error {
-	if err := g.fetchLoss(B, N, z, t); err != nil {
+func (x gpuXent) Backward(z, t G.Value, grad float32, dz G.Value) error {
+	g := x.g
+	if err := g.fetchLoss(x.B, x.N, z, t); err != nil {
 		return err
 	}
-	cpuops.XentBackward(B, N, g.z, g.t, grad, g.dz)
+	cpuops.XentBackward(x.B, x.N, g.z, g.t, grad, g.dz)
 	return g.Upload(dz, g.dz)
 }
 

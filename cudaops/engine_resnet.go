@@ -10,8 +10,9 @@ import (
 	"stoke/model"
 )
 
-// GraphEngine's ResNet layers (model.ResNetEngine): the ResNet archs, and
-// the Nesterov and AdamW optimizers, on the device, over kernels_resnet.go.
+// GraphEngine's ResNet layers (model.Layers) and its Nesterov and
+// AdamW updates (model.Updater, with SGD), on the device, over
+// kernels_resnet.go.
 // Each layer is a small struct of its shape and device scratch; every call
 // makes the context current and enqueues on the engine's stream (run).
 //
@@ -20,7 +21,7 @@ import (
 // one conv call at a time and no call keeps anything in it for another
 // (the filter gradient redoes the im2col).
 
-var _ model.ResNetEngine = (*GraphEngine)(nil)
+var _ model.Engine = (*GraphEngine)(nil)
 
 // workspace returns the shared conv workspace, (re)allocated to the largest
 // size asked for so far. The old one stays allocated until Close (the

@@ -3,6 +3,7 @@ package cudaops
 import (
 	"fmt"
 	"math"
+	"strings"
 )
 
 // buffer is an engine's array: device memory on the GPU, a slice on the CPU.
@@ -61,4 +62,20 @@ func first(errs ...error) error {
 		}
 	}
 	return nil
+}
+
+// ptxEntries lists the kernels a PTX module defines, its ".entry NAME("
+// lines in order (PTX ISA, "Kernel function declarations").
+func ptxEntries(ptx string) []string {
+	var names []string
+	for _, line := range strings.Split(ptx, "\n") {
+		_, rest, ok := strings.Cut(line, ".entry ")
+		if !ok {
+			continue
+		}
+		if name, _, ok := strings.Cut(rest, "("); ok {
+			names = append(names, strings.TrimSpace(name))
+		}
+	}
+	return names
 }

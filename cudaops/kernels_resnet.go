@@ -23,11 +23,6 @@ import (
 // the convolution's filter gradient when sgemm splits its long inner
 // dimension (atomicAdd of the slices, as for the cnn's convs).
 
-func init() { kernelNames = append(kernelNames, resnetKernelNames...) }
-
-var resnetKernelNames = []string{"add_f32", "copy_f32", "swap01", "im2col_s", "col2im_s", "bn_forward", "bn_backward",
-	"maxpool_k", "maxpool_k_backward", "add_relu", "relu_grad", "sgd_nesterov", "adamw"}
-
 // needs checks that each buffer (devBuf) holds at least the elements a
 // kernel will touch, so that a wrong shape is an error here rather than a
 // fault on the device.

@@ -75,8 +75,8 @@ func TestGPUResNetGraphMatchesCPU(t *testing.T) {
 	}
 	defer eng.Close()
 	for _, tc := range resnetCases() {
-		ctap := &paritytest.Tap{ResNetEngine: model.CPUEngine().(model.ResNetEngine), Raw: true}
-		gtap := &paritytest.Tap{ResNetEngine: eng, Raw: true, Follow: ctap, Within: 1e-5}
+		ctap := &paritytest.Tap{Engine: model.CPUEngine(), Raw: true}
+		gtap := &paritytest.Tap{Engine: eng, Raw: true, Follow: ctap, Within: 1e-5}
 		cpu, err := model.NewOn(ctap, tc.spec, tc.opt)
 		if err != nil {
 			t.Fatal(err)

@@ -1,7 +1,10 @@
-// Package model is the CNN as a gorgonia expression graph: conv blocks
-// (convolution, bias, ReLU, optional max-pool), global average pool, a
-// linear head and softmax cross-entropy; SGD with momentum and weight decay;
-// and safetensors files for its weights and optimizer state.
+// Package model is the networks as gorgonia expression graphs of our own
+// ops: the plain cnn (conv blocks of convolution, bias, ReLU and an
+// optional max-pool), torchvision's BasicBlock ResNets (resnet18/34) and He
+// et al.'s CIFAR ResNets (resnet20/32/56) with BatchNorm, then a global
+// average pool, a linear head and softmax cross-entropy (label smoothing);
+// the optimizers SGD, Nesterov and AdamW; and safetensors files for the
+// weights and the optimizer state, in torchvision's state_dict names.
 //
 // It knows nothing of where batches come from: a step takes a float32 NCHW
 // slice and int32 labels (TrainStep), or, through the trainer's seam
@@ -15,29 +18,51 @@
 // that weights the n valid rows 1/n and the padding 0, so the padding adds
 // nothing to the loss or the gradients.
 //
+// A network is a composition of layers (layers.go): a layer's constructor
+// makes its parameters under torchvision's names, initialised in state_dict
+// order (PyTorch's default init for the cnn, torchvision's for the
+// ResNets), and its apply makes its graph nodes from those same fields; an
+// arch (cnn, resnet) is a function that composes them. There is no second
+// walk over the layers that must agree with the first.
+//
 // gorgonia gives the graph, its shape checks, the symbolic gradients and
-// the tape machine; every node that computes is an Op of ours (ops.go),
-// forward and gradient alike, whose work is a kernel of package cpuops
-// (the op table is in its package comment) and whose output buffer is
-// allocated once and reused, so a step allocates only gorgonia's own
-// bookkeeping. The matrix multiplies are package gemm's (Kernel names the
-// one in use). gorgonia's built-in layers are not used: its Conv2d and
-// MaxPool2D are correct but slow (transposes and fresh buffers every run);
-// its GlobalAveragePool2D has no gradient and AveragePool2D and two-axis
-// Mean are wrong (docs/gorgonia.md).
+// the tape machine. Every node that computes is an Op of ours (ops.go,
+// resnet_ops.go, loss.go), forward and gradient alike, but gorgonia's
+// elementwise Add where a value has two consumers (the gradient sum at a
+// residual block's input, and the cnn's Spec.Skip adds). Each op's work is
+// a call on the model's Engine (engine.go): CPUEngine runs package cpuops's
+// kernels, whose matrix multiplies are package gemm's (Kernel names the one
+// in use); cudaops's GraphEngine runs the same graph on a GPU. Each op's
+// output buffer is allocated once and reused, so a step allocates only
+// gorgonia's own bookkeeping. gorgonia's built-in layers are not used: its
+// Conv2d and MaxPool2D are correct but slow (transposes and fresh buffers
+// every run); its GlobalAveragePool2D has no gradient and AveragePool2D and
+// two-axis Mean are wrong (docs/gorgonia.md).
+//
+// The optimizer (optim.go) is a value of type Optimizer, SGD, Nesterov or
+// AdamW (torch.optim's semantics), chosen once from the Options; it updates
+// each parameter through the engine's Updater, on the engine's values, so
+// every arch has every optimizer on every engine. Its state is a list of
+// slots per parameter, named as PyTorch's (".momentum_buffer", or
+// ".exp_avg" and ".exp_avg_sq"), then "optimizer.step".
 //
 // Files:
 //
-//	spec.go         Spec, ConvSpec and their validation
-//	model.go        the graph, the steps, Close
-//	step.go         the trainer's seam: Input, Pending, StepTimes; Start and Eval
-//	ops.go          the graph's ops (conv block, global average pool, linear) over cpuops; Kernel
-//	loss.go         softmax cross-entropy, forward and gradient
-//	params.go       initialisation (PyTorch's defaults), Params/OptimizerState/Load, the SGD update
-//	safetensors.go  checkpoint files
-//
-// The optimizer is ours, in Go, on the parameters' backing arrays
-// (PyTorch's torch.optim.SGD semantics).
+//	spec.go          Spec, ConvSpec and their validation
+//	resnet.go        the ResNet layouts, BatchNorm layers and their buffers
+//	layers.go        the layers and the archs' compositions
+//	model.go         the graph, the steps, Close
+//	step.go          the trainer's seam: Input, Pending, StepTimes; Start and Eval
+//	ops.go           the ops (conv block, global average pool, linear) and their gradients; Kernel
+//	resnet_ops.go    the ResNets' ops (conv, BatchNorm, BatchNorm + add + ReLU, max-pool)
+//	loss.go          softmax cross-entropy, forward and gradient
+//	engine.go        Engine (Values, Layers, Updater), CPUEngine
+//	engine_resnet.go the ResNets' layer kernels on the CPU
+//	optim.go         Optimizer, SGD, Nesterov, AdamW, the update, OptimizerState
+//	params.go        Params, State, Load and the state dict's checks
+//	gradsync.go      GradSync: the data-parallel hook between backward and update
+//	estimate.go      the memory estimate
+//	safetensors.go   checkpoint files
 //
 // Two gorgonia traps shape the code: graph nodes are hash-consed and input
 // nodes are told apart by name alone, so every input must have a unique

@@ -9,11 +9,13 @@ import (
 	"stoke/cpuops"
 )
 
-// Engine runs the graph's layers on one device: every op of the cnn arch
-// (ops.go, loss.go) calls it, and the ResNets' ops call its ResNetEngine
-// extension (engine_resnet.go), so the same gorgonia graph — its gradient and
-// its order of execution — runs on the CPU (CPUEngine, cpuops's kernels) and
-// on a GPU (cudaops's engine, kernels.cu on device memory).
+// Engine runs the graph's layers on one device: every op (ops.go,
+// resnet_ops.go, loss.go) calls it, so the same gorgonia graph — its
+// gradient and its order of execution — runs on the CPU (CPUEngine,
+// cpuops's kernels) and on a GPU (cudaops's GraphEngine, kernels.cu on
+// device memory). It is three small interfaces: its memory (Values), its layers'
+// kernels (factories of one layer of a fixed shape each) and its
+// optimizers' updates.
 //
 // Values are float32 *tensor.Dense made by NewValue: host slices on the CPU,
 // device memory elsewhere (tensor.FromMemory; gorgonia only reads their
@@ -22,34 +24,75 @@ import (
 // ops on one of its own): a GPU engine makes its context current itself.
 // Calls on one engine are never concurrent.
 type Engine interface {
+	Values
+	Layers
+	Updater
+}
+
+// Values is an engine's memory: its values, their copies to and from
+// the host and between values.
+type Values interface {
 	// Host says values are host slices: the model then reads and writes
 	// them in place instead of copying through Upload and Download.
 	Host() bool
 	NewValue(shape tensor.Shape) (*tensor.Dense, error) // zeroed
 	Upload(dst G.Value, src []float32) error
 	Download(dst []float32, src G.Value) error // complete when it returns
+	Copy(dst, src G.Value) error               // same sizes
 	// TensorEngine is what gorgonia's own ops compute with on this
 	// engine's values: the Add that Backpropagate inserts where a node has
 	// two consumers (a residual block's input) calls its tensor.Adder.
 	// nil on the host: gorgonia's standard engine.
 	TensorEngine() tensor.Engine
+}
 
-	// NewConv is one conv block of a fixed shape: y = ReLU(conv(x, w) + b),
+// Layers makes the kernels of one layer of a fixed shape: each keeps what
+// its backward needs of its forward (a max-pool's argmax), and its
+// scratch.
+type Layers interface {
+	// NewConv is one conv block of the cnn: y = ReLU(conv(x, w) + b),
 	// KxK, stride 1, pad K/2, max-pooled 2x2 when pool (cpuops.Conv).
 	NewConv(B, Cin, H, W, Cout, K int, pool bool) (ConvKernel, error)
-	AvgPool(x, y G.Value, BC, HW int) error           // (B,C,H,W) → (B,C)
-	AvgPoolBackward(dy, dx G.Value, BC, HW int) error // (B,C) → (B,C,H,W)
-	// Linear is z = h·w + b for h (B,C), w (C,N), b (N); and its gradients.
-	Linear(B, C, N int, h, w, b, z G.Value) error
-	LinearBackwardData(B, C, N int, w, dz, dh G.Value) error
-	LinearBackwardWeight(B, C, N int, h, dz, dw G.Value) error
-	LinearBackwardBias(B, N int, dz, db G.Value) error
-	// Xent is Σ t·(logsumexp(z) − z) over (B,N) logits z and a weighted
-	// target t; XentBackward is dz = g·(softmax(z)·Σt − t).
-	Xent(B, N int, z, t G.Value) (float64, error)
-	XentBackward(B, N int, z, t G.Value, g float32, dz G.Value) error
-	// SGD is torch.optim.SGD (dampening 0, no Nesterov) on n elements.
-	SGD(w, grad, v G.Value, n int, lr, momentum, wd float32, first bool) error
+	// NewConv2d is y = conv(x, w) over (B,Cin,H,W) with a (Cout,Cin,K,K)
+	// filter, stride and zero padding pad, no bias (cpuops.Conv2d).
+	NewConv2d(B, Cin, H, W, Cout, K, stride, pad int) (Conv2dKernel, error)
+	// NewBatchNorm is BatchNorm2d(C) over (B,C,HW), ReLU fused after it
+	// when relu (cpuops.BatchNorm).
+	NewBatchNorm(B, C, HW int, relu bool) (BatchNormKernel, error)
+	// NewBatchNormAddReLU is y = ReLU(BatchNorm2d(C)(x) + s) over
+	// (B,C,HW), a BasicBlock's bn2 and residual join
+	// (cpuops.NewBatchNormAddReLU).
+	NewBatchNormAddReLU(B, C, HW int) (BatchNormAddReLUKernel, error)
+	// NewMaxPool is MaxPool2d(K, stride, pad) over (B,C,H,W) (cpuops.MaxPoolK).
+	NewMaxPool(B, C, H, W, K, stride, pad int) (MaxPoolKernel, error)
+	// NewAvgPool is the global average pool (B,C,H,W) → (B,C), BC = B·C
+	// rows of HW.
+	NewAvgPool(BC, HW int) (AvgPoolKernel, error)
+	// NewLinear is z = h·w + b for h (B,C), w (C,N), b (N).
+	NewLinear(B, C, N int) (LinearKernel, error)
+	// NewXent is the loss over (B,N) logits (loss.go).
+	NewXent(B, N int) (XentKernel, error)
+}
+
+// AvgPoolKernel is the global average pool and its gradient.
+type AvgPoolKernel interface {
+	Forward(x, y G.Value) error
+	Backward(dy, dx G.Value) error
+}
+
+// LinearKernel is z = h·w + b and its gradients.
+type LinearKernel interface {
+	Forward(h, w, b, z G.Value) error
+	BackwardData(w, dz, dh G.Value) error
+	BackwardWeight(h, dz, dw G.Value) error
+	BackwardBias(dz, db G.Value) error
+}
+
+// XentKernel is Σ t·(logsumexp(z) − z) over logits z and a weighted target
+// t; Backward is dz = g·(softmax(z)·Σt − t).
+type XentKernel interface {
+	Forward(z, t G.Value) (float64, error)
+	Backward(z, t G.Value, g float32, dz G.Value) error
 }
 
 // ConvKernel is one conv block's kernels (cpuops.Conv's contract): y is the
@@ -147,7 +190,11 @@ func (c cpuConv) BackwardFilter(x, y, dy, dw, db G.Value) error {
 	return err
 }
 
-func (cpuEngine) AvgPool(x, y G.Value, _, _ int) error {
+func (cpuEngine) NewAvgPool(BC, HW int) (AvgPoolKernel, error) { return cpuAvgPool{}, nil }
+
+type cpuAvgPool struct{}
+
+func (cpuAvgPool) Forward(x, y G.Value) error {
 	a, err := host(x, y)
 	if err == nil {
 		cpuops.AvgPoolForward(a[0], a[1])
@@ -155,7 +202,7 @@ func (cpuEngine) AvgPool(x, y G.Value, _, _ int) error {
 	return err
 }
 
-func (cpuEngine) AvgPoolBackward(dy, dx G.Value, _, _ int) error {
+func (cpuAvgPool) Backward(dy, dx G.Value) error {
 	a, err := host(dy, dx)
 	if err == nil {
 		cpuops.AvgPoolBackward(a[0], a[1])
@@ -163,50 +210,58 @@ func (cpuEngine) AvgPoolBackward(dy, dx G.Value, _, _ int) error {
 	return err
 }
 
-func (cpuEngine) Linear(B, C, N int, h, w, b, z G.Value) error {
+func (cpuEngine) NewLinear(B, C, N int) (LinearKernel, error) { return cpuLinear{B, C, N}, nil }
+
+type cpuLinear struct{ B, C, N int }
+
+func (l cpuLinear) Forward(h, w, b, z G.Value) error {
 	a, err := host(h, w, b, z)
 	if err == nil {
-		cpuops.LinearForward(B, C, N, a[0], a[1], a[2], a[3])
+		cpuops.LinearForward(l.B, l.C, l.N, a[0], a[1], a[2], a[3])
 	}
 	return err
 }
 
-func (cpuEngine) LinearBackwardData(B, C, N int, w, dz, dh G.Value) error {
+func (l cpuLinear) BackwardData(w, dz, dh G.Value) error {
 	a, err := host(w, dz, dh)
 	if err == nil {
-		cpuops.LinearBackwardData(B, C, N, a[0], a[1], a[2])
+		cpuops.LinearBackwardData(l.B, l.C, l.N, a[0], a[1], a[2])
 	}
 	return err
 }
 
-func (cpuEngine) LinearBackwardWeight(B, C, N int, h, dz, dw G.Value) error {
+func (l cpuLinear) BackwardWeight(h, dz, dw G.Value) error {
 	a, err := host(h, dz, dw)
 	if err == nil {
-		cpuops.LinearBackwardWeight(B, C, N, a[0], a[1], a[2])
+		cpuops.LinearBackwardWeight(l.B, l.C, l.N, a[0], a[1], a[2])
 	}
 	return err
 }
 
-func (cpuEngine) LinearBackwardBias(B, N int, dz, db G.Value) error {
+func (l cpuLinear) BackwardBias(dz, db G.Value) error {
 	a, err := host(dz, db)
 	if err == nil {
-		cpuops.LinearBackwardBias(B, N, a[0], a[1])
+		cpuops.LinearBackwardBias(l.B, l.N, a[0], a[1])
 	}
 	return err
 }
 
-func (cpuEngine) Xent(B, N int, z, t G.Value) (float64, error) {
+func (cpuEngine) NewXent(B, N int) (XentKernel, error) { return cpuXent{B, N}, nil }
+
+type cpuXent struct{ B, N int }
+
+func (x cpuXent) Forward(z, t G.Value) (float64, error) {
 	a, err := host(z, t)
 	if err != nil {
 		return 0, err
 	}
-	return cpuops.XentForward(B, N, a[0], a[1]), nil
+	return cpuops.XentForward(x.B, x.N, a[0], a[1]), nil
 }
 
-func (cpuEngine) XentBackward(B, N int, z, t G.Value, g float32, dz G.Value) error {
+func (x cpuXent) Backward(z, t G.Value, g float32, dz G.Value) error {
 	a, err := host(z, t, dz)
 	if err == nil {
-		cpuops.XentBackward(B, N, a[0], a[1], g, a[2])
+		cpuops.XentBackward(x.B, x.N, a[0], a[1], g, a[2])
 	}
 	return err
 }
@@ -215,6 +270,22 @@ func (cpuEngine) SGD(w, grad, v G.Value, _ int, lr, momentum, wd float32, first 
 	a, err := host(w, grad, v)
 	if err == nil {
 		SGDUpdate(a[0], a[1], a[2], lr, momentum, wd, first)
+	}
+	return err
+}
+
+func (cpuEngine) SGDNesterov(w, grad, v G.Value, _ int, lr, momentum, wd float32, first bool) error {
+	a, err := host(w, grad, v)
+	if err == nil {
+		SGDNesterovUpdate(a[0], a[1], a[2], lr, momentum, wd, first)
+	}
+	return err
+}
+
+func (cpuEngine) AdamW(w, grad, m, v G.Value, _ int, lr, b1, b2, eps, wd float32, t int64) error {
+	a, err := host(w, grad, m, v)
+	if err == nil {
+		AdamWUpdate(a[0], a[1], a[2], a[3], lr, b1, b2, eps, wd, t)
 	}
 	return err
 }

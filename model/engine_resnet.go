@@ -8,34 +8,6 @@ import (
 	"stoke/cpuops"
 )
 
-// ResNetEngine is what the ResNet archs, and the Nesterov and AdamW
-// optimizers, need of an engine beyond Engine: strided and 1x1 convolution
-// without bias, BatchNorm2d, a BasicBlock's end (BatchNorm2d, the residual
-// join and ReLU as one op), the max-pool of the imagenet stem, a copy (the BatchNorm running statistics are staged during a step,
-// kept only when it succeeds), and the two optimizers' updates. Values are
-// the engine's (NewValue), as for Engine; the BatchNorm running statistics
-// are engine values too. NewOn refuses a ResNet arch, or one of those
-// optimizers, on an engine without it, naming what was asked.
-type ResNetEngine interface {
-	Engine
-	// NewConv2d is y = conv(x, w) over (B,Cin,H,W) with a (Cout,Cin,K,K)
-	// filter, stride and zero padding pad, no bias (cpuops.Conv2d).
-	NewConv2d(B, Cin, H, W, Cout, K, stride, pad int) (Conv2dKernel, error)
-	// NewBatchNorm is BatchNorm2d(C) over (B,C,HW), ReLU fused after it
-	// when relu (cpuops.BatchNorm).
-	NewBatchNorm(B, C, HW int, relu bool) (BatchNormKernel, error)
-	// NewBatchNormAddReLU is y = ReLU(BatchNorm2d(C)(x) + s) over
-	// (B,C,HW), a BasicBlock's bn2 and residual join
-	// (cpuops.NewBatchNormAddReLU).
-	NewBatchNormAddReLU(B, C, HW int) (BatchNormAddReLUKernel, error)
-	// NewMaxPool is MaxPool2d(K, stride, pad) over (B,C,H,W) (cpuops.MaxPoolK).
-	NewMaxPool(B, C, H, W, K, stride, pad int) (MaxPoolKernel, error)
-	Copy(dst, src G.Value) error // same sizes
-	// SGDNesterov is SGDNesterovUpdate, AdamW is AdamWUpdate, on n elements.
-	SGDNesterov(w, grad, v G.Value, n int, lr, momentum, wd float32, first bool) error
-	AdamW(w, grad, m, v G.Value, n int, lr, b1, b2, eps, wd float32, t int64) error
-}
-
 // Conv2dKernel is one convolution's kernels (cpuops.Conv2d's contract).
 type Conv2dKernel interface {
 	Forward(x, w, y G.Value) error
@@ -72,24 +44,7 @@ type MaxPoolKernel interface {
 	Backward(dy, dx G.Value) error
 }
 
-var _ ResNetEngine = cpuEngine{}
-
-// resnetEngine returns eng's ResNet layers, or an error naming what needs
-// them.
-func resnetEngine(eng Engine, spec Spec, opt Options) (ResNetEngine, error) {
-	re, ok := eng.(ResNetEngine)
-	switch {
-	case ok:
-		return re, nil
-	case spec.IsResNet():
-		return nil, fmt.Errorf("model.arch %s: the engine (%T) has no ResNet layers (model.ResNetEngine)", spec.Arch, eng)
-	case opt.Optimizer == OptimizerAdamW:
-		return nil, fmt.Errorf("model.options.optimizer %s: the engine (%T) has no AdamW update (model.ResNetEngine)", opt.Optimizer, eng)
-	case opt.Nesterov:
-		return nil, fmt.Errorf("model.options.nesterov: the engine (%T) has no Nesterov update (model.ResNetEngine)", eng)
-	}
-	return nil, nil
-}
+var _ Engine = cpuEngine{}
 
 func (e cpuEngine) NewConv2d(B, Cin, H, W, Cout, K, stride, pad int) (Conv2dKernel, error) {
 	k, err := cpuops.NewConv2d(B, Cin, H, W, Cout, K, stride, pad)
@@ -240,20 +195,4 @@ func (cpuEngine) Copy(dst, src G.Value) error {
 	}
 	copy(v[0], v[1])
 	return nil
-}
-
-func (cpuEngine) SGDNesterov(w, grad, v G.Value, _ int, lr, momentum, wd float32, first bool) error {
-	a, err := host(w, grad, v)
-	if err == nil {
-		SGDNesterovUpdate(a[0], a[1], a[2], lr, momentum, wd, first)
-	}
-	return err
-}
-
-func (cpuEngine) AdamW(w, grad, m, v G.Value, _ int, lr, b1, b2, eps, wd float32, t int64) error {
-	a, err := host(w, grad, m, v)
-	if err == nil {
-		AdamWUpdate(a[0], a[1], a[2], a[3], lr, b1, b2, eps, wd, t)
-	}
-	return err
 }

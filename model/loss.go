@@ -26,11 +26,14 @@ func (s *opSet) softmaxCrossEntropy(logits, target *G.Node) (*G.Node, error) {
 	if !logits.Shape().Eq(target.Shape()) {
 		return nil, fmt.Errorf("logits %v and target %v must be equal (B,K) shapes", logits.Shape(), target.Shape())
 	}
-	eng := s.engine()
+	k, err := s.engine().NewXent(B, K)
+	if err != nil {
+		return nil, err
+	}
 	fwd := s.op("SoftmaxCrossEntropy", []int{2, 2}, nil)
 	fwd.wrt = []bool{true, false}
 	fwd.do = func(v []G.Value) error {
-		l, err := eng.Xent(B, K, v[0], v[1])
+		l, err := k.Forward(v[0], v[1])
 		*fwd.out.(*G.F32) = G.F32(l)
 		return err
 	}
@@ -41,7 +44,7 @@ func (s *opSet) softmaxCrossEntropy(logits, target *G.Node) (*G.Node, error) {
 			if err != nil {
 				return err
 			}
-			return eng.XentBackward(B, K, v[0], v[1], g, op.out)
+			return k.Backward(v[0], v[1], g, op.out)
 		}
 		dz, err := apply(op, inputs[0], inputs[1], grad)
 		return G.Nodes{dz, nil}, err

@@ -66,17 +66,20 @@ type param struct {
 	node       *G.Node
 	grad       *G.Node
 	data       []float32
-	mom        []float32 // SGD: momentum buffer; AdamW: exp_avg
-	mom2       []float32 // AdamW: exp_avg_sq
 	noDecay    bool      // a BatchNorm parameter or a bias
 	bn         *bnLayer  // set on a BatchNorm's bias: its buffers follow it in the state dict
 	gradData   []float32 // the gradient op's own output buffer (GradSync)
-	momV       G.Value   // a device engine's momentum buffer (data and mom are then host copies)
-	mom2V      G.Value   // a device engine's exp_avg_sq (AdamW)
+	// slots are the optimizer's state (Optimizer.Slots: SGD's momentum
+	// buffer; AdamW's exp_avg, exp_avg_sq), in the graph's layout; slotV
+	// their engine values (on the host, the slices themselves; on a
+	// device, device copies, and slots are then host copies, as data is).
+	slots [][]float32
+	slotV []G.Value
 }
 
-// Model is a CNN built as one gorgonia graph with a fixed batch size, and
-// its SGD state. A Model is not safe for concurrent use.
+// Model is a network (the cnn or a ResNet) built as one gorgonia graph with
+// a fixed batch size, and its optimizer's state. A Model is not safe for
+// concurrent use.
 type Model struct {
 	spec Spec
 	opt  Options
@@ -89,7 +92,8 @@ type Model struct {
 	logits  *G.Node
 	loss    *G.Node
 	params  []*param
-	steps   int64 // optimizer steps taken; the first one seeds momentum
+	optim   Optimizer // Options.optimizer, chosen once
+	steps   int64     // optimizer steps taken; the first one seeds momentum
 	closed  bool
 	sync    GradSync    // between backward and update (data parallel); nil = none
 	staged  [][]float32 // a device engine's gradients on the host, for sync
@@ -98,12 +102,11 @@ type Model struct {
 	mode bnMode
 
 	eng         Engine        // runs the ops; CPUEngine unless NewOn was given another
-	re          ResNetEngine  // eng's ResNet layers and optimizers, when it has them
 	dev         bool          // eng's values are not host slices: x, target, logits go through it
 	xV, targetV *tensor.Dense // the inputs' values (on the device when dev)
 	xNode       *G.Node
-	xBound      G.Value   // the value xNode is bound to: xV, or a caller's (TrainStepValue)
-	in          G.Value   // set during a *Value step: the input value
+	xBound      G.Value   // the value xNode is bound to: xV, or a caller's (Input.Value)
+	in          G.Value   // set during a step on an Input.Value, or LogitsValue: the input value
 	hostLogits  []float32 // dev: the logits, downloaded after each run
 	stale       bool      // dev: the host copies of the weights and momentum are behind the device's
 }
@@ -118,8 +121,8 @@ var buildMu sync.Mutex
 func New(spec Spec, opt Options) (*Model, error) { return NewOn(CPUEngine(), spec, opt) }
 
 // NewOn is New with the graph's values and ops on eng: the same graph, the
-// same initial weights, on another device (cudaops's engine). The ResNet
-// archs, Nesterov and AdamW need an engine that is a ResNetEngine.
+// same initial weights, on another device (cudaops's engine), for every
+// arch and optimizer.
 func NewOn(eng Engine, spec Spec, opt Options) (*Model, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
@@ -136,22 +139,8 @@ func NewOn(eng Engine, spec Spec, opt Options) (*Model, error) {
 	if err := opt.validate(); err != nil {
 		return nil, err
 	}
-	m := &Model{spec: spec, opt: opt, eng: eng, dev: !eng.Host()}
+	m := &Model{spec: spec, opt: opt, optim: opt.optimizer(), eng: eng, dev: !eng.Host()}
 	var err error
-	if m.re, err = resnetEngine(eng, spec, opt); err != nil {
-		return nil, fmt.Errorf("model: %w", err)
-	}
-	if spec.IsResNet() {
-		m.resnetParams()
-	} else {
-		m.initParams()
-	}
-	if opt.Optimizer == OptimizerAdamW {
-		for _, p := range m.params {
-			p.mom2 = make([]float32, len(p.data))
-		}
-	}
-
 	buildMu.Lock()
 	err = m.build()
 	buildMu.Unlock()
@@ -162,15 +151,15 @@ func NewOn(eng Engine, spec Spec, opt Options) (*Model, error) {
 	return m, nil
 }
 
-// build makes the graph, every node an op of ours (ops.go):
+// build makes the graph, every node an op of ours (ops.go) but the cnn's
+// skip adds (gorgonia's Add):
 //
-//	x (B,3,S,S) → [ConvBiasReLU(Pool) KxK pad K/2, max-pool 2x2 fused]… →
+//	x (B,3,S,S) → the arch's layers (layers.go: cnn, resnet) →
 //	GlobalAvgPool (B,C) → Linear ·W + b → logits (B,K)
 //	loss = SoftmaxCrossEntropy(logits, target)
 //
-// (the ResNets' layers in place of the conv blocks: buildResNet), then the
-// gradients and the two machines. gorgonia's GlobalAveragePool2D has no
-// gradient and its AveragePool2D and two-axis Mean are wrong
+// then the gradients and the two machines. gorgonia's GlobalAveragePool2D
+// has no gradient and its AveragePool2D and two-axis Mean are wrong
 // (docs/gorgonia.md); its Conv2d and MaxPool2D are correct but slow
 // (transposes, fresh buffers each run).
 func (m *Model) build() error {
@@ -179,30 +168,33 @@ func (m *Model) build() error {
 	if err != nil {
 		return err
 	}
-	if err := m.paramNodes(x, target); err != nil {
-		return err
-	}
-	ops := opSet{eng: m.eng}
+	b := newBuilder(m)
 	var h *G.Node
 	if m.spec.IsResNet() {
-		h, err = m.buildResNet(&ops, x)
+		var l resnetLayout
+		if l, err = m.spec.layout(); err == nil {
+			h, err = resnet(b, l, x)
+		}
 	} else {
-		h, err = m.buildConvBlocks(&ops, x)
+		h, err = cnn(b, m.spec, x)
 	}
 	if err != nil {
 		return err
 	}
-	if err := m.buildHead(&ops, h, target); err != nil {
+	if err := head(b, h, target, m.spec.Classes); err != nil {
 		return err
 	}
-	if ops.err != nil {
-		return ops.err
+	if b.ops.err != nil {
+		return b.ops.err
+	}
+	if err := m.distinctInputs(x, target); err != nil {
+		return err
 	}
 	if err := m.gradients(); err != nil {
 		return err
 	}
-	if ops.err != nil { // the gradient ops' values
-		return ops.err
+	if b.ops.err != nil { // the gradient ops' values
+		return b.ops.err
 	}
 	return m.compile()
 }
@@ -228,84 +220,17 @@ func (m *Model) inputNodes() (x, target *G.Node, err error) {
 	return x, target, nil
 }
 
-// paramNodes makes a node for every parameter, over its data (on a
-// device, a copy, with device momentum buffers), and checks that no two
-// of the graph's inputs became one node.
-func (m *Model) paramNodes(x, target *G.Node) error {
-	for _, p := range m.params {
-		shape := p.shape
-		if p.transposed {
-			shape = []int{p.shape[1], p.shape[0]}
-		}
-		val, err := m.value(p.data, shape...)
-		if err != nil {
-			return fmt.Errorf("%s: %w", p.name, err)
-		}
-		if m.dev {
-			if p.momV, err = m.value(p.mom, shape...); err != nil {
-				return fmt.Errorf("%s momentum: %w", p.name, err)
-			}
-			if p.mom2 != nil {
-				if p.mom2V, err = m.value(p.mom2, shape...); err != nil {
-					return fmt.Errorf("%s exp_avg_sq: %w", p.name, err)
-				}
-			}
-		}
-		p.node = G.NewTensor(m.g, tensor.Float32, len(shape), G.WithShape(shape...), G.WithName(p.name), G.WithValue(val))
-	}
-
-	// gorgonia hash-conses nodes and tells inputs apart by name alone: two
-	// inputs sharing a name would silently become one node. Names are
-	// unique here; check that the graph agrees.
+// distinctInputs checks that no two of the graph's inputs became one node:
+// gorgonia hash-conses nodes and tells inputs apart by name alone, so two
+// inputs sharing a name would silently merge. Names are unique here;
+// check that the graph agrees.
+func (m *Model) distinctInputs(x, target *G.Node) error {
 	seen := map[*G.Node]bool{x: true, target: true}
 	for _, p := range m.params {
 		if seen[p.node] {
 			return fmt.Errorf("input %s aliases another input node", p.name)
 		}
 		seen[p.node] = true
-	}
-	return nil
-}
-
-// buildConvBlocks adds the cnn's conv blocks (Spec.Conv, with the skips of
-// Spec.Skip) from x to the last block's output.
-func (m *Model) buildConvBlocks(ops *opSet, x *G.Node) (*G.Node, error) {
-	B := m.opt.Batch
-	in, _ := m.spec.featureSizes()
-	h, cin := x, 3
-	for i, c := range m.spec.Conv {
-		w, b := m.params[2*i].node, m.params[2*i+1].node
-		conv, err := m.eng.NewConv(B, cin, in[i], in[i], c.Channels, c.Kernel, c.Pool)
-		if err != nil {
-			return nil, fmt.Errorf("conv%d: %w", i, err)
-		}
-		skip := h
-		if h, err = ops.convBlock(conv, B, cin, in[i], in[i], c.Channels, c.Kernel, c.Pool, h, w, b, i > 0); err != nil {
-			return nil, fmt.Errorf("conv%d: %w", i, err)
-		}
-		if m.spec.skips(i) {
-			if h, err = G.Add(skip, h); err != nil {
-				return nil, fmt.Errorf("conv%d skip: %w", i, err)
-			}
-		}
-		cin = c.Channels
-	}
-	return h, nil
-}
-
-// buildHead adds the global average pool, fc (the last two parameters)
-// and the loss.
-func (m *Model) buildHead(ops *opSet, h, target *G.Node) error {
-	var err error
-	if h, err = ops.avgPool(h); err != nil {
-		return fmt.Errorf("global average pool: %w", err)
-	}
-	fcW, fcB := m.params[len(m.params)-2].node, m.params[len(m.params)-1].node
-	if m.logits, err = ops.linear(h, fcW, fcB); err != nil {
-		return fmt.Errorf("fc: %w", err)
-	}
-	if m.loss, err = ops.softmaxCrossEntropy(m.logits, target); err != nil {
-		return fmt.Errorf("loss: %w", err)
 	}
 	return nil
 }
@@ -380,7 +305,7 @@ func (m *Model) finishStep(loss float32, logits []float32, grads [][]float32, la
 			return StepResult{}, fmt.Errorf("model.TrainStep: %w", err)
 		}
 	}
-	if err := m.update(grads, lr); err != nil {
+	if err := m.update(lr); err != nil {
 		return StepResult{}, fmt.Errorf("model.TrainStep: %w", err)
 	}
 	m.steps++
@@ -527,32 +452,12 @@ func (m *Model) load(x []float32, labels []int32, n int) error {
 	return m.loadInput(x, m.in, labels, n)
 }
 
-// TrainStepValue is TrainStep on a batch already in the engine's memory: x
-// is a (B,3,S,S) value of the model's engine (NewValue) whose rows from n
-// on are zero. A device backend copies and normalizes its batches there
-// itself, so that the copy can overlap the previous step.
-func (m *Model) TrainStepValue(x G.Value, labels []int32, n int, lr float32) (StepResult, error) {
-	m.in = x
-	defer func() { m.in = nil }()
-	return m.TrainStep(nil, labels, n, lr)
-}
-
-// EvalStepValue is EvalStep on a batch in the engine's memory (TrainStepValue).
-func (m *Model) EvalStepValue(x G.Value, labels []int32, n int) (EvalResult, error) {
-	m.in = x
-	defer func() { m.in = nil }()
-	return m.EvalStep(nil, labels, n)
-}
-
-// LogitsValue is Logits on a batch in the engine's memory (TrainStepValue).
+// LogitsValue is Logits on a batch in the engine's memory (Input.Value).
 func (m *Model) LogitsValue(x G.Value, n int) ([]float32, error) {
 	m.in = x
 	defer func() { m.in = nil }()
 	return m.Logits(nil, n)
 }
-
-// Engine is the engine the model's graph runs on.
-func (m *Model) Engine() Engine { return m.eng }
 
 // loadInput is load with the input either host floats x or, when xv is not
 // nil, a value of the engine's already holding the batch (padding zeroed).

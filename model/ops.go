@@ -202,14 +202,16 @@ func (s *opSet) convBlock(k ConvKernel, B, Cin, H, W, Cout, K int, pool bool, x,
 // avgPool is the global average pool (B,C,H,W) → (B,C).
 func (s *opSet) avgPool(x *G.Node) (*G.Node, error) {
 	sh := x.Shape()
-	BC, HW := sh[0]*sh[1], sh[2]*sh[3]
-	eng := s.engine()
+	k, err := s.engine().NewAvgPool(sh[0]*sh[1], sh[2]*sh[3])
+	if err != nil {
+		return nil, err
+	}
 	fwd := s.op("GlobalAvgPool", []int{4}, tensor.Shape{sh[0], sh[1]})
 	fwd.wrt = []bool{true}
-	fwd.do = func(v []G.Value) error { return eng.AvgPool(v[0], fwd.out, BC, HW) }
+	fwd.do = func(v []G.Value) error { return k.Forward(v[0], fwd.out) }
 	fwd.diff = func(_ G.Nodes, _, dy *G.Node) (G.Nodes, error) {
 		op := s.op("GlobalAvgPoolBackward", []int{2}, sh.Clone())
-		op.do = func(v []G.Value) error { return eng.AvgPoolBackward(v[0], op.out, BC, HW) }
+		op.do = func(v []G.Value) error { return k.Backward(v[0], op.out) }
 		dx, err := apply(op, dy)
 		return G.Nodes{dx}, err
 	}
@@ -227,17 +229,20 @@ func (s *opSet) engine() Engine {
 // linear is z = h·w + b for h (B,C), w (C,N), b (N).
 func (s *opSet) linear(h, w, b *G.Node) (*G.Node, error) {
 	B, C, N := h.Shape()[0], h.Shape()[1], w.Shape()[1]
-	eng := s.engine()
+	k, err := s.engine().NewLinear(B, C, N)
+	if err != nil {
+		return nil, err
+	}
 	fwd := s.op("Linear", []int{2, 2, 1}, tensor.Shape{B, N})
 	fwd.wrt = []bool{true, true, true}
-	fwd.do = func(v []G.Value) error { return eng.Linear(B, C, N, v[0], v[1], v[2], fwd.out) }
+	fwd.do = func(v []G.Value) error { return k.Forward(v[0], v[1], v[2], fwd.out) }
 	fwd.diff = func(inputs G.Nodes, _, dz *G.Node) (G.Nodes, error) {
 		dhOp := s.op("LinearBackwardData", []int{2, 2}, tensor.Shape{B, C})
 		dwOp := s.op("LinearBackwardWeight", []int{2, 2}, tensor.Shape{C, N})
 		dbOp := s.op("LinearBackwardBias", []int{2}, tensor.Shape{N})
-		dhOp.do = func(v []G.Value) error { return eng.LinearBackwardData(B, C, N, v[0], v[1], dhOp.out) }
-		dwOp.do = func(v []G.Value) error { return eng.LinearBackwardWeight(B, C, N, v[0], v[1], dwOp.out) }
-		dbOp.do = func(v []G.Value) error { return eng.LinearBackwardBias(B, N, v[0], dbOp.out) }
+		dhOp.do = func(v []G.Value) error { return k.BackwardData(v[0], v[1], dhOp.out) }
+		dwOp.do = func(v []G.Value) error { return k.BackwardWeight(v[0], v[1], dwOp.out) }
+		dbOp.do = func(v []G.Value) error { return k.BackwardBias(v[0], dbOp.out) }
 		dh, err := apply(dhOp, inputs[1], dz)
 		if err != nil {
 			return nil, err

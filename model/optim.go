@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	G "gorgonia.org/gorgonia"
 )
 
 // Optimizers.
@@ -17,6 +19,61 @@ const (
 	ExpAvgSuffix   = ".exp_avg"
 	ExpAvgSqSuffix = ".exp_avg_sq"
 )
+
+// Optimizer is an update rule of torch.optim, applied to one parameter at a
+// time through an engine's Updater, so that every arch uses every
+// optimizer on every engine. Options.Optimizer, Momentum, Nesterov and the
+// Adam settings choose one, once (Options.optimizer).
+type Optimizer interface {
+	// Slots are the suffixes of the per-parameter state tensors, in
+	// PyTorch's names and in the order the optimizer state lists them.
+	Slots() []string
+	// Step updates w (n elements) from grad and the Slots' values at step
+	// t (1 on the first); all are values of u's engine.
+	Step(u Updater, w, grad G.Value, slots []G.Value, n int, lr, wd float32, t int64) error
+}
+
+// Updater is an engine's optimizer kernels, on its values: SGDUpdate,
+// SGDNesterovUpdate and AdamWUpdate on n elements.
+type Updater interface {
+	SGD(w, grad, v G.Value, n int, lr, momentum, wd float32, first bool) error
+	SGDNesterov(w, grad, v G.Value, n int, lr, momentum, wd float32, first bool) error
+	AdamW(w, grad, m, v G.Value, n int, lr, b1, b2, eps, wd float32, t int64) error
+}
+
+// SGD is torch.optim.SGD (dampening 0): SGDUpdate.
+type SGD struct{ Momentum float32 }
+
+// Nesterov is torch.optim.SGD(nesterov=True): SGDNesterovUpdate.
+type Nesterov struct{ Momentum float32 }
+
+// AdamW is torch.optim.AdamW (amsgrad off): AdamWUpdate.
+type AdamW struct{ Beta1, Beta2, Eps float32 }
+
+func (SGD) Slots() []string      { return []string{MomentumSuffix} }
+func (Nesterov) Slots() []string { return []string{MomentumSuffix} }
+func (AdamW) Slots() []string    { return []string{ExpAvgSuffix, ExpAvgSqSuffix} }
+
+func (o SGD) Step(u Updater, w, grad G.Value, s []G.Value, n int, lr, wd float32, t int64) error {
+	if err := u.SGD(w, grad, s[0], n, lr, o.Momentum, wd, t == 1); err != nil {
+		return fmt.Errorf("SGD: %w", err)
+	}
+	return nil
+}
+
+func (o Nesterov) Step(u Updater, w, grad G.Value, s []G.Value, n int, lr, wd float32, t int64) error {
+	if err := u.SGDNesterov(w, grad, s[0], n, lr, o.Momentum, wd, t == 1); err != nil {
+		return fmt.Errorf("SGD (Nesterov): %w", err)
+	}
+	return nil
+}
+
+func (o AdamW) Step(u Updater, w, grad G.Value, s []G.Value, n int, lr, wd float32, t int64) error {
+	if err := u.AdamW(w, grad, s[0], s[1], n, lr, o.Beta1, o.Beta2, o.Eps, wd, t); err != nil {
+		return fmt.Errorf("AdamW: %w", err)
+	}
+	return nil
+}
 
 func (o Options) validate() error {
 	switch o.Optimizer {
@@ -44,58 +101,48 @@ func (o Options) validate() error {
 	return nil
 }
 
-// adam returns β1, β2 and eps: PyTorch's defaults when all three are 0.
-func (o Options) adam() (b1, b2, eps float32) {
-	if o.Beta1 == 0 && o.Beta2 == 0 && o.Eps == 0 {
-		return 0.9, 0.999, 1e-8
+// optimizer is the one place the options choose the update rule: AdamW
+// with PyTorch's defaults (0.9, 0.999, 1e-8) when its three settings are 0,
+// Nesterov, or plain SGD.
+func (o Options) optimizer() Optimizer {
+	switch {
+	case o.Optimizer == OptimizerAdamW:
+		if o.Beta1 == 0 && o.Beta2 == 0 && o.Eps == 0 {
+			return AdamW{0.9, 0.999, 1e-8}
+		}
+		return AdamW{o.Beta1, o.Beta2, o.Eps}
+	case o.Nesterov:
+		return Nesterov{o.Momentum}
 	}
-	return o.Beta1, o.Beta2, o.Eps
+	return SGD{o.Momentum}
 }
 
-// update takes one optimizer step on every parameter: on the host with
-// grads, or on a device engine with the gradient nodes' values.
-func (m *Model) update(grads [][]float32, lr float32) error {
-	for i, p := range m.params {
+// update takes one optimizer step on every parameter, on the engine's
+// values: the weights, the gradient nodes' values (left there by backward,
+// or by a GradSync) and the optimizer's slots.
+func (m *Model) update(lr float32) error {
+	m.stale = m.dev
+	for _, p := range m.params {
 		wd := m.opt.WeightDecay
 		if m.opt.NoDecayNormAndBias && p.noDecay {
 			wd = 0
 		}
-		switch {
-		case m.dev:
-			m.stale = true
-			if err := m.devUpdate(p, lr, wd); err != nil {
-				return fmt.Errorf("%s: %w", p.name, err)
-			}
-		case m.opt.Optimizer == OptimizerAdamW:
-			b1, b2, eps := m.opt.adam()
-			AdamWUpdate(p.data, grads[i], p.mom, p.mom2, lr, b1, b2, eps, wd, m.steps+1)
-		case m.opt.Nesterov:
-			SGDNesterovUpdate(p.data, grads[i], p.mom, lr, m.opt.Momentum, wd, m.steps == 0)
-		default:
-			SGDUpdate(p.data, grads[i], p.mom, lr, m.opt.Momentum, wd, m.steps == 0)
+		if err := m.optim.Step(m.eng, p.node.Value(), p.gradValue(), p.slotV, len(p.data), lr, wd, m.steps+1); err != nil {
+			return fmt.Errorf("%s: %w", p.name, err)
 		}
 	}
 	return nil
 }
 
-// devUpdate is update's step on one parameter of a device engine, on the
-// gradient node's value: the same three optimizers, the engine's kernels.
-func (m *Model) devUpdate(p *param, lr, wd float32) error {
-	w, g, n := p.node.Value(), p.grad.Value(), len(p.data)
-	switch {
-	case m.opt.Optimizer == OptimizerAdamW:
-		b1, b2, eps := m.opt.adam()
-		if err := m.re.AdamW(w, g, p.momV, p.mom2V, n, lr, b1, b2, eps, wd, m.steps+1); err != nil {
-			return fmt.Errorf("AdamW: %w", err)
-		}
-	case m.opt.Nesterov:
-		if err := m.re.SGDNesterov(w, g, p.momV, n, lr, m.opt.Momentum, wd, m.steps == 0); err != nil {
-			return fmt.Errorf("SGD (Nesterov): %w", err)
-		}
-	default:
-		if err := m.eng.SGD(w, g, p.momV, n, lr, m.opt.Momentum, wd, m.steps == 0); err != nil {
-			return fmt.Errorf("SGD: %w", err)
-		}
+// gradValue is the parameter's gradient value: its node's, or, before
+// backward first ran (a data-parallel rank's empty first step), its op's
+// own output, which the GradSync filled.
+func (p *param) gradValue() G.Value {
+	if v := p.grad.Value(); v != nil {
+		return v
+	}
+	if op, ok := p.grad.Op().(*kernelOp); ok {
+		return op.out
 	}
 	return nil
 }
@@ -138,59 +185,41 @@ func AdamWUpdate(w, grad, m, v []float32, lr, b1, b2, eps, wd float32, t int64) 
 	}
 }
 
-// adamState returns the AdamW state, named as PyTorch's per-parameter state.
-func (m *Model) adamState() []NamedTensor {
-	out := make([]NamedTensor, 0, 2*len(m.params)+1)
-	for _, p := range m.params {
-		out = append(out,
-			NamedTensor{Name: p.name + ExpAvgSuffix, Shape: slices.Clone(p.shape), Data: p.get(p.mom)},
-			NamedTensor{Name: p.name + ExpAvgSqSuffix, Shape: slices.Clone(p.shape), Data: p.get(p.mom2)})
+// SGDUpdate is one step of PyTorch's SGD (torch.optim.SGD, dampening 0,
+// no Nesterov) on one parameter:
+//
+//	g = grad + wd·w
+//	v = g on the first step, else momentum·v + g
+//	w = w − lr·v
+//
+// With momentum 0 the buffer is left alone and w −= lr·g.
+func SGDUpdate(w, grad, v []float32, lr, momentum, wd float32, first bool) {
+	for i := range w {
+		g := grad[i] + wd*w[i]
+		if momentum != 0 {
+			if first {
+				v[i] = g
+			} else {
+				v[i] = momentum*v[i] + g
+			}
+			g = v[i]
+		}
+		w[i] -= lr * g
 	}
-	return append(out, NamedTensor{Name: StepName, Shape: []int{1}, Data: []float32{float32(m.steps)}})
 }
 
-// loadAdamState checks an AdamW state (empty: a fresh optimizer) and, when
-// apply, restores it.
-func (m *Model) loadAdamState(optState []NamedTensor, apply bool) error {
-	if len(optState) == 0 {
-		if apply {
-			for _, p := range m.params {
-				clear(p.mom)
-				clear(p.mom2)
-			}
-			m.steps = 0
-		}
-		return nil
-	}
-	idx, err := index(optState, "optimizer state")
-	if err != nil {
-		return err
-	}
-	known := map[string]bool{StepName: true}
+// OptimizerState returns copies of the optimizer state needed for an exact
+// resume, named as PyTorch's per-parameter state: each parameter's slots
+// ("<param>.momentum_buffer" for SGD; ".exp_avg", ".exp_avg_sq" for
+// AdamW), in the parameter's layout, then "optimizer.step" (shape [1]), the
+// number of steps taken.
+func (m *Model) OptimizerState() []NamedTensor {
+	slots := m.optim.Slots()
+	out := make([]NamedTensor, 0, len(slots)*len(m.params)+1)
 	for _, p := range m.params {
-		for _, suf := range []string{ExpAvgSuffix, ExpAvgSqSuffix} {
-			if err := check(idx, p.name+suf, p.shape); err != nil {
-				return err
-			}
-			known[p.name+suf] = true
+		for i, suf := range slots {
+			out = append(out, NamedTensor{Name: p.name + suf, Shape: slices.Clone(p.shape), Data: p.get(p.slots[i])})
 		}
 	}
-	if err := check(idx, StepName, []int{1}); err != nil {
-		return err
-	}
-	s := float64(idx[StepName].Data[0])
-	if s < 0 || s != math.Trunc(s) {
-		return fmt.Errorf("%s = %v, want a whole number >= 0", StepName, s)
-	}
-	if name := unknown(idx, known); name != "" {
-		return fmt.Errorf("unexpected tensor %q in optimizer state", name)
-	}
-	if apply {
-		for _, p := range m.params {
-			p.setInto(p.mom, idx[p.name+ExpAvgSuffix].Data)
-			p.setInto(p.mom2, idx[p.name+ExpAvgSqSuffix].Data)
-		}
-		m.steps = int64(s)
-	}
-	return nil
+	return append(out, NamedTensor{Name: StepName, Shape: []int{1}, Data: []float32{float32(m.steps)}})
 }

@@ -20,16 +20,26 @@ func (nopConv) BackwardFilter(_, _, _, _, _ G.Value) error { return nil }
 func (nopEngine) NewConv(B, Cin, H, W, Cout, K int, pool bool) (ConvKernel, error) {
 	return nopConv{}, nil
 }
-func (nopEngine) AvgPool(_, _ G.Value, _, _ int) error                    { return nil }
-func (nopEngine) AvgPoolBackward(_, _ G.Value, _, _ int) error            { return nil }
-func (nopEngine) Linear(_, _, _ int, _, _, _, _ G.Value) error            { return nil }
-func (nopEngine) LinearBackwardData(_, _, _ int, _, _, _ G.Value) error   { return nil }
-func (nopEngine) LinearBackwardWeight(_, _, _ int, _, _, _ G.Value) error { return nil }
-func (nopEngine) LinearBackwardBias(_, _ int, _, _ G.Value) error         { return nil }
-func (nopEngine) Xent(_, _ int, _, _ G.Value) (float64, error)            { return 1, nil }
-func (nopEngine) XentBackward(_, _ int, _, _ G.Value, _ float32, _ G.Value) error {
-	return nil
-}
+
+type nopLayer struct{}
+
+func (nopLayer) Forward(_, _ G.Value) error                   { return nil }
+func (nopLayer) Backward(_, _ G.Value) error                  { return nil }
+func (nopLayer) BackwardData(_, _, _ G.Value) error           { return nil }
+func (nopLayer) BackwardWeight(_, _, _ G.Value) error         { return nil }
+func (nopLayer) BackwardBias(_, _ G.Value) error              { return nil }
+func (nopEngine) NewAvgPool(_, _ int) (AvgPoolKernel, error)  { return nopLayer{}, nil }
+func (nopEngine) NewLinear(_, _, _ int) (LinearKernel, error) { return nopLinear{}, nil }
+func (nopEngine) NewXent(_, _ int) (XentKernel, error)        { return nopXent{}, nil }
+
+type nopLinear struct{ nopLayer }
+
+func (nopLinear) Forward(_, _, _, _ G.Value) error { return nil }
+
+type nopXent struct{}
+
+func (nopXent) Forward(_, _ G.Value) (float64, error)             { return 1, nil }
+func (nopXent) Backward(_, _ G.Value, _ float32, _ G.Value) error { return nil }
 
 // BenchmarkGraphOverhead: a training step of the quickstart's graph (3 conv
 // blocks, pooled, pooled, not) with no arithmetic in its layers, on tiny

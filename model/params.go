@@ -3,7 +3,6 @@ package model
 import (
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
 )
 
@@ -25,44 +24,6 @@ const StepName = "optimizer.step"
 // MomentumSuffix names a parameter's SGD momentum buffer in the optimizer
 // state: "conv0.weight" + MomentumSuffix.
 const MomentumSuffix = ".momentum_buffer"
-
-// initParams lays out the parameters in PyTorch's state_dict order and
-// initialises them as PyTorch's Conv2d and Linear do by default:
-// kaiming_uniform_(a=√5) for weights, which is U(−1/√fan_in, 1/√fan_in),
-// and the same bound for biases. Values are drawn in that order from a PCG
-// generator seeded by opt.Seed; PyTorch's own random stream is not
-// reproduced.
-func (m *Model) initParams() {
-	cin := 3
-	add := func(name string, shape []int, fanIn int, transposed bool) {
-		n := 1
-		for _, d := range shape {
-			n *= d
-		}
-		m.params = append(m.params, &param{
-			name: name, shape: shape, fanIn: fanIn, transposed: transposed,
-			data: make([]float32, n), mom: make([]float32, n),
-		})
-	}
-	for i, c := range m.spec.Conv {
-		fanIn := cin * c.Kernel * c.Kernel
-		add(fmt.Sprintf("conv%d.weight", i), []int{c.Channels, cin, c.Kernel, c.Kernel}, fanIn, false)
-		add(fmt.Sprintf("conv%d.bias", i), []int{c.Channels}, fanIn, false)
-		cin = c.Channels
-	}
-	add("fc.weight", []int{m.spec.Classes, cin}, cin, true)
-	add("fc.bias", []int{m.spec.Classes}, cin, false)
-
-	rng := rand.New(rand.NewPCG(m.opt.Seed, 0x5eed_c0de_5eed_c0de))
-	for _, p := range m.params {
-		bound := 1 / math.Sqrt(float64(p.fanIn))
-		v := make([]float32, len(p.data))
-		for i := range v {
-			v[i] = float32((2*rng.Float64() - 1) * bound)
-		}
-		p.set(v)
-	}
-}
 
 // get returns the parameter's values, or src's, in PyTorch's layout.
 func (p *param) get(src []float32) []float32 {
@@ -121,22 +82,20 @@ func (m *Model) State() (params, optState []NamedTensor, err error) {
 	return m.Params(), m.OptimizerState(), nil
 }
 
-// pull brings a device model's host copies of the weights and momentum up
-// to date (nothing to do on the CPU).
+// pull brings a device model's host copies of the weights and optimizer
+// state up to date (nothing to do on the CPU).
 func (m *Model) pull() error {
 	if !m.dev || !m.stale {
 		return nil
 	}
+	slots := m.optim.Slots()
 	for _, p := range m.params {
 		if err := m.eng.Download(p.data, p.node.Value()); err != nil {
 			return fmt.Errorf("downloading %s: %w", p.name, err)
 		}
-		if err := m.eng.Download(p.mom, p.momV); err != nil {
-			return fmt.Errorf("downloading %s's momentum: %w", p.name, err)
-		}
-		if p.mom2V != nil {
-			if err := m.eng.Download(p.mom2, p.mom2V); err != nil {
-				return fmt.Errorf("downloading %s's exp_avg_sq: %w", p.name, err)
+		for i, v := range p.slotV {
+			if err := m.eng.Download(p.slots[i], v); err != nil {
+				return fmt.Errorf("downloading %s%s: %w", p.name, slots[i], err)
 			}
 		}
 	}
@@ -154,16 +113,14 @@ func (m *Model) push() error {
 	if !m.dev {
 		return nil
 	}
+	slots := m.optim.Slots()
 	for _, p := range m.params {
 		if err := m.eng.Upload(p.node.Value(), p.data); err != nil {
 			return fmt.Errorf("uploading %s: %w", p.name, err)
 		}
-		if err := m.eng.Upload(p.momV, p.mom); err != nil {
-			return fmt.Errorf("uploading %s's momentum: %w", p.name, err)
-		}
-		if p.mom2V != nil {
-			if err := m.eng.Upload(p.mom2V, p.mom2); err != nil {
-				return fmt.Errorf("uploading %s's exp_avg_sq: %w", p.name, err)
+		for i, v := range p.slotV {
+			if err := m.eng.Upload(v, p.slots[i]); err != nil {
+				return fmt.Errorf("uploading %s%s: %w", p.name, slots[i], err)
 			}
 		}
 	}
@@ -174,20 +131,6 @@ func (m *Model) push() error {
 	}
 	m.stale = false
 	return nil
-}
-
-// OptimizerState returns copies of the SGD state needed for an exact
-// resume: one "<param>.momentum_buffer" per parameter, in the parameter's
-// layout, and "optimizer.step" (shape [1]), the number of steps taken.
-func (m *Model) OptimizerState() []NamedTensor {
-	if m.opt.Optimizer == OptimizerAdamW {
-		return m.adamState()
-	}
-	out := make([]NamedTensor, 0, len(m.params)+1)
-	for _, p := range m.params {
-		out = append(out, NamedTensor{Name: p.name + MomentumSuffix, Shape: slices.Clone(p.shape), Data: p.get(p.mom)})
-	}
-	return append(out, NamedTensor{Name: StepName, Shape: []int{1}, Data: []float32{float32(m.steps)}})
 }
 
 // Load restores parameters and optimizer state as returned by Params and
@@ -205,40 +148,23 @@ func (m *Model) Load(params, optState []NamedTensor) error {
 	if err != nil {
 		return fmt.Errorf("model.Load: %w", err)
 	}
-	if m.opt.Optimizer == OptimizerAdamW {
-		st, err := CheckState(want, params, nil)
-		if err == nil {
-			err = m.loadAdamState(optState, false)
-		}
-		if err != nil {
-			return fmt.Errorf("model.Load: %w", err)
-		}
-		for _, p := range m.params {
-			p.set(st.Params[p.name])
-		}
-		m.loadBuffers(bufs)
-		if err := m.loadAdamState(optState, true); err != nil {
-			return fmt.Errorf("model.Load: %w", err)
-		}
-		if err := m.push(); err != nil {
-			return fmt.Errorf("model.Load: %w", err)
-		}
-		return nil
-	}
-	st, err := CheckState(want, params, optState)
+	slots := m.optim.Slots()
+	ps, os, steps, err := checkState(want, slots, params, optState)
 	if err != nil {
 		return fmt.Errorf("model.Load: %w", err)
 	}
 	m.loadBuffers(bufs)
 	for _, p := range m.params {
-		p.set(st.Params[p.name])
-		if st.Momentum != nil {
-			p.setInto(p.mom, st.Momentum[p.name])
-		} else {
-			clear(p.mom)
+		p.set(ps[p.name].Data)
+		for i, suf := range slots {
+			if os == nil {
+				clear(p.slots[i])
+			} else {
+				p.setInto(p.slots[i], os[p.name+suf].Data)
+			}
 		}
 	}
-	m.steps = st.Steps
+	m.steps = steps
 	if err := m.push(); err != nil {
 		return fmt.Errorf("model.Load: %w", err)
 	}
@@ -259,48 +185,66 @@ type State struct {
 }
 
 // CheckState checks params and optState (as Params and OptimizerState return
-// them, or as read from a checkpoint) against the parameters a network
-// has: every parameter present with its exact shape; optState empty (a
-// fresh optimizer) or complete, with a whole step count; nothing unknown,
-// as PyTorch's strict load_state_dict. Every backend's Load starts here, so
-// all accept and refuse the same files. Errors name the tensor.
+// them for SGD, or as read from a checkpoint) against the parameters a
+// network has: every parameter present with its exact shape; optState empty
+// (a fresh optimizer) or complete, with a whole step count; nothing unknown,
+// as PyTorch's strict load_state_dict. Errors name the tensor.
 func CheckState(want []ParamShape, params, optState []NamedTensor) (State, error) {
-	ps, err := index(params, "params")
+	ps, os, steps, err := checkState(want, []string{MomentumSuffix}, params, optState)
 	if err != nil {
 		return State{}, err
 	}
-	os, err := index(optState, "optimizer state")
-	if err != nil {
-		return State{}, err
-	}
-	st := State{Params: map[string][]float32{}}
-	if len(optState) > 0 {
+	st := State{Params: map[string][]float32{}, Steps: steps}
+	if os != nil {
 		st.Momentum = map[string][]float32{}
+	}
+	for _, p := range want {
+		st.Params[p.Name] = ps[p.Name].Data
+		if os != nil {
+			st.Momentum[p.Name] = os[p.Name+MomentumSuffix].Data
+		}
+	}
+	return st, nil
+}
+
+// checkState is the one check of a state dict, for any optimizer: params
+// and optState indexed by name, optState's nil when empty (a fresh
+// optimizer), or else complete: each parameter's slots (Optimizer.Slots)
+// and the step count. Every Load starts here, so all backends accept and
+// refuse the same files.
+func checkState(want []ParamShape, slots []string, params, optState []NamedTensor) (ps, os map[string]NamedTensor, steps int64, err error) {
+	if ps, err = index(params, "params"); err != nil {
+		return nil, nil, 0, err
+	}
+	if os, err = index(optState, "optimizer state"); err != nil {
+		return nil, nil, 0, err
+	}
+	if len(optState) == 0 {
+		os = nil
 	}
 	known := map[string]bool{}
 	for _, p := range want {
 		if err := check(ps, p.Name, p.Shape); err != nil {
-			return State{}, err
+			return nil, nil, 0, err
 		}
-		st.Params[p.Name] = ps[p.Name].Data
 		known[p.Name] = true
-		if st.Momentum != nil {
-			if err := check(os, p.Name+MomentumSuffix, p.Shape); err != nil {
-				return State{}, err
+		if os == nil {
+			continue
+		}
+		for _, suf := range slots {
+			if err := check(os, p.Name+suf, p.Shape); err != nil {
+				return nil, nil, 0, err
 			}
-			st.Momentum[p.Name] = os[p.Name+MomentumSuffix].Data
-			known[p.Name+MomentumSuffix] = true
+			known[p.Name+suf] = true
 		}
 	}
-	if st.Momentum != nil {
+	if os != nil {
 		if err := check(os, StepName, []int{1}); err != nil {
-			return State{}, err
+			return nil, nil, 0, err
 		}
-		s := float64(os[StepName].Data[0])
-		if s < 0 || s != math.Trunc(s) {
-			return State{}, fmt.Errorf("%s = %v, want a whole number >= 0", StepName, s)
+		if steps, err = wholeCount(StepName, os[StepName].Data[0]); err != nil {
+			return nil, nil, 0, err
 		}
-		st.Steps = int64(s)
 		known[StepName] = true
 	}
 	for _, idx := range []map[string]NamedTensor{ps, os} {
@@ -309,10 +253,20 @@ func CheckState(want []ParamShape, params, optState []NamedTensor) (State, error
 			if _, ok := os[name]; ok {
 				what = "optimizer state"
 			}
-			return State{}, fmt.Errorf("unexpected tensor %q in %s", name, what)
+			return nil, nil, 0, fmt.Errorf("unexpected tensor %q in %s", name, what)
 		}
 	}
-	return st, nil
+	return ps, os, steps, nil
+}
+
+// wholeCount reads a count stored as a float32 (the step count,
+// num_batches_tracked): a whole number >= 0.
+func wholeCount(name string, v float32) (int64, error) {
+	s := float64(v)
+	if s < 0 || s != math.Trunc(s) || math.IsInf(s, 0) {
+		return 0, fmt.Errorf("%s = %v, want a whole number >= 0", name, s)
+	}
+	return int64(s), nil
 }
 
 // unknown names, in sorted order, the first tensor of idx not in known.
@@ -357,27 +311,4 @@ func check(idx map[string]NamedTensor, name string, shape []int) error {
 		return fmt.Errorf("tensor %q has %d values for shape %v, want %d", name, len(t.Data), shape, n)
 	}
 	return nil
-}
-
-// SGDUpdate is one step of PyTorch's SGD (torch.optim.SGD, dampening 0,
-// no Nesterov) on one parameter:
-//
-//	g = grad + wd·w
-//	v = g on the first step, else momentum·v + g
-//	w = w − lr·v
-//
-// With momentum 0 the buffer is left alone and w −= lr·g.
-func SGDUpdate(w, grad, v []float32, lr, momentum, wd float32, first bool) {
-	for i := range w {
-		g := grad[i] + wd*w[i]
-		if momentum != 0 {
-			if first {
-				v[i] = g
-			} else {
-				v[i] = momentum*v[i] + g
-			}
-			g = v[i]
-		}
-		w[i] -= lr * g
-	}
 }

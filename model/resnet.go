@@ -2,13 +2,10 @@ package model
 
 import (
 	"fmt"
-	"math"
-	"math/rand/v2"
 	"slices"
 	"strings"
 
 	G "gorgonia.org/gorgonia"
-	"gorgonia.org/tensor"
 )
 
 // The ResNets, named and laid out as torchvision's state_dict so that a
@@ -155,171 +152,6 @@ type bnMode struct {
 	n        int // valid samples in the batch
 }
 
-// resnetParams lays the parameters out in torchvision's state_dict order,
-// initialised as torchvision's ResNet does: convs kaiming_normal_(mode
-// fan_out, ReLU gain), BatchNorm weight 1 and bias 0, fc as nn.Linear's
-// default, U(−1/√fan_in, 1/√fan_in). Drawn in that order from a PCG stream
-// seeded by opt.Seed.
-func (m *Model) resnetParams() {
-	l, _ := m.spec.layout()
-	rng := rand.New(rand.NewPCG(m.opt.Seed, 0x5eed_c0de_5eed_c0de))
-	add := func(name string, shape []int, noDecay bool) *param {
-		n := 1
-		for _, d := range shape {
-			n *= d
-		}
-		p := &param{name: name, shape: shape, data: make([]float32, n), mom: make([]float32, n), noDecay: noDecay}
-		m.params = append(m.params, p)
-		return p
-	}
-	conv := func(name string, cout, cin, k int) {
-		p := add(name+".weight", []int{cout, cin, k, k}, false)
-		std := math.Sqrt(2 / float64(cout*k*k))
-		for i := range p.data {
-			p.data[i] = float32(rng.NormFloat64() * std)
-		}
-	}
-	bn := func(name string, c int) {
-		b := &bnLayer{name: name, channels: c,
-			mean: make([]float32, c), vari: make([]float32, c),
-			stageMean: make([]float32, c), stageVar: make([]float32, c)}
-		b.gamma = add(name+".weight", []int{c}, true)
-		b.beta = add(name+".bias", []int{c}, true)
-		for i := range b.gamma.data {
-			b.gamma.data[i], b.vari[i] = 1, 1
-		}
-		b.beta.bn = b
-		m.bns = append(m.bns, b)
-	}
-	conv("conv1", l.stemWidth, 3, l.stemKernel)
-	bn("bn1", l.stemWidth)
-	cin := l.stemWidth
-	for _, b := range l.basicBlocks() {
-		conv(b.prefix+"conv1", b.cout, b.cin, 3)
-		bn(b.prefix+"bn1", b.cout)
-		conv(b.prefix+"conv2", b.cout, b.cout, 3)
-		bn(b.prefix+"bn2", b.cout)
-		if b.downsample {
-			conv(b.prefix+"downsample.0", b.cout, b.cin, 1)
-			bn(b.prefix+"downsample.1", b.cout)
-		}
-		cin = b.cout
-	}
-	fcW := add("fc.weight", []int{m.spec.Classes, cin}, false)
-	fcW.transposed = true
-	fcB := add("fc.bias", []int{m.spec.Classes}, true)
-	bound := 1 / math.Sqrt(float64(cin))
-	for _, p := range []*param{fcW, fcB} {
-		v := make([]float32, len(p.data))
-		for i := range v {
-			v[i] = float32((2*rng.Float64() - 1) * bound)
-		}
-		p.set(v)
-	}
-}
-
-// buildResNet adds the network from x to the pooled features (B, C).
-func (m *Model) buildResNet(ops *opSet, x *G.Node) (*G.Node, error) {
-	l, err := m.spec.layout()
-	if err != nil {
-		return nil, err
-	}
-	B := m.opt.Batch
-	byName := map[string]*param{}
-	for _, p := range m.params {
-		byName[p.name] = p
-	}
-	bns := map[string]*bnLayer{}
-	for _, b := range m.bns {
-		bns[b.name] = b
-		for _, v := range []struct {
-			dst  *G.Value
-			data []float32
-		}{{&b.meanV, b.mean}, {&b.variV, b.vari}, {&b.stageMeanV, b.stageMean}, {&b.stageVarV, b.stageVar}} {
-			t, err := m.value(v.data, b.channels)
-			if err != nil {
-				return nil, fmt.Errorf("%s running statistics: %w", b.name, err)
-			}
-			*v.dst = t
-		}
-	}
-	re := m.re
-	C, S := 3, m.spec.InputSize
-	// conv is a conv without bias, from size to the size it returns.
-	conv := func(h *G.Node, cin, size int, name string, cout, k, stride int, needDX bool) (*G.Node, int, error) {
-		kc, err := re.NewConv2d(B, cin, size, size, cout, k, stride, k/2)
-		if err != nil {
-			return nil, 0, fmt.Errorf("%s: %w", name, err)
-		}
-		so := convOut(size, k, stride, k/2)
-		xShape, wShape, yShape := tensor.Shape{B, cin, size, size}, tensor.Shape{cout, cin, k, k}, tensor.Shape{B, cout, so, so}
-		if h, err = ops.conv2d(kc, xShape, wShape, yShape, h, byName[name+".weight"].node, needDX); err != nil {
-			return nil, 0, fmt.Errorf("%s: %w", name, err)
-		}
-		return h, so, nil
-	}
-	// convBN is conv then BatchNorm, ReLU fused when relu.
-	convBN := func(h *G.Node, cin, size int, convName, bnName string, cout, k, stride int, relu, needDX bool) (*G.Node, int, error) {
-		h, so, err := conv(h, cin, size, convName, cout, k, stride, needDX)
-		if err != nil {
-			return nil, 0, err
-		}
-		b := bns[bnName]
-		b.hw = so * so
-		if b.k, err = re.NewBatchNorm(B, cout, b.hw, relu); err != nil {
-			return nil, 0, fmt.Errorf("%s: %w", bnName, err)
-		}
-		if h, err = ops.batchNorm(b, &m.mode, h); err != nil {
-			return nil, 0, fmt.Errorf("%s: %w", bnName, err)
-		}
-		return h, so, nil
-	}
-	h, S, err := convBN(x, C, S, "conv1", "bn1", l.stemWidth, l.stemKernel, l.stemStride, true, false)
-	if err != nil {
-		return nil, err
-	}
-	C = l.stemWidth
-	if l.maxPool {
-		p, err := re.NewMaxPool(B, C, S, S, 3, 2, 1)
-		if err != nil {
-			return nil, fmt.Errorf("maxpool: %w", err)
-		}
-		so := convOut(S, 3, 2, 1)
-		if h, err = ops.maxPoolK(p, tensor.Shape{B, C, S, S}, tensor.Shape{B, C, so, so}, h); err != nil {
-			return nil, fmt.Errorf("maxpool: %w", err)
-		}
-		S = so
-	}
-	for _, b := range l.basicBlocks() {
-		pre, w := b.prefix, b.cout
-		in := h
-		y, so, err := convBN(in, C, S, pre+"conv1", pre+"bn1", w, 3, b.stride, true, true)
-		if err != nil {
-			return nil, err
-		}
-		if y, _, err = conv(y, w, so, pre+"conv2", w, 3, 1, true); err != nil {
-			return nil, err
-		}
-		short := in
-		if b.downsample {
-			if short, _, err = convBN(in, C, S, pre+"downsample.0", pre+"downsample.1", w, 1, b.stride, false, true); err != nil {
-				return nil, err
-			}
-		}
-		// bn2, the residual join and ReLU: one op.
-		bn2 := bns[pre+"bn2"]
-		bn2.hw = so * so
-		if bn2.kAdd, err = re.NewBatchNormAddReLU(B, w, bn2.hw); err != nil {
-			return nil, fmt.Errorf("%sbn2: %w", pre, err)
-		}
-		if h, err = ops.batchNormAddReLU(bn2, &m.mode, y, short); err != nil {
-			return nil, fmt.Errorf("%sbn2 + shortcut: %w", pre, err)
-		}
-		C, S = w, so
-	}
-	return h, nil
-}
-
 // buffers returns copies of a BatchNorm's buffers, named as torchvision's.
 func (b *bnLayer) buffers() []NamedTensor {
 	return []NamedTensor{
@@ -359,9 +191,8 @@ func (m *Model) splitBuffers(params []NamedTensor) (rest []NamedTensor, bufs map
 				return nil, nil, err
 			}
 		}
-		v := float64(bufs[b.name+".num_batches_tracked"].Data[0])
-		if v < 0 || v != math.Trunc(v) {
-			return nil, nil, fmt.Errorf("%s.num_batches_tracked = %v, want a whole number >= 0", b.name, v)
+		if _, err := wholeCount(b.name+".num_batches_tracked", bufs[b.name+".num_batches_tracked"].Data[0]); err != nil {
+			return nil, nil, err
 		}
 	}
 	return rest, bufs, nil
@@ -375,9 +206,9 @@ func (m *Model) loadBuffers(bufs map[string]NamedTensor) {
 	}
 }
 
-// Buffers returns copies of the BatchNorm running statistics (none for
-// the cnn), in torchvision's names; Params includes them too.
-func (m *Model) Buffers() []NamedTensor {
+// bnBuffers returns copies of the BatchNorm running statistics (none for
+// the cnn), in torchvision's names, as Params lists them.
+func (m *Model) bnBuffers() []NamedTensor {
 	var out []NamedTensor
 	for _, b := range m.bns {
 		out = append(out, b.buffers()...)
@@ -391,7 +222,7 @@ func (m *Model) Buffers() []NamedTensor {
 func (m *Model) stageBN() error {
 	for _, b := range m.bns {
 		if m.dev {
-			if err := cmpErr(m.re.Copy(b.stageMeanV, b.meanV), m.re.Copy(b.stageVarV, b.variV)); err != nil {
+			if err := cmpErr(m.eng.Copy(b.stageMeanV, b.meanV), m.eng.Copy(b.stageVarV, b.variV)); err != nil {
 				return fmt.Errorf("staging %s's running statistics: %w", b.name, err)
 			}
 			continue
@@ -406,7 +237,7 @@ func (m *Model) commitBN() error {
 	for _, b := range m.bns {
 		if m.dev {
 			m.stale = true
-			if err := cmpErr(m.re.Copy(b.meanV, b.stageMeanV), m.re.Copy(b.variV, b.stageVarV)); err != nil {
+			if err := cmpErr(m.eng.Copy(b.meanV, b.stageMeanV), m.eng.Copy(b.variV, b.stageVarV)); err != nil {
 				return fmt.Errorf("keeping %s's running statistics: %w", b.name, err)
 			}
 		} else {

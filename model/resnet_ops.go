@@ -6,7 +6,7 @@ import (
 )
 
 // The ResNet's ops, in the style of ops.go: each owns its output and its
-// gradient ops' outputs; the work is the engine's (ResNetEngine).
+// gradient ops' outputs; the work is the engine's (Engine's Layers).
 
 // conv2d is y = conv(x, w), no bias, y of shape (B,Cout,Ho,Wo) and x of
 // xShape. Gradients: dx (when needDX) and dw.

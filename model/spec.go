@@ -79,18 +79,3 @@ func (s Spec) Validate() error {
 	}
 	return nil
 }
-
-// featureSizes returns the spatial size entering each conv block and the
-// size after the last block; "same" padding keeps the size, a pool halves it
-// (floor, as PyTorch's MaxPool2d(2)).
-func (s Spec) featureSizes() (in []int, out int) {
-	size := s.InputSize
-	in = make([]int, len(s.Conv))
-	for i, c := range s.Conv {
-		in[i] = size
-		if c.Pool {
-			size /= 2
-		}
-	}
-	return in, size
-}

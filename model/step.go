@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	G "gorgonia.org/gorgonia"
+
 	"stoke/augment"
 )
 
@@ -13,14 +15,19 @@ import (
 // the weights and optimizer state, Close releases it all. *Model is the CPU
 // backend; cudaops.Backend the CUDA one, with the same methods.
 
-// Input is one batch for a step: either X, float32 already normalized
-// (B·3·S·S, NCHW), or U8, the same pixels as round(255·v) in CHW order,
-// which the backend normalizes itself (Options.Mean and Options.Std here; on
-// a GPU after a copy of a quarter of the bytes). Its first N rows are
-// valid, and Labels holds at least N class indices.
+// Input is one batch for a step, one of: X, float32 already normalized
+// (B·3·S·S, NCHW); U8, the same pixels as round(255·v) in CHW order, which
+// the backend normalizes itself (Options.Mean and Options.Std here; on a
+// GPU after a copy of a quarter of the bytes); or, for a Model only, Value,
+// the batch already in the engine's memory: a (B,3,S,S) value of the
+// model's engine (NewValue) whose rows from N on are zero (a device
+// backend copies and normalizes its batches there itself, so that the copy
+// overlaps the previous step). Its first N rows are valid, and Labels holds
+// at least N class indices.
 type Input struct {
 	X      []float32
 	U8     []uint8
+	Value  G.Value
 	Labels []int32
 	N      int
 }
@@ -63,7 +70,9 @@ func (m *Model) Start(in Input, lr float32) (Pending, error) {
 	var d done
 	x, err := m.hostInput(in)
 	if err == nil {
+		m.in = in.Value
 		d.res, err = m.TrainStep(x, in.Labels, in.N, lr)
+		m.in = nil
 	} else {
 		err = fmt.Errorf("model.TrainStep: %w", err)
 	}
@@ -78,12 +87,14 @@ func (m *Model) Eval(in Input) (EvalResult, error) {
 	if err != nil {
 		return EvalResult{}, fmt.Errorf("model.EvalStep: %w", err)
 	}
+	m.in = in.Value
+	defer func() { m.in = nil }()
 	return m.EvalStep(x, in.Labels, in.N)
 }
 
 // hostInput is in's batch as float32s: X itself, or U8 normalized (as
 // augment.NormalizeU8 does, bit for bit) into the graph's own input buffer,
-// which TrainStep and EvalStep then copy onto themselves.
+// which TrainStep and EvalStep then copy onto themselves; nil for a Value.
 func (m *Model) hostInput(in Input) ([]float32, error) {
 	if err := in.Check(); err != nil {
 		return nil, err
@@ -103,8 +114,14 @@ func (m *Model) hostInput(in Input) ([]float32, error) {
 
 // Check says whether in holds exactly one kind of batch.
 func (in Input) Check() error {
-	if (in.X == nil) == (in.U8 == nil) {
-		return errors.New("an input holds either float32 (X) or uint8 (U8) pixels, one of the two")
+	n := 0
+	for _, set := range []bool{in.X != nil, in.U8 != nil, in.Value != nil} {
+		if set {
+			n++
+		}
+	}
+	if n != 1 {
+		return errors.New("an input holds one of float32 (X) or uint8 (U8) pixels or an engine value (Value)")
 	}
 	return nil
 }

@@ -79,11 +79,7 @@ func Skip(t *testing.T) {
 func Run(t *testing.T, eng model.Engine, c Case) {
 	t.Run(c.String(), func(t *testing.T) {
 		dir := CaseDir(t, c.String())
-		re, ok := eng.(model.ResNetEngine)
-		if !ok {
-			t.Fatalf("%T is not a model.ResNetEngine", eng)
-		}
-		tap := &Tap{ResNetEngine: re}
+		tap := &Tap{Engine: eng}
 		m, err := model.NewOn(tap, c.Spec, model.Options{Batch: c.Batch, Seed: 11, Momentum: 0.9, LabelSmoothing: c.Smoothing})
 		must(t, err)
 		defer m.Close()
@@ -186,7 +182,7 @@ func RunScript(t *testing.T, name, dir string) {
 	}
 }
 
-// Tap is a model.ResNetEngine that, while recording, keeps the branch each
+// Tap is a model.Engine that, while recording, keeps the branch each
 // non-smooth layer took: the mask (1 where open) of every ReLU it runs —
 // the BatchNorms with a fused ReLU (training forward) and the residual
 // add+ReLUs — as relu.<k>, and every max-pool's input as maxpool.<k>, k
@@ -199,7 +195,7 @@ func RunScript(t *testing.T, name, dir string) {
 // shut) into its own output before anything reads it, and counts it in
 // Followed. A difference beyond that is an error (Err): not rounding.
 type Tap struct {
-	model.ResNetEngine
+	model.Engine
 	Raw      bool // keep each ReLU's output itself, not its mask
 	Follow   *Tap
 	Within   float64
@@ -281,7 +277,7 @@ func (t *Tap) follow(name string, d []float32, v G.Value) error {
 // NewBatchNormAddReLU taps a BasicBlock's end, ReLU(BatchNorm(x) + s): its
 // ReLU is kept as the block's residual one.
 func (t *Tap) NewBatchNormAddReLU(B, C, HW int) (model.BatchNormAddReLUKernel, error) {
-	k, err := t.ResNetEngine.NewBatchNormAddReLU(B, C, HW)
+	k, err := t.Engine.NewBatchNormAddReLU(B, C, HW)
 	if err != nil {
 		return nil, err
 	}
@@ -302,7 +298,7 @@ func (b tapBNAdd) Forward(x, gamma, beta, s, y, runMean, runVar G.Value, n int, 
 }
 
 func (t *Tap) NewBatchNorm(B, C, HW int, relu bool) (model.BatchNormKernel, error) {
-	k, err := t.ResNetEngine.NewBatchNorm(B, C, HW, relu)
+	k, err := t.Engine.NewBatchNorm(B, C, HW, relu)
 	if err != nil || !relu {
 		return k, err
 	}
@@ -323,7 +319,7 @@ func (b tapBN) Forward(x, gamma, beta, y, runMean, runVar G.Value, n int, traini
 }
 
 func (t *Tap) NewMaxPool(B, C, H, W, K, stride, pad int) (model.MaxPoolKernel, error) {
-	k, err := t.ResNetEngine.NewMaxPool(B, C, H, W, K, stride, pad)
+	k, err := t.Engine.NewMaxPool(B, C, H, W, K, stride, pad)
 	if err != nil {
 		return nil, err
 	}

@@ -39,7 +39,7 @@ func step(t *testing.T, m *model.Model, tap *Tap) error {
 // blocks' fused BatchNorm+ReLU and residual add+ReLU), as masks, in order;
 // nothing outside Record.
 func TestTapRecordsTheBranch(t *testing.T) {
-	tap := &Tap{ResNetEngine: model.CPUEngine().(model.ResNetEngine)}
+	tap := &Tap{Engine: model.CPUEngine()}
 	m := tapped(t, tap)
 	if _, err := m.Logits(make([]float32, 2*3*8*8), 2); err != nil || len(tap.Branch) != 0 {
 		t.Fatalf("eval forward, not recording: %d tensors kept (err %v)", len(tap.Branch), err)
@@ -75,20 +75,20 @@ func TestTapRecordsTheBranch(t *testing.T) {
 // takes its side where the open value is within rounding (counted in
 // Followed), and fails where it is not.
 func TestTapFollows(t *testing.T) {
-	cpu := func() model.ResNetEngine { return model.CPUEngine().(model.ResNetEngine) }
-	ref := &Tap{ResNetEngine: cpu(), Raw: true}
+	cpu := func() model.Engine { return model.CPUEngine() }
+	ref := &Tap{Engine: cpu(), Raw: true}
 	if err := step(t, tapped(t, ref), ref); err != nil {
 		t.Fatal(err)
 	}
 	run := func(edit func(d []float32)) *Tap {
-		r := &Tap{ResNetEngine: cpu(), Raw: true}
+		r := &Tap{Engine: cpu(), Raw: true}
 		r.Branch = make([]model.NamedTensor, len(ref.Branch))
 		for k, b := range ref.Branch {
 			b.Data = append([]float32(nil), b.Data...)
 			r.Branch[k] = b
 		}
 		edit(r.Branch[4].Data)
-		f := &Tap{ResNetEngine: cpu(), Raw: true, Follow: r, Within: 1e-5}
+		f := &Tap{Engine: cpu(), Raw: true, Follow: r, Within: 1e-5}
 		f.Err = step(t, tapped(t, f), f)
 		return f
 	}
