@@ -93,7 +93,7 @@ func TestBestCheckpointIsKept(t *testing.T) {
 	if b.Epoch != bestEpoch || b.ValTop1 != best {
 		t.Fatalf("best.json %+v, want epoch %d top-1 %v", b, bestEpoch, best)
 	}
-	if _, err := loadCheckpointState(filepath.Join(c.Train.Out, bestDir)); err != nil {
+	if _, err := loadCheckpointState(context.Background(), filepath.Join(c.Train.Out, bestDir)); err != nil {
 		t.Fatalf("RUN/best does not load as a checkpoint: %v", err)
 	}
 	_, meta, err := model.ReadSafetensors(filepath.Join(c.Train.Out, bestDir, weightsFile))

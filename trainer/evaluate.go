@@ -22,7 +22,7 @@ type EvalReport struct {
 // folder) over the validation split of its dataset, or of dataRoot when
 // that is set (which must have the same classes).
 func Evaluate(ctx context.Context, from, dataRoot string, out io.Writer) (*EvalReport, error) {
-	st, err := loadCheckpointState(from)
+	st, err := loadCheckpointState(ctx, from)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package trainer
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"sort"
@@ -28,7 +29,7 @@ type ClassProb struct {
 // normalize) and returns the top k classes of each, named by the
 // checkpoint's class list. It runs on the CPU, one image at a time.
 func Predict(from string, files []string, k int) ([]Prediction, error) {
-	st, err := loadCheckpointState(from)
+	st, err := loadCheckpointState(context.Background(), from)
 	if err != nil {
 		return nil, err
 	}
