@@ -231,6 +231,9 @@ func inRun(run, rel string) (string, error) {
 		return "", fmt.Errorf("run folder %s: %w", run, err)
 	}
 	if r, err := filepath.Rel(root, real); err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) || filepath.IsAbs(r) {
+		if abs, err := filepath.Abs(real); err == nil {
+			real = abs
+		}
 		return "", &linkOutError{Run: run, Path: at, Target: real}
 	}
 	return p, nil
