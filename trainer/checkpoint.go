@@ -99,6 +99,19 @@ type stateJSON struct {
 
 const stateFormat = 2
 
+// saveFault, set by tests only, is called at each stage of a checkpoint
+// write (after model.safetensors, optimizer.safetensors, state.json, the
+// rename into place, latest.json); an error
+// from it ends the write there, as a crash would (the soak test).
+var saveFault func(stage string) error
+
+func faultAt(stage string) error {
+	if saveFault == nil {
+		return nil
+	}
+	return saveFault(stage)
+}
+
 // saveCheckpoint writes st as RUN/checkpoints/epoch-NNNN, points latest.json
 // at it, and keeps the newest `keep` epoch folders. It returns the folder.
 func saveCheckpoint(run string, st checkpointState, keep int) (string, error) {
@@ -137,6 +150,9 @@ func saveCheckpoint(run string, st checkpointState, keep int) (string, error) {
 		if sums[f.name], err = fileSHA256(context.Background(), path); err != nil {
 			return "", fmt.Errorf("checkpoint: %w", err)
 		}
+		if err := faultAt(f.name); err != nil {
+			return "", err
+		}
 	}
 	cfgText, err := st.Config.Marshal()
 	if err != nil {
@@ -159,6 +175,9 @@ func saveCheckpoint(run string, st checkpointState, keep int) (string, error) {
 	if err := writeFileAtomic(filepath.Join(tmp, stateFile), append(js, '\n')); err != nil {
 		return "", err
 	}
+	if err := faultAt(stateFile); err != nil {
+		return "", err
+	}
 	final := filepath.Join(parent, name)
 	if err := os.RemoveAll(final); err != nil { // a leftover of an earlier run of this folder
 		return "", fmt.Errorf("checkpoint: %w", err)
@@ -167,8 +186,14 @@ func saveCheckpoint(run string, st checkpointState, keep int) (string, error) {
 		return "", fmt.Errorf("checkpoint: %w", err)
 	}
 	syncDir(parent)
+	if err := faultAt("rename"); err != nil {
+		return "", err
+	}
 	latest, _ := json.Marshal(map[string]string{"checkpoint": filepath.ToSlash(filepath.Join("checkpoints", name))})
 	if err := writeFileAtomic(filepath.Join(run, latestFile), append(latest, '\n')); err != nil {
+		return "", err
+	}
+	if err := faultAt(latestFile); err != nil {
 		return "", err
 	}
 	pruneCheckpoints(parent, name, keep, st.RunID)
