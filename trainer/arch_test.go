@@ -104,7 +104,7 @@ func TestBestCheckpointIsKept(t *testing.T) {
 	if err := json.Unmarshal([]byte(meta["classes"]), &classes); err != nil || len(classes) < 2 {
 		t.Fatalf("model.safetensors metadata classes %q: %v", meta["classes"], err)
 	}
-	kept, err := keepBest(c.Train.Out, filepath.Join(c.Train.Out, b.Checkpoint), 9, best)
+	kept, err := keepBest(c.Train.Out, filepath.Join(c.Train.Out, bestDir), 9, best)
 	if err != nil || kept {
 		t.Fatalf("a tie replaced the best: %v %v", kept, err)
 	}

@@ -129,6 +129,10 @@ func (e *usedFolderError) Error() string {
 	return fmt.Sprintf("run folder %s already holds a run (%s): continue it with --resume %s, or choose another --out; nothing was changed", e.Dir, strings.Join(e.Found, ", "), e.Dir)
 }
 
+// HoldsRun reports whether dir holds any run's files, so that a fresh run
+// into it would be refused.
+func HoldsRun(dir string) bool { return len(runFilesIn(dir)) > 0 }
+
 // runFilesIn lists the run files dir holds.
 func runFilesIn(dir string) []string {
 	var found []string

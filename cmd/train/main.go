@@ -102,6 +102,9 @@ func trainCmd(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		err = checkMemory(cfg)
 	}
+	if err == nil {
+		nextFreeOut(&cfg, *cfgPath, *overrides, stdout)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "train: %v\n", err)
 		return 2
