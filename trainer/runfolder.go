@@ -170,6 +170,20 @@ func isLeftover(name string) bool {
 	return strings.HasPrefix(name, ".") && i > 1 && i+len(".tmp-") < len(name)
 }
 
+// startFiles are what a run writes into its folder at its start, before
+// its first checkpoint.
+var startFiles = []string{"config.yaml", "metrics.jsonl"}
+
+// takeBack removes what a fresh run wrote at its start (startFiles), for a
+// run that ends before its first checkpoint (an error in set-up, an
+// interrupt before the first step), so that the same command can simply be
+// run again; release then removes the folder too when the claim made it.
+func (rf *runFolder) takeBack() {
+	for _, name := range startFiles {
+		os.Remove(filepath.Join(rf.dir, name))
+	}
+}
+
 // release unlocks the folder. A folder this claim created and that holds
 // nothing but the lock file is removed with it.
 func (rf *runFolder) release() {

@@ -159,6 +159,11 @@ func (s *session) claimFolder() error {
 			return err
 		}
 		s.onClose(folder.release)
+		s.onClose(func() {
+			if s.start == nil && !s.checkpointed {
+				folder.takeBack()
+			}
+		})
 	}
 	id, err := readRunID(s.dir)
 	switch {
@@ -170,13 +175,6 @@ func (s *session) claimFolder() error {
 		id = newRunID() // a fresh run, a resume into a new folder, or a run from before run ids
 	}
 	s.runID = id
-	s.onClose(func() {
-		if s.start == nil && !s.checkpointed && s.d.writer() {
-			for _, name := range []string{"config.yaml", "metrics.jsonl"} {
-				os.Remove(filepath.Join(s.dir, name))
-			}
-		}
-	})
 	return nil
 }
 
