@@ -179,7 +179,10 @@ func saveCheckpoint(run string, st checkpointState, keep int) (string, error) {
 		return "", err
 	}
 	final := filepath.Join(parent, name)
-	if err := os.RemoveAll(final); err != nil { // a leftover of an earlier run of this folder
+	if sj, err := readStateJSON(context.Background(), final); err == nil && sj.RunID != "" && sj.RunID != st.RunID {
+		return "", fmt.Errorf("checkpoint: %s already holds a checkpoint of another run (run %s; this run is %s), which is not this run's to replace: move it out of the run folder and resume with --resume %s", final, sj.RunID, st.RunID, shellQuote(run))
+	}
+	if err := os.RemoveAll(final); err != nil { // a leftover of this run (written, then killed before latest.json)
 		return "", fmt.Errorf("checkpoint: %w", err)
 	}
 	if err := os.Rename(tmp, final); err != nil {

@@ -172,3 +172,27 @@ func TestPartialCheckpointIsNamedByItsEpoch(t *testing.T) {
 		t.Fatalf("state %+v, %v; want 1 epoch and 2 batches done", st, err)
 	}
 }
+
+// TestACheckpointOfAnotherRunIsNotReplaced: a checkpoint folder of another
+// run in the place of the next one this run writes stops the run there,
+// naming it, instead of being deleted.
+func TestACheckpointOfAnotherRunIsNotReplaced(t *testing.T) {
+	ca := tinyConfig(t)
+	ca.Train.Epochs = 2
+	runOK(t, ca)
+	cb := tinyConfig(t)
+	cb.Train.Epochs = 1
+	runOK(t, cb)
+	theirs := filepath.Join(cb.Train.Out, "checkpoints", "epoch-0002")
+	if err := os.CopyFS(theirs, os.DirFS(filepath.Join(ca.Train.Out, "checkpoints", "epoch-0002"))); err != nil {
+		t.Fatal(err)
+	}
+	cb.Train.Resume, cb.Train.Epochs = cb.Train.Out, 2
+	_, err := Run(context.Background(), cb, Options{Out: new(strings.Builder)})
+	if err == nil || !strings.Contains(err.Error(), "already holds a checkpoint of another run") {
+		t.Fatalf("error %v, want the other run's checkpoint named", err)
+	}
+	if _, err := os.Stat(filepath.Join(theirs, stateFile)); err != nil {
+		t.Errorf("the other run's checkpoint was touched: %v", err)
+	}
+}
