@@ -2,10 +2,12 @@ package model
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"slices"
@@ -131,8 +133,21 @@ func nonNil(s []int) []int {
 // error naming the file rather than panicking. Tensors come back in file
 // order.
 func ReadSafetensors(path string) ([]NamedTensor, map[string]string, error) {
-	buf, err := os.ReadFile(path)
+	return ReadSafetensorsContext(context.Background(), path)
+}
+
+// ReadSafetensorsContext is ReadSafetensors that stops when ctx is
+// cancelled (its error then wraps ctx.Err()). It reads only a regular file
+// (a link to /dev/zero or a FIFO is refused, not read forever or waited
+// on), and never more than its header claims: the 8-byte size, the header,
+// then exactly the data bytes the header's offsets cover, which must be
+// the rest of the file.
+func ReadSafetensorsContext(ctx context.Context, path string) ([]NamedTensor, map[string]string, error) {
+	buf, err := readSafetensorsBytes(ctx, path)
 	if err != nil {
+		return nil, nil, fmt.Errorf("safetensors %s: %w", path, err)
+	}
+	if err := ctx.Err(); err != nil {
 		return nil, nil, fmt.Errorf("safetensors %s: %w", path, err)
 	}
 	ts, meta, err := decodeSafetensors(buf)
@@ -140,6 +155,86 @@ func ReadSafetensors(path string) ([]NamedTensor, map[string]string, error) {
 		return nil, nil, fmt.Errorf("safetensors %s: %w", path, err)
 	}
 	return ts, meta, nil
+}
+
+// readChunk is how much is read between two looks at the context.
+const readChunk = 1 << 20
+
+func readSafetensorsBytes(ctx context.Context, path string) ([]byte, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file (%v): a checkpoint's tensors are read from a file only", fi.Mode().Type())
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if ofi, err := f.Stat(); err != nil || !os.SameFile(fi, ofi) {
+		return nil, errors.New("the file changed while it was opened")
+	}
+	size := fi.Size()
+	var head [8]byte
+	if _, err := io.ReadFull(f, head[:]); err != nil {
+		return nil, fmt.Errorf("file is %d bytes, too short for the 8-byte header size", size)
+	}
+	n := binary.LittleEndian.Uint64(head[:])
+	if n < 2 || n > maxHeader || n > uint64(size-8) {
+		return nil, fmt.Errorf("header size %d is out of range (file is %d bytes)", n, size)
+	}
+	buf := make([]byte, 8+n)
+	copy(buf, head[:])
+	if _, err := io.ReadFull(f, buf[8:]); err != nil {
+		return nil, fmt.Errorf("header: %w", err)
+	}
+	claimed, err := dataBytesClaimed(buf[8:])
+	if err != nil {
+		return nil, err
+	}
+	if total := 8 + int64(n) + claimed; total != size {
+		return nil, fmt.Errorf("the header's tensors end at byte %d, but the file is %d bytes", total, size)
+	}
+	buf = slices.Grow(buf, int(claimed))[:8+int(n)+int(claimed)]
+	for at := 8 + int(n); at < len(buf); {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		end := min(at+readChunk, len(buf))
+		if _, err := io.ReadFull(f, buf[at:end]); err != nil {
+			return nil, fmt.Errorf("data: %w", err)
+		}
+		at = end
+	}
+	return buf, nil
+}
+
+// dataBytesClaimed is where the header says the last tensor ends: the data
+// section's size. decodeSafetensors checks the rest of the header.
+func dataBytesClaimed(hdr []byte) (int64, error) {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(hdr, &raw); err != nil {
+		return 0, fmt.Errorf("header: %w", err)
+	}
+	var end int64
+	for name, msg := range raw {
+		if name == metadataKey {
+			continue
+		}
+		var info struct {
+			DataOffsets []int64 `json:"data_offsets"`
+		}
+		if err := json.Unmarshal(msg, &info); err != nil || len(info.DataOffsets) != 2 || info.DataOffsets[1] < 0 {
+			return 0, fmt.Errorf("tensor %q: data_offsets must be [begin, end]", name)
+		}
+		end = max(end, info.DataOffsets[1])
+	}
+	if end > math.MaxInt32*4 {
+		return 0, fmt.Errorf("the header claims %d data bytes, more than any tensor file of ours holds", end)
+	}
+	return end, nil
 }
 
 type tensorInfo struct {

@@ -93,7 +93,7 @@ func TestBestCheckpointIsKept(t *testing.T) {
 	if b.Epoch != bestEpoch || b.ValTop1 != best {
 		t.Fatalf("best.json %+v, want epoch %d top-1 %v", b, bestEpoch, best)
 	}
-	if _, err := loadCheckpointState(filepath.Join(c.Train.Out, bestDir)); err != nil {
+	if _, err := loadCheckpointState(context.Background(), filepath.Join(c.Train.Out, bestDir)); err != nil {
 		t.Fatalf("RUN/best does not load as a checkpoint: %v", err)
 	}
 	_, meta, err := model.ReadSafetensors(filepath.Join(c.Train.Out, bestDir, weightsFile))
@@ -104,7 +104,7 @@ func TestBestCheckpointIsKept(t *testing.T) {
 	if err := json.Unmarshal([]byte(meta["classes"]), &classes); err != nil || len(classes) < 2 {
 		t.Fatalf("model.safetensors metadata classes %q: %v", meta["classes"], err)
 	}
-	kept, err := keepBest(c.Train.Out, filepath.Join(c.Train.Out, b.Checkpoint), 9, best)
+	kept, err := keepBest(c.Train.Out, filepath.Join(c.Train.Out, bestDir), 9, best)
 	if err != nil || kept {
 		t.Fatalf("a tie replaced the best: %v %v", kept, err)
 	}

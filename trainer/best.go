@@ -1,6 +1,7 @@
 package trainer
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,26 +13,30 @@ import (
 // timm and torchvision's references do: RUN/best/ holds a copy of that
 // epoch's checkpoint (model.safetensors, optimizer.safetensors,
 // state.json: `train eval --checkpoint RUN/best` reads it) and best.json,
-// {"checkpoint": "checkpoints/epoch-0007", "epoch": 7, "val_top1": 0.912}.
-// Pruning never touches it. Ties keep the earlier epoch. Being read back
-// from the folder at each epoch, it carries over a resume.
+// {"epoch": 7, "val_top1": 0.912}. best/ is itself the checkpoint: the
+// epoch's own folder under checkpoints/ is pruned in its turn, so best.json
+// names no folder that could be gone. Pruning never touches best/. Ties
+// keep the earlier epoch. Being read back from the folder at each epoch,
+// it carries over a resume.
 const (
 	bestDir  = "best"
 	bestFile = "best.json"
 )
 
 type bestJSON struct {
-	Checkpoint string  `json:"checkpoint"`
-	Epoch      int     `json:"epoch"`
-	ValTop1    float64 `json:"val_top1"`
+	Epoch   int     `json:"epoch"`
+	ValTop1 float64 `json:"val_top1"`
 }
 
 // keepBest copies checkpoint dir (of epoch, val top-1 top1) to RUN/best
 // when it beats what RUN/best/best.json records, and says whether it did.
 // The copy is made in a temporary folder and renamed into place.
 func keepBest(run, dir string, epoch int, top1 float64) (bool, error) {
-	final := filepath.Join(run, bestDir)
-	if b, err := os.ReadFile(filepath.Join(final, bestFile)); err == nil {
+	final, err := inRun(run, bestDir)
+	if err != nil {
+		return false, fmt.Errorf("best checkpoint: %w", err)
+	}
+	if b, err := readSmallFile(context.Background(), filepath.Join(final, bestFile), maxPointerFile); err == nil {
 		var old bestJSON
 		if json.Unmarshal(b, &old) == nil && old.ValTop1 >= top1 {
 			return false, nil
@@ -47,8 +52,7 @@ func keepBest(run, dir string, epoch int, top1 float64) (bool, error) {
 			return false, fmt.Errorf("best checkpoint: %w", err)
 		}
 	}
-	rel, _ := filepath.Rel(run, dir)
-	js, _ := json.Marshal(bestJSON{Checkpoint: filepath.ToSlash(rel), Epoch: epoch, ValTop1: top1})
+	js, _ := json.Marshal(bestJSON{Epoch: epoch, ValTop1: top1})
 	if err := writeFileAtomic(filepath.Join(tmp, bestFile), append(js, '\n')); err != nil {
 		return false, err
 	}

@@ -1,7 +1,9 @@
 package trainer
 
 import (
+	"bytes"
 	"cmp"
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -31,11 +33,20 @@ import (
 //	RUN/checkpoints/epoch-0003/optimizer.safetensors  SGD momentum buffers
 //	RUN/checkpoints/epoch-0003/state.json             epoch, step, classes, decoder, dataset
 //	                                                  file list, the two files' SHA-256, resolved config
+//	                                                  and the run's id (run_id)
 //	RUN/latest.json                                   {"checkpoint": "checkpoints/epoch-0003"}
+//	RUN/run.json                                      {"run_id": "..."}: the run's id, made at its start
 //	RUN/.lock                                         held (flock) by the trainer writing the run
 //
-// An interrupted run writes RUN/checkpoints/epoch-0003-batch-0017: three
-// epochs and 17 batches of the fourth done.
+// An interrupted run writes RUN/checkpoints/epoch-0004-batch-0017: in
+// epoch 4, 17 batches done (three epochs complete before it).
+//
+// Every checkpoint records the id of the run that wrote it; one found in
+// another run's folder (copied, or reached through a link) is refused, and
+// pruning removes only the run's own. Nothing is read or written through a
+// link that leads out of the run folder (checkRunLinks), and only regular
+// files are read, never more than they claim (readSmallFile, fileSHA256,
+// model.ReadSafetensorsContext), each read stopping when its context ends.
 //
 // A checkpoint is written into a temporary folder and renamed into place,
 // then latest.json is replaced atomically: a crash at any point leaves the
@@ -51,6 +62,7 @@ const (
 // checkpointState is everything needed to resume exactly.
 type checkpointState struct {
 	Dir           string        // where it was read from
+	RunID         string        // the run that wrote it ("" before run ids)
 	Epoch         int           // epochs completed
 	Step          int           // optimizer steps taken
 	StepsPerEpoch int           // training batches an epoch has
@@ -70,6 +82,7 @@ type checkpointState struct {
 // decoder, the dataset's file list and the class names' bytes.
 type stateJSON struct {
 	Format        int           `json:"format"`
+	RunID         string        `json:"run_id,omitempty"`
 	Epoch         int           `json:"epoch"`
 	Step          int           `json:"step"`
 	StepsPerEpoch int           `json:"steps_per_epoch,omitempty"`
@@ -86,10 +99,31 @@ type stateJSON struct {
 
 const stateFormat = 2
 
+// saveFault, set by tests only, is called at each stage of a checkpoint
+// write (after model.safetensors, optimizer.safetensors, state.json, the
+// rename into place, latest.json); an error
+// from it ends the write there, as a crash would (the soak test).
+var saveFault func(stage string) error
+
+func faultAt(stage string) error {
+	if saveFault == nil {
+		return nil
+	}
+	return saveFault(stage)
+}
+
 // saveCheckpoint writes st as RUN/checkpoints/epoch-NNNN, points latest.json
 // at it, and keeps the newest `keep` epoch folders. It returns the folder.
 func saveCheckpoint(run string, st checkpointState, keep int) (string, error) {
 	name := checkpointName(st.Epoch, st.Partial.Batches)
+	for _, rel := range []string{"checkpoints", latestFile, runIDFile} {
+		if _, err := inRun(run, rel); err != nil {
+			return "", fmt.Errorf("checkpoint: %w", err)
+		}
+	}
+	if err := keepRunID(run, st.RunID); err != nil {
+		return "", fmt.Errorf("checkpoint: %w", err)
+	}
 	parent := filepath.Join(run, "checkpoints")
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return "", fmt.Errorf("checkpoint: %w", err)
@@ -113,8 +147,11 @@ func saveCheckpoint(run string, st checkpointState, keep int) (string, error) {
 			return "", err
 		}
 		// Hashed as read back: what state.json vouches for is what is on disk.
-		if sums[f.name], err = fileSHA256(path); err != nil {
+		if sums[f.name], err = fileSHA256(context.Background(), path); err != nil {
 			return "", fmt.Errorf("checkpoint: %w", err)
+		}
+		if err := faultAt(f.name); err != nil {
+			return "", err
 		}
 	}
 	cfgText, err := st.Config.Marshal()
@@ -129,7 +166,7 @@ func saveCheckpoint(run string, st checkpointState, keep int) (string, error) {
 	}
 	ds := st.Dataset
 	js, err := json.MarshalIndent(stateJSON{
-		Format: stateFormat, Epoch: st.Epoch, Step: st.Step, StepsPerEpoch: st.StepsPerEpoch, Partial: st.Partial,
+		Format: stateFormat, RunID: st.RunID, Epoch: st.Epoch, Step: st.Step, StepsPerEpoch: st.StepsPerEpoch, Partial: st.Partial,
 		Classes: shown, ClassBytes: raw, Decoder: st.Decoder, Dataset: &ds, SHA256: sums, Config: string(cfgText),
 	}, "", "  ")
 	if err != nil {
@@ -138,30 +175,43 @@ func saveCheckpoint(run string, st checkpointState, keep int) (string, error) {
 	if err := writeFileAtomic(filepath.Join(tmp, stateFile), append(js, '\n')); err != nil {
 		return "", err
 	}
+	if err := faultAt(stateFile); err != nil {
+		return "", err
+	}
 	final := filepath.Join(parent, name)
-	if err := os.RemoveAll(final); err != nil { // a leftover of an earlier run of this folder
+	if sj, err := readStateJSON(context.Background(), final); err == nil && sj.RunID != "" && sj.RunID != st.RunID {
+		return "", fmt.Errorf("checkpoint: %s already holds a checkpoint of another run (run %s; this run is %s), which is not this run's to replace: move it out of the run folder and resume with --resume %s", final, sj.RunID, st.RunID, shellQuote(run))
+	}
+	if err := os.RemoveAll(final); err != nil { // a leftover of this run (written, then killed before latest.json)
 		return "", fmt.Errorf("checkpoint: %w", err)
 	}
 	if err := os.Rename(tmp, final); err != nil {
 		return "", fmt.Errorf("checkpoint: %w", err)
 	}
 	syncDir(parent)
+	if err := faultAt("rename"); err != nil {
+		return "", err
+	}
 	latest, _ := json.Marshal(map[string]string{"checkpoint": filepath.ToSlash(filepath.Join("checkpoints", name))})
 	if err := writeFileAtomic(filepath.Join(run, latestFile), append(latest, '\n')); err != nil {
 		return "", err
 	}
-	pruneCheckpoints(parent, name, keep)
+	if err := faultAt(latestFile); err != nil {
+		return "", err
+	}
+	pruneCheckpoints(parent, name, keep, st.RunID)
 	return final, nil
 }
 
 // checkpointName is the folder name of a checkpoint after epochs epochs and
-// batches batches of the next.
+// batches batches of the next: epoch-0003 when epoch 3 is done,
+// epoch-0004-batch-0017 part-way through epoch 4 (the epoch it stopped
+// in, as the progress line and the interrupt message count it).
 func checkpointName(epochs, batches int) string {
-	name := fmt.Sprintf("epoch-%04d", epochs)
 	if batches > 0 {
-		name += fmt.Sprintf("-batch-%04d", batches)
+		return fmt.Sprintf("epoch-%04d-batch-%04d", epochs+1, batches)
 	}
-	return name
+	return fmt.Sprintf("epoch-%04d", epochs)
 }
 
 func validCheckpointName(name string) bool {
@@ -188,9 +238,10 @@ func parseCheckpointName(name string) (epochs, batches int, ok bool) {
 		return 0, 0, false
 	}
 	if hasBatch {
-		if batches, ok = num(b); !ok || batches == 0 {
+		if batches, ok = num(b); !ok || batches == 0 || epochs == 0 {
 			return 0, 0, false
 		}
+		epochs-- // named by the epoch it is in
 	}
 	return epochs, batches, true
 }
@@ -213,27 +264,31 @@ func mkdirTemp(parent, prefix string) (string, error) {
 	}
 }
 
-// pruneCheckpoints removes all but the newest keep epoch folders, never
-// the one just written. Folders are ordered by the epochs and batches
-// their names say, not by the names (epoch-10000 is newer than epoch-9999).
-func pruneCheckpoints(parent, newest string, keep int) {
+// pruneCheckpoints removes all but the newest keep of this run's
+// checkpoint folders (those whose state.json records runID), never the one
+// just written. A link, a folder of another run, one written before run
+// ids or one whose state.json cannot be read is not this run's to delete,
+// and is left alone. Folders are ordered by the steps their state.json
+// records (epoch-10000 is newer than epoch-9999).
+func pruneCheckpoints(parent, newest string, keep int, runID string) {
 	entries, err := os.ReadDir(parent)
 	if err != nil {
 		return
 	}
 	type ckpt struct {
-		name            string
-		epochs, batches int
+		name string
+		step int
 	}
 	var found []ckpt
 	for _, e := range entries {
-		if ep, b, ok := parseCheckpointName(e.Name()); ok && e.IsDir() {
-			found = append(found, ckpt{e.Name(), ep, b})
+		if !validCheckpointName(e.Name()) || !e.IsDir() { // IsDir: the entry itself, a link is not one
+			continue
+		}
+		if sj, err := readStateJSON(context.Background(), filepath.Join(parent, e.Name())); err == nil && sj.RunID == runID && runID != "" {
+			found = append(found, ckpt{e.Name(), sj.Step})
 		}
 	}
-	slices.SortFunc(found, func(a, b ckpt) int {
-		return cmp.Or(cmp.Compare(a.epochs, b.epochs), cmp.Compare(a.batches, b.batches))
-	})
+	slices.SortFunc(found, func(a, b ckpt) int { return cmp.Compare(a.step, b.step) })
 	for i := 0; i < len(found)-keep; i++ {
 		if found[i].name != newest {
 			os.RemoveAll(filepath.Join(parent, found[i].name))
@@ -251,12 +306,12 @@ func latestCheckpoint(run string) (string, bool) {
 // when there is no latest.json, or an error saying what is wrong with it.
 func readLatest(run string) (string, error) {
 	p := filepath.Join(run, latestFile)
-	b, err := os.ReadFile(p)
+	b, err := readSmallFile(context.Background(), p, maxPointerFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", p, err)
+		return "", err
 	}
 	var l struct {
 		Checkpoint string `json:"checkpoint"`
@@ -271,7 +326,10 @@ func readLatest(run string) (string, error) {
 	if d, name := path.Split(l.Checkpoint); d != "checkpoints/" || !validCheckpointName(name) {
 		return "", fmt.Errorf("%s is corrupt (it names %q, not a folder checkpoints/epoch-NNNN); the checkpoints are in %s: resume from one of them with --resume %s", p, l.Checkpoint, filepath.Join(run, "checkpoints"), filepath.Join(run, "checkpoints", "epoch-NNNN"))
 	}
-	dir := filepath.Join(run, filepath.FromSlash(l.Checkpoint))
+	dir, err := inRun(run, filepath.FromSlash(l.Checkpoint))
+	if err != nil {
+		return "", err
+	}
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return "", fmt.Errorf("%s names the checkpoint %s, which does not exist; the checkpoints are in %s: resume from one of them with --resume %s", p, dir, filepath.Join(run, "checkpoints"), filepath.Join(run, "checkpoints", "epoch-NNNN"))
 	}
@@ -292,8 +350,14 @@ func runOf(path string) string {
 // loadCheckpointState reads a checkpoint from a run folder (its latest) or
 // from a checkpoint folder itself, and checks that it is whole: its counts
 // in range and consistent, each tensor file's SHA-256 the one state.json
-// recorded.
-func loadCheckpointState(path string) (*checkpointState, error) {
+// recorded, its run the run folder's. A damaged latest checkpoint is named
+// as such, with the run's intact ones. It stops when ctx is cancelled, with
+// an error that wraps ctx.Err().
+func loadCheckpointState(ctx context.Context, path string) (*checkpointState, error) {
+	run := runOf(path)
+	if err := checkRunLinks(run); err != nil {
+		return nil, fmt.Errorf("resume: %w", err)
+	}
 	dir := path
 	latest, err := readLatest(path)
 	if err != nil {
@@ -302,48 +366,133 @@ func loadCheckpointState(path string) (*checkpointState, error) {
 	if latest != "" {
 		dir = latest
 	}
-	b, err := os.ReadFile(filepath.Join(dir, stateFile))
+	if _, err := os.Stat(filepath.Join(dir, stateFile)); latest == "" && errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("resume: %w", noCheckpointError(ctx, path))
+	}
+	st, err := readCheckpoint(ctx, dir)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			if _, cerr := os.Stat(filepath.Join(path, "config.yaml")); cerr == nil {
-				return nil, fmt.Errorf("resume: run folder %s holds no checkpoint (its run stopped before its first one was written): there is nothing to continue; remove the folder's files, or choose another --out, and start again without --resume", path)
-			}
-			return nil, fmt.Errorf("resume: %s is neither a run folder (no %s) nor a checkpoint folder (no %s)", path, latestFile, stateFile)
+		if latest != "" && ctx.Err() == nil {
+			return nil, fmt.Errorf("resume: the latest checkpoint %s (named by %s) is damaged: %w; %s", dir, filepath.Join(path, latestFile), err, intactCheckpoints(ctx, path, filepath.Base(dir)))
 		}
 		return nil, fmt.Errorf("resume: %w", err)
 	}
+	if id, err := readRunID(run); err != nil {
+		return nil, fmt.Errorf("resume: %w", err)
+	} else if id != "" && st.RunID != "" && id != st.RunID {
+		return nil, fmt.Errorf("resume: the checkpoint %s belongs to run %s, but the run folder %s is run %s (see its %s): it was copied or linked in from another run; resume the run it belongs to, or copy the checkpoint folder out of %s and resume from the copy with a new --out", dir, st.RunID, run, id, runIDFile, run)
+	}
+	return st, nil
+}
+
+// noCheckpointError says why path, which has no latest.json and is no
+// checkpoint folder, cannot be resumed, and what can be.
+func noCheckpointError(ctx context.Context, path string) error {
+	if _, err := os.Stat(filepath.Join(path, "config.yaml")); err != nil {
+		return fmt.Errorf("%s is neither a run folder (no %s) nor a checkpoint folder (no %s)", path, latestFile, stateFile)
+	}
+	if names := checkpointFolders(path); len(names) > 0 {
+		return fmt.Errorf("run folder %s has no %s (removed?), but its checkpoints folder holds %s; %s", path, latestFile, strings.Join(names, ", "), intactCheckpoints(ctx, path, ""))
+	}
+	return fmt.Errorf("run folder %s holds no checkpoint (its run stopped before its first one was written): there is nothing to continue; start again without --resume (a fresh run into that folder needs its config.yaml and metrics.jsonl removed first), or choose another --out", path)
+}
+
+// checkpointFolders lists the checkpoint folders under RUN/checkpoints, the
+// newest (by name) first.
+func checkpointFolders(run string) []string {
+	entries, _ := os.ReadDir(filepath.Join(run, "checkpoints"))
+	type named struct {
+		name            string
+		epochs, batches int
+	}
+	var found []named
+	for _, e := range entries {
+		if ep, b, ok := parseCheckpointName(e.Name()); ok && e.IsDir() {
+			found = append(found, named{e.Name(), ep, b})
+		}
+	}
+	slices.SortFunc(found, func(a, b named) int {
+		return cmp.Or(cmp.Compare(b.epochs, a.epochs), cmp.Compare(b.batches, a.batches))
+	})
+	names := make([]string, len(found))
+	for i, f := range found {
+		names[i] = f.name
+	}
+	return names
+}
+
+// intactCheckpoints names the run's checkpoints, other than skip, that read
+// back whole, and says how to resume from the newest.
+func intactCheckpoints(ctx context.Context, run, skip string) string {
+	var intact []string
+	for _, name := range checkpointFolders(run) {
+		if name == skip {
+			continue
+		}
+		if _, err := readCheckpoint(ctx, filepath.Join(run, "checkpoints", name)); err == nil {
+			intact = append(intact, name)
+		}
+	}
+	if len(intact) == 0 {
+		return fmt.Sprintf("no other checkpoint in %s reads back whole", filepath.Join(run, "checkpoints"))
+	}
+	return fmt.Sprintf("intact: %s; continue from the newest with --resume %s", strings.Join(intact, ", "), shellQuote(filepath.Join(run, "checkpoints", intact[0])))
+}
+
+// Bounds on what is read of the small files: a state.json records a
+// config and a few counts, a pointer file one path.
+const (
+	maxStateFile   = 16 << 20
+	maxPointerFile = 64 << 10
+)
+
+// readStateJSON reads and parses DIR/state.json.
+func readStateJSON(ctx context.Context, dir string) (stateJSON, error) {
 	statePath := filepath.Join(dir, stateFile)
 	var sj stateJSON
+	b, err := readSmallFile(ctx, statePath, maxStateFile)
+	if err != nil {
+		return sj, err
+	}
 	if err := json.Unmarshal(b, &sj); err != nil {
-		return nil, fmt.Errorf("resume: %s is corrupt: %v", statePath, err)
+		return sj, fmt.Errorf("%s is corrupt: %v", statePath, err)
+	}
+	return sj, nil
+}
+
+// readCheckpoint reads and checks the checkpoint folder dir.
+func readCheckpoint(ctx context.Context, dir string) (*checkpointState, error) {
+	statePath := filepath.Join(dir, stateFile)
+	sj, err := readStateJSON(ctx, dir)
+	if err != nil {
+		return nil, err
 	}
 	if sj.Format != 1 && sj.Format != stateFormat {
-		return nil, fmt.Errorf("resume: %s: unknown checkpoint format %d", statePath, sj.Format)
+		return nil, fmt.Errorf("%s: unknown checkpoint format %d", statePath, sj.Format)
 	}
 	cfg, err := config.Parse([]byte(sj.Config), statePath+" (config)")
 	if err != nil {
-		return nil, fmt.Errorf("resume: %w", err)
+		return nil, err
 	}
-	st := &checkpointState{Dir: dir, Epoch: sj.Epoch, Step: sj.Step, StepsPerEpoch: sj.StepsPerEpoch, Partial: sj.Partial,
+	st := &checkpointState{Dir: dir, RunID: sj.RunID, Epoch: sj.Epoch, Step: sj.Step, StepsPerEpoch: sj.StepsPerEpoch, Partial: sj.Partial,
 		Config: cfg, Classes: sj.Classes, Decoder: sj.Decoder, Unverified: sj.Format == 1}
 	if sj.Format >= 2 {
 		if len(sj.ClassBytes) != len(sj.Classes) {
-			return nil, fmt.Errorf("resume: %s is inconsistent: %d classes but %d in classes_base64", statePath, len(sj.Classes), len(sj.ClassBytes))
+			return nil, fmt.Errorf("%s is inconsistent: %d classes but %d in classes_base64", statePath, len(sj.Classes), len(sj.ClassBytes))
 		}
 		for i, c := range sj.ClassBytes {
 			raw, err := base64.StdEncoding.DecodeString(c)
 			if err != nil {
-				return nil, fmt.Errorf("resume: %s: class %d: %v", statePath, i, err)
+				return nil, fmt.Errorf("%s: class %d: %v", statePath, i, err)
 			}
 			st.Classes[i] = string(raw)
 		}
 		if sj.Dataset == nil || sj.Decoder == "" {
-			return nil, fmt.Errorf("resume: %s is incomplete: no dataset file list or decoder", statePath)
+			return nil, fmt.Errorf("%s is incomplete: no dataset file list or decoder", statePath)
 		}
 		st.Dataset = *sj.Dataset
 	}
 	if err := checkCounts(st); err != nil {
-		return nil, fmt.Errorf("resume: %s is inconsistent: %v", statePath, err)
+		return nil, fmt.Errorf("%s is inconsistent: %v", statePath, err)
 	}
 	for _, f := range []struct {
 		name string
@@ -353,18 +502,18 @@ func loadCheckpointState(path string) (*checkpointState, error) {
 		if sj.Format >= 2 {
 			want, ok := sj.SHA256[f.name]
 			if !ok {
-				return nil, fmt.Errorf("resume: %s records no SHA-256 for %s", statePath, f.name)
+				return nil, fmt.Errorf("%s records no SHA-256 for %s", statePath, f.name)
 			}
-			got, err := fileSHA256(p)
+			got, err := fileSHA256(ctx, p)
 			if err != nil {
-				return nil, fmt.Errorf("resume: %w", err)
+				return nil, err
 			}
 			if got != want {
-				return nil, fmt.Errorf("resume: %s is not the file the checkpoint wrote: its SHA-256 is %s, state.json recorded %s (changed or damaged since); resume from another checkpoint in %s", p, got, want, filepath.Dir(dir))
+				return nil, fmt.Errorf("%s is not the file the checkpoint wrote: its SHA-256 is %s, state.json recorded %s (changed or damaged since); resume from another checkpoint in %s", p, got, want, filepath.Dir(dir))
 			}
 		}
-		if *f.into, _, err = model.ReadSafetensors(p); err != nil {
-			return nil, fmt.Errorf("resume: %w", err)
+		if *f.into, _, err = model.ReadSafetensorsContext(ctx, p); err != nil {
+			return nil, err
 		}
 	}
 	return st, nil
@@ -418,14 +567,85 @@ func displayName(s string) string {
 	return strconv.Quote(s)
 }
 
-func fileSHA256(path string) (string, error) {
+// openRegular opens path for reading when it is a regular file: a device
+// (a link to /dev/zero), a FIFO or a socket is refused before it is opened,
+// so that no read runs forever and no open waits for a writer.
+func openRegular(path string) (*os.File, os.FileInfo, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, nil, fmt.Errorf("%s is not a regular file (%v): a checkpoint is read from files only", path, fi.Mode().Type())
+	}
 	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if ofi, err := f.Stat(); err != nil || !os.SameFile(fi, ofi) {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s changed while it was opened", path)
+	}
+	return f, fi, nil
+}
+
+// readChunk is how much is read between two looks at the context.
+const readChunk = 1 << 20
+
+// readSmallFile reads path, a regular file of at most limit bytes.
+func readSmallFile(ctx context.Context, path string, limit int64) ([]byte, error) {
+	f, fi, err := openRegular(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi.Size() > limit {
+		return nil, fmt.Errorf("%s is %d bytes, more than such a file can be (%d)", path, fi.Size(), limit)
+	}
+	var buf bytes.Buffer
+	if _, err := copyContext(ctx, &buf, io.LimitReader(f, limit+1)); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if int64(buf.Len()) > limit {
+		return nil, fmt.Errorf("%s grew past %d bytes while it was read", path, limit)
+	}
+	return buf.Bytes(), nil
+}
+
+// copyContext is io.Copy in chunks of readChunk, stopping when ctx ends.
+func copyContext(ctx context.Context, dst io.Writer, src io.Reader) (int64, error) {
+	buf := make([]byte, readChunk)
+	var n int64
+	for {
+		if err := ctx.Err(); err != nil {
+			return n, err
+		}
+		k, err := src.Read(buf)
+		if k > 0 {
+			if _, werr := dst.Write(buf[:k]); werr != nil {
+				return n, werr
+			}
+			n += int64(k)
+		}
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+}
+
+// fileSHA256 hashes path, a regular file, read up to the size it had when
+// opened.
+func fileSHA256(ctx context.Context, path string) (string, error) {
+	f, fi, err := openRegular(path)
 	if err != nil {
 		return "", err
 	}
 	defer f.Close()
 	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
+	if _, err := copyContext(ctx, h, io.LimitReader(f, fi.Size())); err != nil {
 		return "", fmt.Errorf("%s: %w", path, err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil

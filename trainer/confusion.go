@@ -42,7 +42,10 @@ func writeConfusion(run string, epoch int, classes []string, c confusion) error 
 	if c == nil {
 		return nil
 	}
-	dir := filepath.Join(run, "eval")
+	dir, err := inRun(run, "eval") // not through a link out of the run
+	if err != nil {
+		return fmt.Errorf("confusion matrix: %w", err)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("confusion matrix: %w", err)
 	}

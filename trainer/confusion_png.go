@@ -39,7 +39,10 @@ func writeConfusionPNG(run string) error {
 	}
 	png, err := fig.PNG(fmt.Sprintf("epoch %d", epoch))
 	if err == nil {
-		err = writeFileAtomic(filepath.Join(run, "eval", confusionPNG), png)
+		var dst string // not through a link out of the run
+		if dst, err = inRun(run, filepath.Join("eval", confusionPNG)); err == nil {
+			err = writeFileAtomic(dst, png)
+		}
 	}
 	if err != nil {
 		kept := "the run's checkpoints are unaffected"
@@ -53,7 +56,11 @@ func writeConfusionPNG(run string) error {
 
 // newestConfusionCSV finds the CSV of the highest epoch in RUN/eval.
 func newestConfusionCSV(run string) (epoch int, path string, ok bool, err error) {
-	entries, err := os.ReadDir(filepath.Join(run, "eval"))
+	dir, err := inRun(run, "eval")
+	if err != nil {
+		return 0, "", false, fmt.Errorf("confusion matrix PNG: %w", err)
+	}
+	entries, err := os.ReadDir(dir)
 	if os.IsNotExist(err) {
 		return 0, "", false, nil
 	}

@@ -139,7 +139,7 @@ func TestTwoRankCheckpointResumesOnOneRank(t *testing.T) {
 	part := tinyConfig(t)
 	part.Data.BatchSize = 4
 	runRanks(t, 2, part, func(m EpochMetrics) bool { return m.Epoch < 1 })
-	st, err := loadCheckpointState(part.Train.Out)
+	st, err := loadCheckpointState(context.Background(), part.Train.Out)
 	if err != nil || st.Epoch != 1 || st.Config.Data.BatchSize != 8 {
 		t.Fatalf("2-rank checkpoint: %+v, %v; want epoch 1 recorded with the global batch 8", st, err)
 	}

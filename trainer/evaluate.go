@@ -28,7 +28,7 @@ type EvalReport struct {
 // folder) over the validation split of its dataset, or of dataRoot when
 // that is set (which must have the same classes).
 func Evaluate(ctx context.Context, from, dataRoot string, out io.Writer) (*EvalReport, error) {
-	st, err := openCheckpoint(from)
+	st, err := openCheckpoint(ctx, from)
 	if err != nil {
 		return nil, err
 	}
@@ -75,8 +75,8 @@ func Evaluate(ctx context.Context, from, dataRoot string, out io.Writer) (*EvalR
 // whole and verified, with weights a prediction can be made from
 // (checkWeights). Its errors say "checkpoint:" where --resume's say
 // "resume:", since nothing is resumed here.
-func openCheckpoint(from string) (*checkpointState, error) {
-	st, err := loadCheckpointState(from)
+func openCheckpoint(ctx context.Context, from string) (*checkpointState, error) {
+	st, err := loadCheckpointState(ctx, from)
 	if err != nil {
 		return nil, retitle(err, "resume: ", "checkpoint: ")
 	}

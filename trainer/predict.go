@@ -35,7 +35,7 @@ type ClassProb struct {
 // checkpoint (unreadable, or weights that are not finite), or ctx, when
 // the predictions made so far are returned with it.
 func Predict(ctx context.Context, from string, files []string, k int) ([]Prediction, error) {
-	st, err := openCheckpoint(from)
+	st, err := openCheckpoint(ctx, from)
 	if err != nil {
 		return nil, err
 	}

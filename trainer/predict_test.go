@@ -90,7 +90,7 @@ func TestPredictSeesWhatEvalSees(t *testing.T) {
 			}
 
 			// The val loader's batches through the same weights.
-			st, err := loadCheckpointState(c.Train.Out)
+			st, err := loadCheckpointState(context.Background(), c.Train.Out)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,6 +1,7 @@
 package trainer
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -89,7 +90,7 @@ func sameFolder(a, b string) bool {
 func ResumeBase(path string, ranks int) (config.Config, string, error) {
 	run := runOf(path)
 	cfg, cerr := config.Load(filepath.Join(run, "config.yaml"))
-	st, serr := loadCheckpointState(path)
+	st, serr := loadCheckpointState(context.Background(), path)
 	switch {
 	case serr != nil && cerr != nil:
 		return config.Config{}, "", serr

@@ -244,7 +244,7 @@ func TestCheckpointIsVerifiedOnLoad(t *testing.T) {
 			os.WriteFile(p, b, 0o644)
 		}
 	}
-	if _, err := loadCheckpointState(c.Train.Out); err != nil {
+	if _, err := loadCheckpointState(context.Background(), c.Train.Out); err != nil {
 		t.Fatalf("the checkpoint as written: %v", err)
 	}
 	flip := func(name string) func() {
@@ -280,7 +280,7 @@ func TestCheckpointIsVerifiedOnLoad(t *testing.T) {
 	} {
 		restore()
 		tc.damage()
-		_, err := loadCheckpointState(c.Train.Out)
+		_, err := loadCheckpointState(context.Background(), c.Train.Out)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one saying %q", tc.name, err, tc.want)
 		}
@@ -310,7 +310,7 @@ func TestClassNamesOfAnyBytesResume(t *testing.T) {
 	}
 	c.Train.Epochs = 1
 	runOK(t, c)
-	st, err := loadCheckpointState(c.Train.Out)
+	st, err := loadCheckpointState(context.Background(), c.Train.Out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -448,12 +448,10 @@ func TestLeftoversOfKilledWritesAreRemoved(t *testing.T) {
 func TestPruningOrdersEpochsByNumber(t *testing.T) {
 	run := t.TempDir()
 	parent := filepath.Join(run, "checkpoints")
-	for _, n := range []string{"epoch-9998", "epoch-9999", "epoch-9999-batch-0003"} {
-		os.MkdirAll(filepath.Join(parent, n), 0o755)
-	}
 	c := tinyConfig(t)
-	for _, epoch := range []int{10000, 10001} {
-		if _, err := saveCheckpoint(run, checkpointState{Epoch: epoch, Config: c}, 2); err != nil {
+	for _, at := range []struct{ epoch, batches int }{{9998, 0}, {9999, 0}, {9999, 3}, {10000, 0}, {10001, 0}} {
+		st := checkpointState{RunID: "r", Epoch: at.epoch, Step: 10*at.epoch + at.batches, Partial: progressState{Batches: at.batches}, Config: c}
+		if _, err := saveCheckpoint(run, st, 2); err != nil {
 			t.Fatal(err)
 		}
 	}

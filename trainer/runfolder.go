@@ -1,6 +1,10 @@
 package trainer
 
 import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,13 +23,15 @@ import (
 //     a second trainer on the same folder stops at once, naming the first;
 //   - a fresh run (or a resume into another --out) refuses a folder that
 //     holds any run's files, readable or not;
+//   - nothing in it is a link out of it (checkRunLinks): a run reads and
+//     writes its own folder only;
 //   - what a killed write left behind (checkpoints/.epoch-N.tmp-*,
 //     .latest.json.tmp-*, ...) is removed once the lock is held.
 
 const lockFile = ".lock"
 
 // runFiles are the names whose presence makes a folder a run's.
-var runFiles = []string{"config.yaml", "metrics.jsonl", latestFile, "checkpoints"}
+var runFiles = []string{"config.yaml", "metrics.jsonl", latestFile, runIDFile, "checkpoints"}
 
 // runFolder is a run folder claimed by this process.
 type runFolder struct {
@@ -40,6 +46,9 @@ type runFolder struct {
 // leftovers of killed writes, saying so on out. A refused claim changes
 // nothing on disk.
 func claimRunFolder(dir string, sameRun bool, out io.Writer) (*runFolder, error) {
+	if err := checkRunLinks(dir); err != nil { // before the lock, which could be such a link
+		return nil, err
+	}
 	_, statErr := os.Stat(dir)
 	rf := &runFolder{dir: dir, created: errors.Is(statErr, fs.ErrNotExist)}
 	lockPath := filepath.Join(dir, lockFile)
@@ -120,6 +129,10 @@ func (e *usedFolderError) Error() string {
 	return fmt.Sprintf("run folder %s already holds a run (%s): continue it with --resume %s, or choose another --out; nothing was changed", e.Dir, strings.Join(e.Found, ", "), e.Dir)
 }
 
+// HoldsRun reports whether dir holds any run's files, so that a fresh run
+// into it would be refused.
+func HoldsRun(dir string) bool { return len(runFilesIn(dir)) > 0 }
+
 // runFilesIn lists the run files dir holds.
 func runFilesIn(dir string) []string {
 	var found []string
@@ -157,6 +170,20 @@ func isLeftover(name string) bool {
 	return strings.HasPrefix(name, ".") && i > 1 && i+len(".tmp-") < len(name)
 }
 
+// startFiles are what a run writes into its folder at its start, before
+// its first checkpoint.
+var startFiles = []string{"config.yaml", "metrics.jsonl"}
+
+// takeBack removes what a fresh run wrote at its start (startFiles), for a
+// run that ends before its first checkpoint (an error in set-up, an
+// interrupt before the first step), so that the same command can simply be
+// run again; release then removes the folder too when the claim made it.
+func (rf *runFolder) takeBack() {
+	for _, name := range startFiles {
+		os.Remove(filepath.Join(rf.dir, name))
+	}
+}
+
 // release unlocks the folder. A folder this claim created and that holds
 // nothing but the lock file is removed with it.
 func (rf *runFolder) release() {
@@ -183,4 +210,138 @@ func (rf *runFolder) abandon() {
 		os.Remove(filepath.Join(rf.dir, lockFile))
 		os.Remove(rf.dir)
 	}
+}
+
+// linkOutError is a path in a run folder that is a link leading out of it.
+type linkOutError struct {
+	Run, Path, Target string
+}
+
+func (e *linkOutError) Error() string {
+	return fmt.Sprintf("run folder %s: %s is a link to %s, outside the run folder; a run reads and writes only inside its own folder (through such a link it would read, prune or overwrite another folder's files): replace the link with the folder or file itself, or choose another --out; nothing was changed", e.Run, e.Path, e.Target)
+}
+
+// inRun is run/rel after checking that no link on the way to it leads out
+// of run (run itself, the folder the user named, may be a link). What does
+// not exist yet is fine: it will be made inside.
+func inRun(run, rel string) (string, error) {
+	p := filepath.Join(run, rel)
+	root, err := filepath.EvalSymlinks(run)
+	if errors.Is(err, fs.ErrNotExist) {
+		return p, nil // nothing there yet
+	}
+	if err != nil {
+		return "", fmt.Errorf("run folder %s: %w", run, err)
+	}
+	top := filepath.Clean(run)
+	at := p // the longest part of p that exists
+	for at != top {
+		if _, err := os.Lstat(at); err == nil {
+			break
+		}
+		at = filepath.Dir(at)
+	}
+	real, err := filepath.EvalSymlinks(at)
+	if err != nil {
+		if target, lerr := os.Readlink(at); lerr == nil {
+			return "", &linkOutError{Run: run, Path: at, Target: target + " (which does not exist)"}
+		}
+		return "", fmt.Errorf("run folder %s: %w", run, err)
+	}
+	if r, err := filepath.Rel(root, real); err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) || filepath.IsAbs(r) {
+		if abs, err := filepath.Abs(real); err == nil {
+			real = abs
+		}
+		return "", &linkOutError{Run: run, Path: at, Target: real}
+	}
+	return p, nil
+}
+
+// runEntries are the names a run reads or writes at its folder's top.
+var runEntries = []string{lockFile, "config.yaml", "metrics.jsonl", latestFile, runIDFile, "checkpoints", "eval", bestDir}
+
+// checkRunLinks refuses a run folder with a link out of it among the
+// entries a run reads or writes: runEntries, what checkpoints/, eval/ and
+// best/ hold, and each checkpoint's files. A checkpoint folder outside any
+// run is checked the same way, its files against itself.
+func checkRunLinks(run string) error {
+	if _, err := os.Stat(filepath.Join(run, stateFile)); err == nil {
+		for _, f := range []string{weightsFile, optimFile, stateFile} {
+			if _, err := inRun(run, f); err != nil {
+				return err
+			}
+		}
+	}
+	for _, name := range runEntries {
+		if _, err := inRun(run, name); err != nil {
+			return err
+		}
+	}
+	for _, sub := range []string{"checkpoints", "eval", bestDir} {
+		entries, _ := os.ReadDir(filepath.Join(run, sub))
+		for _, e := range entries {
+			rel := filepath.Join(sub, e.Name())
+			if _, err := inRun(run, rel); err != nil {
+				return err
+			}
+			if sub != "checkpoints" || !e.IsDir() {
+				continue
+			}
+			for _, f := range []string{weightsFile, optimFile, stateFile} {
+				if _, err := inRun(run, filepath.Join(rel, f)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// runIDFile holds the run's id, which every checkpoint of the run records:
+// made when the run starts, written with its first checkpoint, kept across
+// resumes into the same folder.
+const runIDFile = "run.json"
+
+type runIDJSON struct {
+	RunID string `json:"run_id"`
+}
+
+// newRunID is a fresh run id: 16 random hex digits.
+func newRunID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// readRunID reads RUN/run.json: "" when there is none (a folder from before
+// run ids, or one whose run wrote no checkpoint yet).
+func readRunID(run string) (string, error) {
+	p := filepath.Join(run, runIDFile)
+	b, err := readSmallFile(context.Background(), p, maxPointerFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	var j runIDJSON
+	if err := json.Unmarshal(b, &j); err != nil || j.RunID == "" {
+		return "", fmt.Errorf("%s is corrupt (it should hold {\"run_id\": \"...\"}, the id its checkpoints' state.json record as run_id): restore it from a checkpoint's state.json", p)
+	}
+	return j.RunID, nil
+}
+
+// keepRunID writes RUN/run.json with id unless it exists.
+func keepRunID(run, id string) error {
+	if id == "" {
+		return nil
+	}
+	if _, err := os.Lstat(filepath.Join(run, runIDFile)); err == nil {
+		return nil
+	}
+	b, _ := json.Marshal(runIDJSON{RunID: id})
+	if err := os.MkdirAll(run, 0o755); err != nil {
+		return err
+	}
+	return writeFileAtomic(filepath.Join(run, runIDFile), append(b, '\n'))
 }

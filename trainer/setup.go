@@ -24,6 +24,7 @@ type session struct {
 	d   *distRun
 
 	dir     string           // the run folder
+	runID   string           // the run's id (runIDFile), which its checkpoints record
 	start   *checkpointState // the checkpoint resumed from; nil in a fresh run
 	sameRun bool             // resuming into the checkpoint's own run folder
 
@@ -90,7 +91,7 @@ func (s *session) setUp(ctx context.Context, cfg config.Config, opt Options) (*S
 	}
 	s.dir = cfg.Train.Out
 	if cfg.Train.Resume != "" {
-		if sum, err := s.findStart(); sum != nil || err != nil {
+		if sum, err := s.findStart(ctx); sum != nil || err != nil {
 			return sum, err
 		}
 	}
@@ -126,9 +127,9 @@ func (s *session) setUp(ctx context.Context, cfg config.Config, opt Options) (*S
 // findStart reads the checkpoint cfg.Train.Resume names and checks that
 // this run may continue it; with its epochs all done already, it touches
 // nothing and returns the Summary that says so.
-func (s *session) findStart() (*Summary, error) {
+func (s *session) findStart(ctx context.Context) (*Summary, error) {
 	cfg := s.cfg
-	start, err := loadCheckpointState(cfg.Train.Resume)
+	start, err := loadCheckpointState(ctx, cfg.Train.Resume)
 	if err != nil {
 		return nil, err
 	}
@@ -161,14 +162,22 @@ func (s *session) claimFolder() error {
 			return err
 		}
 		s.onClose(folder.release)
-	}
-	s.onClose(func() {
-		if s.start == nil && !s.checkpointed && s.d.writer() {
-			for _, name := range []string{"config.yaml", "metrics.jsonl"} {
-				os.Remove(filepath.Join(s.dir, name))
+		s.onClose(func() {
+			if s.start == nil && !s.checkpointed {
+				folder.takeBack()
 			}
-		}
-	})
+		})
+	}
+	id, err := readRunID(s.dir)
+	switch {
+	case err != nil:
+		return err
+	case s.sameRun && id == "" && s.start.RunID != "":
+		id = s.start.RunID // run.json lost: the checkpoints say whose run this is
+	case !s.sameRun || id == "":
+		id = newRunID() // a fresh run, a resume into a new folder, or a run from before run ids
+	}
+	s.runID = id
 	return nil
 }
 

@@ -240,7 +240,7 @@ func (s *session) save(epochsDone int, p progressState) (string, error) {
 		return "", fmt.Errorf("checkpoint: %w", err)
 	}
 	dir, err := saveCheckpoint(s.dir, checkpointState{
-		Epoch: epochsDone, Step: s.step, StepsPerEpoch: s.trainLoader.NumBatches(), Partial: p, Config: s.d.checkpointConfig(s.cfg),
+		RunID: s.runID, Epoch: epochsDone, Step: s.step, StepsPerEpoch: s.trainLoader.NumBatches(), Partial: p, Config: s.d.checkpointConfig(s.cfg),
 		Classes: s.trainSet.Classes, Decoder: s.decoder, Dataset: s.files,
 		Params: params, Optim: optim,
 	}, s.cfg.Train.KeepCkpts)

@@ -388,7 +388,7 @@ func testNaNLoss(t *testing.T, asError bool) {
 	if !ok || filepath.Base(dir) != "epoch-0001" {
 		t.Fatalf("latest checkpoint %q, want epoch-0001 (the last good one)", dir)
 	}
-	if _, err := loadCheckpointState(c.Train.Out); err != nil {
+	if _, err := loadCheckpointState(context.Background(), c.Train.Out); err != nil {
 		t.Errorf("the last good checkpoint does not load: %v", err)
 	}
 }

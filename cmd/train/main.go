@@ -121,6 +121,9 @@ func trainCmd(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		err = checkMemory(cfg)
 	}
+	if err == nil {
+		nextFreeOut(&cfg, *cfgPath, *overrides, stdout)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "train: %v\n", err)
 		return 2
@@ -146,7 +149,6 @@ func trainCmd(args []string, stdout, stderr io.Writer) int {
 			}
 		}()
 	}
-	fresh := newRunFolder(cfg.Train.Out)
 	sum, err := trainer.Run(ctx, cfg, opt)
 	if err != nil && comm.Size() > 1 {
 		comm.Abort(err) // ends every rank, naming this one and why; does not return
@@ -163,8 +165,7 @@ func trainCmd(args []string, stdout, stderr io.Writer) int {
 		// Only a bare interrupt has nothing to keep; a checkpoint that could
 		// not be written when interrupted is reported as the failure it is.
 		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
-			keepTrace = false
-			fresh.removeIfUnused()
+			keepTrace = false // the trainer took back what it wrote (trainer.runFolder)
 			fmt.Fprintf(stderr, "train: interrupted before the first step; nothing to keep\n")
 			return 130
 		}

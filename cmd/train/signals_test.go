@@ -166,43 +166,6 @@ func TestInterruptDuringSetUpStopsAndCleansUp(t *testing.T) {
 	}
 }
 
-// TestRunFolderOfAnInterruptedSetUpIsRemoved: what a run writes at its
-// start goes when it is interrupted before its first step; a folder with a
-// checkpoint, or one that existed before, stays.
-func TestRunFolderOfAnInterruptedSetUpIsRemoved(t *testing.T) {
-	base := t.TempDir()
-	made := filepath.Join(base, "made")
-	r := newRunFolder(made)
-	os.MkdirAll(made, 0o755)
-	os.WriteFile(filepath.Join(made, "config.yaml"), []byte("x"), 0o644)
-	os.WriteFile(filepath.Join(made, "metrics.jsonl"), nil, 0o644)
-	r.removeIfUnused()
-	if _, err := os.Stat(made); err == nil {
-		t.Error("a run folder made by the interrupted run was left behind")
-	}
-
-	had := filepath.Join(base, "had")
-	os.MkdirAll(had, 0o755)
-	os.WriteFile(filepath.Join(had, "notes.txt"), []byte("mine"), 0o644)
-	r = newRunFolder(had)
-	os.WriteFile(filepath.Join(had, "config.yaml"), []byte("x"), 0o644)
-	r.removeIfUnused()
-	if _, err := os.Stat(filepath.Join(had, "notes.txt")); err != nil {
-		t.Errorf("a file the folder held before is gone: %v", err)
-	}
-	if _, err := os.Stat(filepath.Join(had, "config.yaml")); err == nil {
-		t.Error("config.yaml of the interrupted run was left")
-	}
-
-	used := filepath.Join(base, "used")
-	os.MkdirAll(filepath.Join(used, "checkpoints"), 0o755)
-	os.WriteFile(filepath.Join(used, "config.yaml"), []byte("x"), 0o644)
-	newRunFolder(used).removeIfUnused()
-	if _, err := os.Stat(filepath.Join(used, "config.yaml")); err != nil {
-		t.Errorf("a folder with checkpoints lost its config.yaml: %v", err)
-	}
-}
-
 // TestGenDataInterruptLeavesNothing: gen-data stops at a signal and leaves
 // neither the dataset nor its temporary folder.
 func TestGenDataInterruptLeavesNothing(t *testing.T) {
