@@ -156,14 +156,17 @@ class Sites:
             if name not in self.branch:
                 raise SystemExit(f"branch.safetensors has no {name}: stoke ran fewer {kind}s than PyTorch")
             lim = self.band * self.scale[name]
+            b = self.branch[name]
+            if b.numel() != x.numel():  # a short batch: stoke's padded rows follow the n valid ones
+                b = b.reshape(-1, *x.shape[1:])[: x.shape[0]]
             if kind == "relu":
-                mask = self.branch[name].reshape(x.shape).to(x.dtype)
+                mask = b.reshape(x.shape).to(x.dtype)
                 differ = (mask > 0) != (x.detach() > 0)
                 gap = x.detach().abs()
                 y = x * mask
             else:
                 _, idx = torch.nn.functional.max_pool2d(
-                    self.branch[name].reshape(x.shape), mod.kernel_size, mod.stride, mod.padding, return_indices=True)
+                    b.reshape(x.shape), mod.kernel_size, mod.stride, mod.padding, return_indices=True)
                 _, own = torch.nn.functional.max_pool2d(
                     x.detach(), mod.kernel_size, mod.stride, mod.padding, return_indices=True)
                 flat = x.flatten(2)
@@ -225,12 +228,11 @@ def load_case(d):
         read_safetensors(f"{d}/out.safetensors")
 
 
-def main():
-    d = sys.argv[1]
-    case, state, batch, got = load_case(d)
-    branch = {k: v.double() for k, v in read_safetensors(f"{d}/branch.safetensors").items()}
-    x = batch["x"]
-    y = batch["labels"].long()
+def check(case, state, x, y, got, branch, skip=(), verbose=False):
+    """Checks one training step of stoke (got: its tensors, branch: its ReLU and max-pool branch)
+    against float64 on stoke's branch, every tensor of the reference but those in skip. Returns
+    the reference, the lines to print (a summary of the tensors and of the branch), the worst
+    error and the failures."""
     smoothing = case.get("label_smoothing", 0.0)
     # PyTorch's own float32 error at each site: the largest |float32 - float64| of its input.
     _, s32 = reference(state, case, x, y, smoothing, torch.float32, inputs_only=True)
@@ -239,18 +241,20 @@ def main():
     for (name, a), (_, b) in zip(s32.inputs, s64.inputs):
         scale[name] = max((a.double() - b).abs().max().item(), 1e-30)
     ref, sites = reference(state, case, x, y, smoothing, torch.float64, branch, scale)
+    for name in skip:
+        ref.pop(name, None)
 
     tol = case["tolerance"]
-    worst, failed = 0.0, []
+    worst, failed, lines = 0.0, [], []
     if len(sites.report) != len(branch):
         failed.append(f"stoke ran {len(branch)} ReLUs and max-pools, PyTorch {len(sites.report)}")
     near = sum(r[3] for r in sites.report)
     differ = sum(r[2] for r in sites.report)
     closest = max([r[5] for r in sites.report] + [0.0])
     for name, n, dif, within, outside, far in sites.report:
-        if "-v" in sys.argv:
-            print(f"  {name}: {n} values, {within} within the band, stoke's side differs from float64's at {dif}"
-                  + (f" (farthest {far:.2f} x float32 error)" if dif else ""))
+        if verbose:
+            lines.append(f"  {name}: {n} values, {within} within the band, stoke's side differs from float64's at {dif}"
+                         + (f" (farthest {far:.2f} x float32 error)" if dif else ""))
         if outside:
             failed.append(f"{name}: stoke's branch differs from float64's at {outside} values outside the band "
                           f"(up to {far:.1f} x PyTorch's float32 error there)")
@@ -265,17 +269,29 @@ def main():
         r = ref[name].double().reshape(-1)
         err = (r - g).abs().max().item() / max(r.abs().max().item(), 1e-12)
         worst = max(worst, err)
-        if "-v" in sys.argv:
-            print(f"  {name}: {err:.2e}")
+        if verbose:
+            lines.append(f"  {name}: {err:.2e}")
         if not err <= tol:
             failed.append(f"{name}: max abs error {err:.2e} x max|ref| > {tol:g}")
+    what = ", ".join(w for w in ("eval logits", "train logits", "loss") if w.replace(" ", "_") in ref)
+    lines.insert(0, f"{len(ref)} tensors ({what}, {sum(1 for n in ref if n.startswith('grad.'))} gradients, "
+                    f"{sum(1 for n in ref if n.startswith('after.'))} buffers), worst error {worst:.2e} of max|ref| "
+                    f"(tolerance {tol:g}) against float64 on stoke's branch")
+    lines.insert(1, f"  branch: {len(sites.report)} ReLUs and max-pools, {near} values within {case.get('band')} x "
+                    f"PyTorch's float32 error of a kink or tie; stoke's side differs from float64's at {differ}"
+                    + (f" (farthest {closest:.2f} x that error)" if differ else ""))
+    return ref, lines, worst, failed
+
+
+def main():
+    d = sys.argv[1]
+    case, state, batch, got = load_case(d)
+    branch = {k: v.double() for k, v in read_safetensors(f"{d}/branch.safetensors").items()}
+    _, lines, _, failed = check(case, state, batch["x"], batch["labels"].long(), got, branch, verbose="-v" in sys.argv)
     label = case["arch"] + (" " + case["stem"] if case["arch"] in ("resnet18", "resnet34") else "")
-    print(f"{label}: {len(ref)} tensors (eval logits, train logits, loss, {sum(1 for n in ref if n.startswith('grad.'))} gradients, "
-          f"{sum(1 for n in ref if n.startswith('after.'))} buffers), worst error {worst:.2e} of max|ref| (tolerance {tol:g}) "
-          f"against float64 on stoke's branch")
-    print(f"  branch: {len(sites.report)} ReLUs and max-pools, {near} values within {case.get('band')} x PyTorch's float32 "
-          f"error of a kink or tie; stoke's side differs from float64's at {differ}"
-          + (f" (farthest {closest:.2f} x that error)" if differ else ""))
+    print(f"{label}: {lines[0]}")
+    for line in lines[1:]:
+        print(line)
     for f in failed:
         print("  FAIL", f)
     sys.exit(1 if failed else 0)

@@ -114,33 +114,11 @@ func Run(t *testing.T, eng model.Engine, c Case) {
 		}
 		evalLogits, err := m.Logits(x, c.Batch)
 		must(t, err)
-		tap.Record(true)
-		r, err := m.TrainStep(x, labels, c.Batch, 0)
-		tap.Record(false)
-		must(t, err)
-		trainLogits, err := m.LastLogits()
-		must(t, err)
-		after, opt, err := m.State()
-		must(t, err)
-		out := []model.NamedTensor{
-			{Name: "eval_logits", Shape: []int{c.Batch, K}, Data: evalLogits},
-			{Name: "train_logits", Shape: []int{c.Batch, K}, Data: trainLogits},
-			{Name: "loss", Shape: []int{1}, Data: []float32{float32(r.Loss)}},
+		out, err := Step(m, tap, x, labels, c.Batch)
+		if err != nil {
+			t.Fatal(err)
 		}
-		for _, v := range opt {
-			if p, ok := strings.CutSuffix(v.Name, model.MomentumSuffix); ok {
-				out = append(out, model.NamedTensor{Name: "grad." + p, Shape: v.Shape, Data: v.Data})
-			}
-		}
-		for _, b := range after {
-			if strings.Contains(b.Name, ".running_") || strings.HasSuffix(b.Name, ".num_batches_tracked") {
-				b.Name = "after." + b.Name
-				out = append(out, b)
-			}
-		}
-		if tap.Err != nil {
-			t.Fatalf("reading the branch: %v", tap.Err)
-		}
+		out = append([]model.NamedTensor{{Name: "eval_logits", Shape: []int{c.Batch, K}, Data: evalLogits}}, out...)
 		must(t, model.WriteSafetensors(filepath.Join(dir, "state.safetensors"), state, nil))
 		must(t, model.WriteSafetensors(filepath.Join(dir, "batch.safetensors"), []model.NamedTensor{
 			{Name: "x", Shape: []int{c.Batch, 3, S, S}, Data: x},
@@ -153,6 +131,51 @@ func Run(t *testing.T, eng model.Engine, c Case) {
 		must(t, os.WriteFile(filepath.Join(dir, "case.json"), js, 0o644))
 		RunScript(t, "parity_pytorch.py", dir)
 	})
+}
+
+// Step takes one training step at lr 0 on m, a fresh SGD model with
+// momentum and no weight decay built on tap (model.NewOn), whose first step
+// leaves each momentum buffer holding the gradient itself (v = g), and
+// returns what scripts/parity_pytorch.py checks: the train-mode logits
+// ("train_logits"), the loss, each parameter's gradient ("grad.<name>") and
+// the BatchNorm buffers after the step ("after.<name>"); tap.Branch then
+// holds the step's branch. Load the weights with a nil optimizer state
+// before each Step to keep the optimizer fresh.
+func Step(m *model.Model, tap *Tap, x []float32, labels []int32, n int) ([]model.NamedTensor, error) {
+	tap.Record(true)
+	r, err := m.TrainStep(x, labels, n, 0)
+	tap.Record(false)
+	if err != nil {
+		return nil, err
+	}
+	if tap.Err != nil {
+		return nil, fmt.Errorf("reading the branch: %w", tap.Err)
+	}
+	logits, err := m.LastLogits()
+	if err != nil {
+		return nil, err
+	}
+	after, opt, err := m.State()
+	if err != nil {
+		return nil, err
+	}
+	K := m.Spec().Classes
+	out := []model.NamedTensor{
+		{Name: "train_logits", Shape: []int{len(logits) / K, K}, Data: logits},
+		{Name: "loss", Shape: []int{1}, Data: []float32{float32(r.Loss)}},
+	}
+	for _, v := range opt {
+		if p, ok := strings.CutSuffix(v.Name, model.MomentumSuffix); ok {
+			out = append(out, model.NamedTensor{Name: "grad." + p, Shape: v.Shape, Data: v.Data})
+		}
+	}
+	for _, b := range after {
+		if strings.Contains(b.Name, ".running_") || strings.HasSuffix(b.Name, ".num_batches_tracked") {
+			b.Name = "after." + b.Name
+			out = append(out, b)
+		}
+	}
+	return out, nil
 }
 
 // CaseDir is the folder a case's files go to: a fresh temporary one, or
