@@ -63,7 +63,7 @@ func TestOptimizerParityWithPyTorch(t *testing.T) {
 			m, err := model.New(spec, opt)
 			must(t, err)
 			defer m.Close()
-			tap := &paritytest.Tap{ResNetEngine: model.CPUEngine().(model.ResNetEngine)}
+			tap := &paritytest.Tap{Engine: model.CPUEngine()}
 			probe, err := model.NewOn(tap, spec, model.Options{Batch: B, Seed: 1, Momentum: 0.9, LabelSmoothing: opt.LabelSmoothing})
 			must(t, err)
 			defer probe.Close()
