@@ -35,6 +35,18 @@ func newProgress(w io.Writer, mode string) *progress {
 	return &progress{w: w, mode: mode}
 }
 
+// Note prints a line of its own between progress updates (clearing the
+// live bar first); with an empty msg it only ends the bar's line, so that
+// what is printed next starts on a fresh one.
+func (p *progress) Note(msg string) {
+	if p.mode == "bar" {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+	if msg != "" {
+		fmt.Fprintln(p.w, msg)
+	}
+}
+
 func (p *progress) EpochStart(epoch, epochs, batches int) {
 	p.epoch, p.epochs, p.total, p.done = epoch, epochs, batches, 0
 	p.last = time.Time{}

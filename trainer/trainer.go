@@ -190,6 +190,9 @@ func (s *session) finish(epoch int, r *trainResult, st *stepInFlight) error {
 	}
 	r.add(st, res, times)
 	traceStep(s.opt.Trace, st, end, times, res.Loss)
+	if err := s.watchLoss(epoch, r, st, res.Loss); err != nil {
+		return err
+	}
 	s.bar.Step(r.meanLoss(), r.accuracy(), r.imagesPerSecond(), st.lr)
 	if s.opt.afterStep != nil {
 		s.opt.afterStep(st.step + 1)
