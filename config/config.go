@@ -100,7 +100,7 @@ type Train struct {
 	Out         string `yaml:"out" help:"run folder: resolved config, metrics.jsonl, checkpoints" flag:"out"`
 	Resume      string `yaml:"resume" help:"continue from a run folder or checkpoint folder" flag:"resume"`
 	Threads     int    `yaml:"threads" help:"OS threads for Go code (GOMAXPROCS), at most 1024; 0 = all cores" flag:"threads"`
-	Progress    string `yaml:"progress" help:"auto (a live bar on a terminal, plain lines otherwise), bar, plain or none"`
+	Progress    string `yaml:"progress" help:"auto (a live bar on a terminal; plain lines otherwise, and on the ranks of an mpirun or srun job, whose terminal may be a log), bar, plain (a few lines an epoch, no escape codes) or none (nothing within an epoch); every mode prints the epoch lines"`
 	KeepCkpts   int    `yaml:"keep_checkpoints" help:"per-epoch checkpoints kept in the run folder (the newest always is)"`
 	// What a diverging loss does (trainer/divergence.go).
 	OnDivergence string `yaml:"on_divergence" help:"when the training loss diverges (far above its running minimum, or back at chance, ln(classes), after having been well below): auto (stop, after a checkpoint of the last state before the divergence), stop (stop at once; the checkpoints written so far are kept) or warn (say so and train on); the message names the step and the learning rate"`
