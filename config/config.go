@@ -148,7 +148,7 @@ func Default() Config {
 			{Channels: 32, Kernel: 3, Pool: true},
 			{Channels: 64, Kernel: 3},
 		}},
-		Optim: Optim{Optimizer: model.OptimizerSGD, LR: 0.1, Momentum: 0.9, Betas: []float64{0.9, 0.999}, Eps: 1e-8,
+		Optim: Optim{Optimizer: model.OptimizerSGD, LR: 0.05, Momentum: 0.9, Betas: []float64{0.9, 0.999}, Eps: 1e-8,
 			WeightDecay: 5e-4, DecayNormAndBias: true, WarmupEpochs: 1, Schedule: "cosine",
 			StepEpochs: 30, Milestones: []int{}, Gamma: 0.1},
 		Train: Train{Epochs: 12, Device: "cpu", Seed: 1, Out: "runs/default", Progress: "auto", KeepCkpts: 2, OnDivergence: "auto",
