@@ -432,8 +432,8 @@ func evaluate(ctx context.Context, net Backend, loader *data.Loader, epoch int) 
 			continue
 		}
 		res, err := net.Eval(input(b))
-		b.Release()
 		if err != nil {
+			b.Release()
 			return r, fmt.Errorf("evaluation: %w", err)
 		}
 		r.Images += n
@@ -443,6 +443,7 @@ func evaluate(ctx context.Context, net Backend, loader *data.Loader, epoch int) 
 		if len(res.Pred) == n {
 			r.Confusion.add(b.Labels[:n], res.Pred)
 		}
+		b.Release() // after its labels are read: the loader refills a released batch
 	}
 	r.Wall = time.Since(start)
 	return r, nil
