@@ -44,7 +44,7 @@ type divergence struct {
 	lnK     float64 // the loss of a uniform prediction over the classes
 	steps   int     // losses seen
 	ema     float64 // the smoothed loss
-	min     float64 // its lowest value once settled
+	min     float64 // its lowest value so far
 	minStep int     // the step it was reached at
 	atLnK   int     // consecutive steps the smoothed loss has been at chance
 	fired   bool    // said once: a run is told once
@@ -61,7 +61,7 @@ func newDivergence(classes int) *divergence {
 type DivergedError struct {
 	Kind       string // divergedSpike or divergedChance
 	Epoch      int    // 1-based
-	Step       int    // the optimizer step (0-based, as the progress and trace show)
+	Step       int    // the optimizer step, from 0 over the run (as the NaN message and the timeline count)
 	Loss       float64
 	Smoothed   float64 // the smoothed loss at Step
 	Min        float64 // the smoothed loss's minimum
