@@ -100,9 +100,11 @@ type Train struct {
 	Out         string `yaml:"out" help:"run folder: resolved config, metrics.jsonl, checkpoints" flag:"out"`
 	Resume      string `yaml:"resume" help:"continue from a run folder or checkpoint folder" flag:"resume"`
 	Threads     int    `yaml:"threads" help:"OS threads for Go code (GOMAXPROCS), at most 1024; 0 = all cores" flag:"threads"`
-	Progress    string `yaml:"progress" help:"auto (a live bar on a terminal, plain lines otherwise), bar, plain or none"`
+	Progress    string `yaml:"progress" help:"auto (a live bar on a terminal; plain lines otherwise, and on the ranks of an mpirun or srun job, whose terminal may be a log), bar, plain (a few lines an epoch, no escape codes) or none (nothing within an epoch); every mode prints the epoch lines"`
 	KeepCkpts   int    `yaml:"keep_checkpoints" help:"per-epoch checkpoints kept in the run folder (the newest always is)"`
-	Trace       string `yaml:"trace" help:"write a timeline of the run (loader workers, waits, steps) to this file, in Chrome trace-event JSON for https://ui.perfetto.dev; relative to the run folder"`
+	// What a diverging loss does (trainer/divergence.go).
+	OnDivergence string `yaml:"on_divergence" help:"when the training loss diverges (far above its running minimum, or back at chance, ln(classes), after having been well below): auto (stop, after a checkpoint of the last state before the divergence), stop (stop at once; the checkpoints written so far are kept) or warn (say so and train on); the message names the step and the learning rate"`
+	Trace        string `yaml:"trace" help:"write a timeline of the run (loader workers, waits, steps) to this file, in Chrome trace-event JSON for https://ui.perfetto.dev; relative to the run folder"`
 	// Data-parallel training (docs/distributed.md).
 	Dist         string  `yaml:"dist" help:"data-parallel training: auto (mpi when started by mpirun or srun with several ranks, else none), none or mpi (Open MPI, loaded at run time; on --device cuda it sums host copies of the gradients); nccl is refused until NCCL summing is wired in; data.batch_size is per rank" flag:"dist"`
 	DistTimeout  float64 `yaml:"dist_timeout" help:"seconds a collective may take before the job ends, naming the rank that waited (a dead or stuck rank)"`
@@ -146,10 +148,10 @@ func Default() Config {
 			{Channels: 32, Kernel: 3, Pool: true},
 			{Channels: 64, Kernel: 3},
 		}},
-		Optim: Optim{Optimizer: model.OptimizerSGD, LR: 0.1, Momentum: 0.9, Betas: []float64{0.9, 0.999}, Eps: 1e-8,
+		Optim: Optim{Optimizer: model.OptimizerSGD, LR: 0.05, Momentum: 0.9, Betas: []float64{0.9, 0.999}, Eps: 1e-8,
 			WeightDecay: 5e-4, DecayNormAndBias: true, WarmupEpochs: 1, Schedule: "cosine",
 			StepEpochs: 30, Milestones: []int{}, Gamma: 0.1},
-		Train: Train{Epochs: 12, Device: "cpu", Seed: 1, Out: "runs/default", Progress: "auto", KeepCkpts: 2,
+		Train: Train{Epochs: 12, Device: "cpu", Seed: 1, Out: "runs/default", Progress: "auto", KeepCkpts: 2, OnDivergence: "auto",
 			Dist: "auto", DistTimeout: 300, DistBucketMB: 25},
 	}
 }

@@ -28,6 +28,7 @@ var resumeChangeable = []struct{ Path, Why string }{
 	{"train.progress", "only how progress is shown"},
 	{"train.keep_checkpoints", "only how many checkpoints are kept"},
 	{"train.trace", "only whether a timeline is written"},
+	{"train.on_divergence", "only what a diverging loss does (stop or train on)"},
 	{"train.dist", "only which engine sums the gradients; a resume on another number of ranks keeps the global batch (data.batch_size x ranks), which the trainer compares instead"},
 	{"train.dist_timeout", "only how long a collective may wait"},
 	{"train.dist_bucket_mb", "only how gradients are grouped for summing"},

@@ -44,7 +44,7 @@ func TestResumeMismatchesListsEveryOne(t *testing.T) {
 	got := ResumeMismatches(was, now, "now")
 	want := []string{
 		"data.batch_size is 64 in the run but 8 now",
-		"optim.lr is 0.1 in the run but 0.5 now",
+		"optim.lr is 0.05 in the run but 0.5 now",
 		"train.seed is 1 in the run but 9 now",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {

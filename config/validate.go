@@ -262,6 +262,11 @@ func (p *problems) train(t *Train) {
 		p.bad("train.progress", "must be auto, bar, plain or none, got %q", t.Progress)
 	}
 	p.positive("train.keep_checkpoints", t.KeepCkpts)
+	switch t.OnDivergence {
+	case "auto", "stop", "warn":
+	default:
+		p.bad("train.on_divergence", "must be auto, stop or warn, got %q", t.OnDivergence)
+	}
 	switch t.Dist {
 	case "auto", "none", "mpi":
 	case "nccl":

@@ -8,11 +8,13 @@ import (
 	"time"
 
 	"golang.org/x/term"
+
+	"stoke/dist"
 )
 
 // progress shows a run's progress: a live bar redrawn in place on a
-// terminal, a few plain lines per epoch otherwise, and one summary line per
-// epoch in every mode but "none".
+// terminal, a few plain lines per epoch otherwise, nothing within an epoch
+// with "none", and one summary line per epoch in every mode.
 type progress struct {
 	w      io.Writer
 	mode   string // bar, plain or none
@@ -28,11 +30,33 @@ type progress struct {
 func newProgress(w io.Writer, mode string) *progress {
 	if mode == "auto" {
 		mode = "plain"
-		if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) && !launchedRanks(os.Getenv) {
 			mode = "bar"
 		}
 	}
 	return &progress{w: w, mode: mode}
+}
+
+// launchedRanks reports whether a launcher started this process as one of
+// several ranks. Open MPI's mpirun gives every rank a pty, also when
+// mpirun's own output goes to a file or a pipe, so a rank cannot tell a
+// terminal from a log: under a launcher "auto" means plain lines, which
+// read well in both (--train.progress bar still draws the bar).
+func launchedRanks(getenv func(string) string) bool {
+	l, err := dist.Detect(getenv)
+	return err == nil && l.Size > 1
+}
+
+// Note prints a line of its own between progress updates (clearing the
+// live bar first); with an empty msg it only ends the bar's line, so that
+// what is printed next starts on a fresh one.
+func (p *progress) Note(msg string) {
+	if p.mode == "bar" {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+	if msg != "" {
+		fmt.Fprintln(p.w, msg)
+	}
 }
 
 func (p *progress) EpochStart(epoch, epochs, batches int) {
@@ -93,9 +117,6 @@ func (p *progress) Step(loss, acc, imgPerSec, lr float64) {
 func (p *progress) EpochDone(m EpochMetrics) {
 	if !p.start.IsZero() {
 		p.epochT = time.Since(p.start)
-	}
-	if p.mode == "none" {
-		return
 	}
 	if p.mode == "bar" {
 		fmt.Fprint(p.w, "\r\033[K")

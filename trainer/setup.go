@@ -38,6 +38,7 @@ type session struct {
 	metrics                *metricsFile // nil on ranks other than 0
 	sched                  schedule
 	bar                    *progress
+	watch                  *divergenceWatch // the loss's divergence detector (divergence.go)
 
 	firstEpoch   int
 	step         int           // optimizer steps taken

@@ -187,6 +187,9 @@ func (s *session) finish(epoch int, r *trainResult, st *stepInFlight) error {
 	}
 	r.add(st, res, times)
 	traceStep(s.opt.Trace, st, end, times, res.Loss)
+	if err := s.watchLoss(epoch, r, st, res.Loss); err != nil {
+		return err
+	}
 	s.bar.Step(r.meanLoss(), r.accuracy(), r.imagesPerSecond(), st.lr)
 	if s.opt.afterStep != nil {
 		s.opt.afterStep(st.step + 1)
@@ -426,8 +429,8 @@ func evaluate(ctx context.Context, net Backend, loader *data.Loader, epoch int) 
 			continue
 		}
 		res, err := net.Eval(input(b))
-		b.Release()
 		if err != nil {
+			b.Release()
 			return r, fmt.Errorf("evaluation: %w", err)
 		}
 		r.Images += n
@@ -437,6 +440,7 @@ func evaluate(ctx context.Context, net Backend, loader *data.Loader, epoch int) 
 		if len(res.Pred) == n {
 			r.Confusion.add(b.Labels[:n], res.Pred)
 		}
+		b.Release() // after its labels are read: the loader refills a released batch
 	}
 	r.Wall = time.Since(start)
 	return r, nil

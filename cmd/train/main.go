@@ -300,7 +300,8 @@ func watchSignals(sig <-chan os.Signal, stderr io.Writer, exitNow func()) (conte
 			return
 		}
 		first := time.Now()
-		fmt.Fprintf(stderr, "\ntrain: %v: stopping at the next clean point (interrupt again to exit at once)\n", s)
+		l, _ := dist.Detect(nil)
+		fmt.Fprintf(stderr, "\ntrain: %s\n", signalNote(s, l))
 		cancel()
 		for range sig {
 			if time.Since(first) < signalWindow {
@@ -312,6 +313,17 @@ func watchSignals(sig <-chan os.Signal, stderr io.Writer, exitNow func()) (conte
 		}
 	}()
 	return ctx, cancel
+}
+
+// signalNote is what the first signal prints. A rank of a job of several
+// is signalled by its launcher, not by a person: mpirun ends every rank
+// when one fails (that rank names its reason) or when the job itself is
+// interrupted, and kills a rank that does not stop soon after.
+func signalNote(s os.Signal, l dist.Launch) string {
+	if l.Launcher != "" && l.Size > 1 {
+		return fmt.Sprintf("rank %d of %d: %v by %s, which ends every rank when one fails (that rank's message says why) or the job is interrupted; stopping", l.Rank, l.Size, s, l.Launcher)
+	}
+	return fmt.Sprintf("%v: stopping at the next clean point (interrupt again to exit at once)", s)
 }
 
 // flagHint adds to the flag package's error the nearest defined flag, for

@@ -134,7 +134,7 @@ func TestResumeRefusesEveryChangedSettingAtOnce(t *testing.T) {
 		t.Fatalf("exit %d, want 2; stderr:\n%s", code, errOut.String())
 	}
 	for _, want := range []string{
-		"optim.lr is 0.1 in the run but 0.3 on the command line",
+		"optim.lr is 0.05 in the run but 0.3 on the command line",
 		"data.batch_size is 16 in the run but 4 on the command line",
 		"train.seed is 1 in the run but 3 on the command line",
 		"augment.hflip is 0.5 in the run but 0 in " + file,
