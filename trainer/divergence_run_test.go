@@ -60,7 +60,7 @@ func TestTooHighLRIsCalledOut(t *testing.T) {
 			if !de.Written || len(ckpts) != 1 || ckpts[0] != de.Checkpoint || !strings.Contains(msg, de.Checkpoint) {
 				t.Fatalf("auto: checkpoints %v, want the one of the last good state, %q (written %v): %s", ckpts, de.Checkpoint, de.Written, msg)
 			}
-			st, err := loadCheckpointState(de.Checkpoint)
+			st, err := loadCheckpointState(context.Background(), de.Checkpoint)
 			if err != nil {
 				t.Fatalf("auto: the last good state does not load: %v", err)
 			}
