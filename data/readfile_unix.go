@@ -25,7 +25,7 @@ func readFile(path string, buf []byte, pathBuf *[]byte, maxBytes int64) ([]byte,
 		return buf[:0], &fs.PathError{Op: "stat", Path: path, Err: err}
 	}
 	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
-		return buf[:0], notRegularFile(unixFileType(st.Mode))
+		return buf[:0], notRegularFile(unixFileType(uint32(st.Mode))) // Mode is uint16 on darwin
 	}
 	if st.Size > maxBytes {
 		return buf[:0], fileTooLarge(st.Size, maxBytes)
