@@ -71,7 +71,7 @@ func TestMPIRanksThatDisagreeStop(t *testing.T) {
 		{"arch", []string{"--model.arch", "resnet20"}, 0, "model.arch is cnn on rank 0 but resnet20 on rank 1", false},
 		{"optimizer", []string{"--optim.optimizer", "adamw"}, 0, "optim.optimizer is sgd on rank 0 but adamw on rank 1", false},
 		{"dataset size", nil, 1, "file list is 40 train and 8 val images on rank 0 but 48 train and 8 val images on rank 1", false},
-		{"lr", []string{"--lr", "0.5"}, 0, "optim.lr is 0.1 on rank 0 but 0.5 on rank 1", false},
+		{"lr", []string{"--lr", "0.5"}, 0, "optim.lr is 0.05 on rank 0 but 0.5 on rank 1", false},
 		{"seed", []string{"--seed", "2"}, 0, "train.seed is 1 on rank 0 but 2 on rank 1", false},
 		{"hflip", []string{"--augment.hflip", "0"}, 0, "augment.hflip is 0.5 on rank 0 but 0 on rank 1", false},
 		{"per-rank settings", []string{"--data.workers", "1", "--train.progress", "none", "--train.threads", "1"}, 0, "data parallel: 2 ranks", true},
