@@ -3,6 +3,7 @@ package trainer
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"stoke/model"
 )
@@ -31,6 +32,11 @@ const (
 	// divergenceChanceSteps is how long the smoothed loss must stay at
 	// chance, after having been well below, to count as stuck there.
 	divergenceChanceSteps = 20
+	// divergenceWindow: the spike test reads the median of the last this
+	// many step losses, not the smoothed loss, which one or two wild
+	// batches move far (a BatchNorm network at batch 8 on a small set had
+	// steps at 10x its usual loss a few steps apart, and trained on).
+	divergenceWindow = 5
 )
 
 // The kinds of divergence.
@@ -41,13 +47,14 @@ const (
 
 // divergence watches a run's training loss, step by step.
 type divergence struct {
-	lnK     float64 // the loss of a uniform prediction over the classes
-	steps   int     // losses seen
-	ema     float64 // the smoothed loss
-	min     float64 // its lowest value so far
-	minStep int     // the step it was reached at
-	atLnK   int     // consecutive steps the smoothed loss has been at chance
-	fired   bool    // said once: a run is told once
+	lnK     float64                   // the loss of a uniform prediction over the classes
+	steps   int                       // losses seen
+	ema     float64                   // the smoothed loss
+	min     float64                   // its lowest value so far
+	minStep int                       // the step it was reached at
+	atLnK   int                       // consecutive steps the smoothed loss has been at chance
+	recent  [divergenceWindow]float64 // the last step losses, a ring
+	fired   bool                      // said once: a run is told once
 }
 
 func newDivergence(classes int) *divergence {
@@ -63,7 +70,7 @@ type DivergedError struct {
 	Epoch      int    // 1-based
 	Step       int    // the optimizer step, from 0 over the run (as the NaN message and the timeline count)
 	Loss       float64
-	Smoothed   float64 // the smoothed loss at Step
+	Smoothed   float64 // the smoothed loss at Step (spike: the median of the last divergenceWindow)
 	Min        float64 // the smoothed loss's minimum
 	MinStep    int
 	LnK        float64
@@ -76,7 +83,7 @@ type DivergedError struct {
 
 // Diagnosis is the first sentence: what the loss did, where, and the advice.
 func (e *DivergedError) Diagnosis() string {
-	what := fmt.Sprintf("the training loss (smoothed %.3g, this step %.3g) is far above its minimum %.3g of step %d", e.Smoothed, e.Loss, e.Min, e.MinStep)
+	what := fmt.Sprintf("the training loss (%.3g over the last %d steps, the median; this step %.3g) is far above the smoothed loss's minimum %.3g of step %d", e.Smoothed, divergenceWindow, e.Loss, e.Min, e.MinStep)
 	if e.Kind == divergedChance {
 		what = fmt.Sprintf("the training loss has been at chance (ln %d = %.3g, smoothed %.3g) for %d steps after having reached %.3g at step %d: the network has stopped learning",
 			int(math.Round(math.Exp(e.LnK))), e.LnK, e.Smoothed, divergenceChanceSteps, e.Min, e.MinStep)
@@ -117,13 +124,16 @@ func (d *divergence) observe(step int, loss float64) *DivergedError {
 	} else {
 		d.atLnK = 0
 	}
+	d.recent[(d.steps-1)%divergenceWindow] = loss
+	// Far above: the median of the last divergenceWindow steps above the
+	// minimum by twice the minimum itself and by three quarters of ln K at
+	// least, well beyond a healthy loss's noise at either end of a run: at
+	// the start (a minimum near ln K) the loss has tripled, late in a run
+	// (a minimum near 0) it is three quarters of the way back to chance.
+	far := d.steps >= divergenceWindow && d.recentMedian() > d.min+max(2*d.min, 0.75*d.lnK)
 	kind := ""
 	switch {
-	// Far above: by as much as the minimum itself and by half of ln K
-	// at least, well beyond the smoothed loss's noise at either end of a
-	// run: at the start (a minimum near ln K) the loss has doubled, late
-	// in a run (a minimum near 0) it is back halfway to chance.
-	case d.ema > d.min+max(d.min, d.lnK/2):
+	case far:
 		kind = divergedSpike
 	case d.atLnK >= divergenceChanceSteps:
 		kind = divergedChance
@@ -132,7 +142,18 @@ func (d *divergence) observe(step int, loss float64) *DivergedError {
 		return nil
 	}
 	d.fired = true
-	return &DivergedError{Kind: kind, Step: step, Loss: loss, Smoothed: d.ema, Min: d.min, MinStep: d.minStep, LnK: d.lnK}
+	level := d.ema
+	if kind == divergedSpike {
+		level = d.recentMedian()
+	}
+	return &DivergedError{Kind: kind, Step: step, Loss: loss, Smoothed: level, Min: d.min, MinStep: d.minStep, LnK: d.lnK}
+}
+
+// recentMedian is the median of the last divergenceWindow step losses.
+func (d *divergence) recentMedian() float64 {
+	w := d.recent
+	slices.Sort(w[:])
+	return w[divergenceWindow/2]
 }
 
 // good reports whether the state after the last step observed is one to

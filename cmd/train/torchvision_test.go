@@ -43,7 +43,7 @@ func TestCheckpointLoadsInTorchvision(t *testing.T) {
 		t.Run(tc.arch+"-"+tc.stem, func(t *testing.T) {
 			run := filepath.Join(t.TempDir(), "run")
 			runOrFail(t, command("--data", root, "--out", run, "--model.arch", tc.arch, "--model.stem", tc.stem,
-				"--image-size", strconv.Itoa(tc.size), "--batch-size", "8", "--epochs", "3", "--threads", "1",
+				"--image-size", strconv.Itoa(tc.size), "--batch-size", "8", "--epochs", "3", "--optim.lr", "0.1", "--threads", "1",
 				"--workers", "1", "--train.progress", "plain"))
 			var ev struct {
 				Images int     `json:"images"`
