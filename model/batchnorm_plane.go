@@ -17,13 +17,7 @@ func (s Spec) MinBatchNormPlane() int {
 	if err != nil {
 		return 0
 	}
-	size := convOut(s.InputSize, l.stemKernel, l.stemStride, l.stemKernel/2)
-	if l.maxPool {
-		size = convOut(size, 3, 2, 1)
-	}
-	for i := 1; i < len(l.widths); i++ {
-		size = convOut(size, 3, 2, 1)
-	}
+	size := l.lastSide(s.InputSize)
 	if size < 1 {
 		return 0
 	}

@@ -112,20 +112,27 @@ func (s Spec) validateResNet() error {
 		return err
 	}
 	// Every stage must keep at least one pixel.
-	size := convOut(s.InputSize, l.stemKernel, l.stemStride, l.stemKernel/2)
-	if l.maxPool {
-		size = convOut(size, 3, 2, 1)
-	}
-	for i := 1; i < len(l.widths); i++ {
-		size = convOut(size, 3, 2, 1)
-	}
-	if size < 1 {
+	if l.lastSide(s.InputSize) < 1 {
 		return fmt.Errorf("model.input_size: %d px is too small for %s", s.InputSize, s.Arch)
 	}
 	return nil
 }
 
 func convOut(size, k, stride, pad int) int { return (size+2*pad-k)/stride + 1 }
+
+// lastSide is the side of the last stage's planes for an input of side
+// input: the stem, its max-pool, then each stride-2 stage halving the
+// side, rounding up.
+func (l resnetLayout) lastSide(input int) int {
+	size := convOut(input, l.stemKernel, l.stemStride, l.stemKernel/2)
+	if l.maxPool {
+		size = convOut(size, 3, 2, 1)
+	}
+	for i := 1; i < len(l.widths); i++ {
+		size = convOut(size, 3, 2, 1)
+	}
+	return size
+}
 
 // bnLayer is one BatchNorm2d: its affine parameters are params of the
 // model; its running statistics are buffers, staged during a training
