@@ -302,20 +302,17 @@ func (s *session) openMetrics() error {
 // the validation loader (resize + centre crop, in order).
 func newLoaders(cfg config.Config, trainSet, valSet *data.Index, alloc data.Allocator, dtype string, split data.Split) (train, val *data.Loader, err error) {
 	a, d := cfg.Augment, cfg.Data
-	mean, std := vec3(a.Mean), vec3(a.Std)
 	tp := augment.DefaultTrainParams(d.ImageSize)
 	tp.Scale, tp.Ratio = [2]float64{a.Scale[0], a.Scale[1]}, [2]float64{a.Ratio[0], a.Ratio[1]}
 	tp.HFlip, tp.Brightness, tp.Contrast, tp.Saturation = a.HFlip, a.Brightness, a.Contrast, a.Saturation
-	tp.Mean, tp.Std = mean, std
+	tp.Mean, tp.Std = vec3(a.Mean), vec3(a.Std)
 	trainTf, err := augment.NewTrain(tp)
 	if err != nil {
 		return nil, nil, fmt.Errorf("augment: %w", err)
 	}
-	ep := augment.DefaultEvalParams(d.ImageSize)
-	ep.ResizeRatio, ep.Mean, ep.Std = a.EvalResizeRatio, mean, std
-	evalTf, err := augment.NewEval(ep)
+	evalTf, err := evalTransform(cfg) // the one predict's evalSampler uses too
 	if err != nil {
-		return nil, nil, fmt.Errorf("augment: %w", err)
+		return nil, nil, err
 	}
 	base := data.LoaderConfig{
 		BatchSize: d.BatchSize, Workers: d.Workers, Prefetch: d.Prefetch,
