@@ -4,7 +4,7 @@
 #
 #   scripts/bench-data.sh [ROUNDS=3] [IMAGES=1280]
 #
-# Duration: CPU only, no GPU. Expected 2-3 minutes on a quiet 2-core machine with
+# Duration: CPU only, no GPU. About a minute (54 s measured) on a quiet 2-core machine with
 # the defaults (the first run adds ~15 s to generate 2000 images and the Go build);
 # `scripts/bench-data.sh 1 128`, the smallest, well under a minute. A loaded
 # machine takes several times as long (the smallest took 4 min, build and
@@ -17,7 +17,7 @@
 # ratios are taken side by side within each round, and every line records the
 # other processes' cores: a loaded machine still skews them, and is warned of.
 set -eu
-echo "bench-data.sh: CPU only, no GPU; 2-3 minutes with the defaults on a quiet 2-core machine"
+echo "bench-data.sh: CPU only, no GPU; about a minute with the defaults on a quiet 2-core machine (54 s measured), plus the first generation of its images"
 cd "$(dirname "$0")/.."
 . scripts/bench-env.sh
 rounds=${1:-3}
