@@ -178,28 +178,47 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 			byName[v.Name] = append(byName[v.Name], r)
 		}
 		if len(opt.PyTorch) > 0 {
-			fmt.Fprintf(opt.Log, "round %d/%d  pytorch: baseline and all three, each in its own process, a line per epoch\n", round, opt.Rounds)
-			rs, err := runPyTorch(ctx, opt, round)
-			if err != nil {
-				fmt.Fprintf(opt.Log, "round %d/%d  pytorch: skipped: %v\n", round, opt.Rounds, err)
-			}
-			for _, r := range rs {
-				fmt.Fprintf(opt.Log, "round %d/%d  pytorch %-13s %6.1fs  %6.0f img/s  CPU %5.1fs  others %.2f cores\n",
-					round, opt.Rounds, r.Name, r.TrainSeconds, r.ImgPerSec, r.CPUSeconds, r.OthersCores)
-				if round == 1 && r.Name == "baseline" {
-					fmt.Fprintf(opt.Log, "PyTorch: BLAS %s %s, CPU capability %s\n", r.BLAS, r.OpenBLASCore, r.CPUCapability)
-					for _, w := range r.NotAtBest {
-						rep.warn(opt.Log, "PyTorch is not at its best: "+w+"; its rows understate it")
-					}
-				}
-				if r.Busy != "" {
-					rep.warn(opt.Log, fmt.Sprintf("round %d, pytorch %s: the machine was busy: %s", round, r.Name, r.Busy))
-				}
-				rep.Runs = append(rep.Runs, r)
-				byName["pytorch "+r.Name] = append(byName["pytorch "+r.Name], r)
-			}
+			rep.pytorchRound(ctx, opt, round, byName)
 		}
 	}
+	rep.Results = medians(variants, byName)
+	rep.Seconds = time.Since(rep.Started).Seconds()
+	rep.Load = meter.stop()
+	return rep, rep.write(opt.Out)
+}
+
+// pytorchRound runs round's PyTorch runs (runPyTorch), logs and records
+// each in rep and under "pytorch NAME" in byName, and warns of a busy
+// machine and, in round 1, of a PyTorch not at its best. A round PyTorch
+// could not run is logged as skipped, not an error.
+func (rep *Report) pytorchRound(ctx context.Context, opt Options, round int, byName map[string][]Result) {
+	fmt.Fprintf(opt.Log, "round %d/%d  pytorch: baseline and all three, each in its own process, a line per epoch\n", round, opt.Rounds)
+	rs, err := runPyTorch(ctx, opt, round)
+	if err != nil {
+		fmt.Fprintf(opt.Log, "round %d/%d  pytorch: skipped: %v\n", round, opt.Rounds, err)
+	}
+	for _, r := range rs {
+		fmt.Fprintf(opt.Log, "round %d/%d  pytorch %-13s %6.1fs  %6.0f img/s  CPU %5.1fs  others %.2f cores\n",
+			round, opt.Rounds, r.Name, r.TrainSeconds, r.ImgPerSec, r.CPUSeconds, r.OthersCores)
+		if round == 1 && r.Name == "baseline" {
+			fmt.Fprintf(opt.Log, "PyTorch: BLAS %s %s, CPU capability %s\n", r.BLAS, r.OpenBLASCore, r.CPUCapability)
+			for _, w := range r.NotAtBest {
+				rep.warn(opt.Log, "PyTorch is not at its best: "+w+"; its rows understate it")
+			}
+		}
+		if r.Busy != "" {
+			rep.warn(opt.Log, fmt.Sprintf("round %d, pytorch %s: the machine was busy: %s", round, r.Name, r.Busy))
+		}
+		rep.Runs = append(rep.Runs, r)
+		byName["pytorch "+r.Name] = append(byName["pytorch "+r.Name], r)
+	}
+}
+
+// medians is the report's results: the median run of each variant, stoke's
+// then PyTorch's, each with its speedup over the same implementation's
+// baseline.
+func medians(variants []Variant, byName map[string][]Result) []Result {
+	var results []Result
 	for _, impl := range []string{"stoke", "pytorch"} {
 		var base float64
 		for _, v := range variants {
@@ -218,12 +237,10 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 			if base > 0 && m.TrainSeconds > 0 {
 				m.Speedup = base / m.TrainSeconds
 			}
-			rep.Results = append(rep.Results, m)
+			results = append(results, m)
 		}
 	}
-	rep.Seconds = time.Since(rep.Started).Seconds()
-	rep.Load = meter.stop()
-	return rep, rep.write(opt.Out)
+	return results
 }
 
 // warn records a warning in the report and says it at once.

@@ -249,39 +249,13 @@ func measureStages(lc data.LoaderConfig, plain data.RegionTransform, n int, clk 
 	dec := data.Decoder{MaxPixels: lc.MaxPixels, MaxBytes: lc.MaxDecodeBytes, Kind: lc.Decoder} // a loader worker's
 	src := data.NewSampleSource()
 	perm := data.Permutation(len(lc.Index.Samples), lc.Seed, 0, lc.Shuffle)[:n]
-	s := full.Size()
-	sample := 3 * s * s
-	slots := max(lc.BatchSize, 2)
-	var f32 []float32
-	var u8 []uint8
-	if lc.DType == data.DTypeUint8 {
-		u8 = make([]uint8, slots*sample)
-	} else {
-		f32 = make([]float32, slots*sample)
-	}
-	slot := 0
-	out := func() ([]float32, []uint8) {
-		k := slot % slots
-		slot++
-		if u8 != nil {
-			return nil, u8[k*sample : (k+1)*sample]
-		}
-		return f32[k*sample : (k+1)*sample], nil
-	}
+	out := newBatchSlots(lc, full.Size())
 	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 / float64(n) }
 	st := StageCosts{Clock: clk.String()}
 
-	// read (the copies, which the loader does not make, are not timed)
-	files := make([][]byte, n)
-	var dRead time.Duration
-	for i, k := range perm {
-		t := clk.now()
-		b, err := dec.ReadFile(lc.Index.Samples[k].Path)
-		if err != nil {
-			return st, err
-		}
-		dRead += clk.now() - t
-		files[i] = append([]byte(nil), b...)
+	files, dRead, err := readStage(&dec, lc, perm, clk)
+	if err != nil {
+		return st, err
 	}
 	st.Read = us(dRead)
 
@@ -306,7 +280,7 @@ func measureStages(lc data.LoaderConfig, plain data.RegionTransform, n int, clk 
 		apply := func(tf data.RegionTransform, d *time.Duration) error {
 			rng := src.For(lc.Seed, 0, k)
 			data.PlanCrop(tf, h, rng, lc.NoDCTScale)
-			a, b := out()
+			a, b := out.next()
 			t := clk.now()
 			err := data.ApplyCrop(tf, img, scale, c, rng, path, a, b)
 			*d += clk.now() - t
@@ -327,6 +301,54 @@ func measureStages(lc data.LoaderConfig, plain data.RegionTransform, n int, clk 
 	st.CropResize = us(dPlain)
 	st.Jitter = max(0, us(dFull)-us(dPlain))
 	return st, nil
+}
+
+// batchSlots is a batch-sized output buffer of the loader's dtype, handed
+// out one sample's slot at a time, round the batch.
+type batchSlots struct {
+	f32          []float32
+	u8           []uint8
+	sample, n, k int
+}
+
+// newBatchSlots makes max(lc.BatchSize, 2) slots of side s, in uint8 or
+// float32 as lc.DType says.
+func newBatchSlots(lc data.LoaderConfig, s int) *batchSlots {
+	b := &batchSlots{sample: 3 * s * s, n: max(lc.BatchSize, 2)}
+	if lc.DType == data.DTypeUint8 {
+		b.u8 = make([]uint8, b.n*b.sample)
+	} else {
+		b.f32 = make([]float32, b.n*b.sample)
+	}
+	return b
+}
+
+// next is the next slot: a float32 or a uint8 one, the other nil.
+func (b *batchSlots) next() ([]float32, []uint8) {
+	k := b.k % b.n
+	b.k++
+	if b.u8 != nil {
+		return nil, b.u8[k*b.sample : (k+1)*b.sample]
+	}
+	return b.f32[k*b.sample : (k+1)*b.sample], nil
+}
+
+// readStage reads the files of the samples perm names with dec, as a
+// loader worker does, and returns copies of them and the time the reads
+// took on clk (the copies, which the loader does not make, are not timed).
+func readStage(dec *data.Decoder, lc data.LoaderConfig, perm []int, clk stageClock) ([][]byte, time.Duration, error) {
+	files := make([][]byte, len(perm))
+	var dRead time.Duration
+	for i, k := range perm {
+		t := clk.now()
+		b, err := dec.ReadFile(lc.Index.Samples[k].Path)
+		if err != nil {
+			return nil, 0, err
+		}
+		dRead += clk.now() - t
+		files[i] = append([]byte(nil), b...)
+	}
+	return files, dRead, nil
 }
 
 // stageClock times the stages: the thread's CPU time where the OS gives it

@@ -81,61 +81,91 @@ func Dist(opt DistOptions) ([]DistRow, error) {
 			}
 			run := filepath.Join(opt.Out, name)
 			os.RemoveAll(run)
-			targs := append([]string{"train"}, opt.Extra...) // the bench's own flags after them, to win
-			if opt.Config != "" {
-				targs = append(targs, "--config", opt.Config)
+			if n > 1 && mpiErr != nil {
+				rows = append(rows, DistRow{Ranks: n, BucketMB: mb, Note: "not run: mpirun is not installed (Debian: apt-get install openmpi-bin)"})
+				continue
 			}
-			targs = append(targs, "--epochs", strconv.Itoa(opt.Epochs), "--out", run, "--train.progress", "none")
-			var cmd *exec.Cmd
-			if n == 1 {
-				cmd = exec.Command(opt.Exe, append(targs, "--train.dist", "none")...)
-			} else {
-				if mpiErr != nil {
-					rows = append(rows, DistRow{Ranks: n, BucketMB: mb, Note: "not run: mpirun is not installed (Debian: apt-get install openmpi-bin)"})
-					continue
-				}
-				a := append(append([]string(nil), opt.MPIRun...), "-np", strconv.Itoa(n), "-x", "STOKE_TRAIN_MAIN", opt.Exe)
-				cmd = exec.Command(mpirun, append(a, append(targs, "--train.dist", "mpi", "--train.dist_bucket_mb", fmt.Sprint(mb))...)...)
-			}
-			cmd.Env = append(os.Environ(), "STOKE_TRAIN_MAIN=1")
-			fmt.Fprintf(opt.Log, "running %s: %s\n", name, strings.Join(cmd.Args, " "))
-			var buf bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &buf, &buf
-			meter := startLoad()
-			if err := cmd.Run(); err != nil {
-				return nil, fmt.Errorf("%s: %v\n%s", name, err, strings.TrimSuffix(buf.String(), "\n"))
-			}
-			load := meter.stop()
-			r := DistRow{Ranks: n, BucketMB: mb, Load: &load, Busy: load.Busy(0)}
-			fmt.Fprintf(opt.Log, "  %s\n", load)
-			if r.Busy != "" {
-				fmt.Fprintf(opt.Log, "  WARNING: the machine was busy (%s)\n", r.Busy)
-			}
-			if m := allreduceLine.FindAllStringSubmatch(buf.String(), -1); len(m) > 0 {
-				last := m[len(m)-1]
-				r.AllreduceMS, _ = strconv.ParseFloat(last[1], 64)
-				r.ExposedMS, _ = strconv.ParseFloat(last[2], 64)
-				pct, _ := strconv.ParseFloat(last[3], 64)
-				r.OverlapShare = pct / 100
-				r.Buckets, _ = strconv.Atoi(last[4])
-			}
-			ips, err := lastImgPerSec(filepath.Join(run, "metrics.jsonl"))
+			r, err := runDist(opt, mpirun, name, run, n, mb)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %v", name, err)
-			}
-			r.ImgPerSec = ips
-			if n > 1 && r.Buckets > 0 {
-				a := append(append([]string(nil), opt.MPIRun...), "-np", strconv.Itoa(n), "-x", "STOKE_TRAIN_MAIN", opt.Exe, "bench-allreduce", "--floats", strconv.Itoa(gradFloats(buf.String())))
-				ab, err := exec.Command(mpirun, a...).CombinedOutput()
-				if m := regexp.MustCompile(`median ([0-9.]+) µs`).FindSubmatch(ab); err == nil && m != nil {
-					r.AloneUS, _ = strconv.ParseFloat(string(m[1]), 64)
-				} else {
-					fmt.Fprintf(opt.Errors, "train bench-dist: bench-allreduce: %v\n%s", err, ab)
-				}
+				return nil, err
 			}
 			rows = append(rows, r)
 		}
 	}
+	if err := writeDistReport(opt, mach, rows); err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
+// runDist trains the configured run once into the folder run, on n ranks
+// (under mpirun when n > 1) with buckets of mb MB, and measures it: the
+// machine's load meanwhile, the training img/s and the run's allreduce
+// line, and then the allreduce of one step's gradients alone.
+func runDist(opt DistOptions, mpirun, name, run string, n int, mb float64) (DistRow, error) {
+	cmd := distCommand(opt, mpirun, run, n, mb)
+	fmt.Fprintf(opt.Log, "running %s: %s\n", name, strings.Join(cmd.Args, " "))
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	meter := startLoad()
+	if err := cmd.Run(); err != nil {
+		return DistRow{}, fmt.Errorf("%s: %v\n%s", name, err, strings.TrimSuffix(buf.String(), "\n"))
+	}
+	load := meter.stop()
+	r := DistRow{Ranks: n, BucketMB: mb, Load: &load, Busy: load.Busy(0)}
+	fmt.Fprintf(opt.Log, "  %s\n", load)
+	if r.Busy != "" {
+		fmt.Fprintf(opt.Log, "  WARNING: the machine was busy (%s)\n", r.Busy)
+	}
+	if m := allreduceLine.FindAllStringSubmatch(buf.String(), -1); len(m) > 0 {
+		last := m[len(m)-1]
+		r.AllreduceMS, _ = strconv.ParseFloat(last[1], 64)
+		r.ExposedMS, _ = strconv.ParseFloat(last[2], 64)
+		pct, _ := strconv.ParseFloat(last[3], 64)
+		r.OverlapShare = pct / 100
+		r.Buckets, _ = strconv.Atoi(last[4])
+	}
+	ips, err := lastImgPerSec(filepath.Join(run, "metrics.jsonl"))
+	if err != nil {
+		return DistRow{}, fmt.Errorf("%s: %v", name, err)
+	}
+	r.ImgPerSec = ips
+	if n > 1 && r.Buckets > 0 {
+		a := append(append([]string(nil), opt.MPIRun...), "-np", strconv.Itoa(n), "-x", "STOKE_TRAIN_MAIN", opt.Exe, "bench-allreduce", "--floats", strconv.Itoa(gradFloats(buf.String())))
+		ab, err := exec.Command(mpirun, a...).CombinedOutput()
+		if m := regexp.MustCompile(`median ([0-9.]+) µs`).FindSubmatch(ab); err == nil && m != nil {
+			r.AloneUS, _ = strconv.ParseFloat(string(m[1]), 64)
+		} else {
+			fmt.Fprintf(opt.Errors, "train bench-dist: bench-allreduce: %v\n%s", err, ab)
+		}
+	}
+	return r, nil
+}
+
+// distCommand is the child that trains into run: `train` with the bench's
+// flags after the user's, on one rank with train.dist none, or under
+// `mpirun -np n` with train.dist mpi and buckets of mb MB.
+func distCommand(opt DistOptions, mpirun, run string, n int, mb float64) *exec.Cmd {
+	targs := append([]string{"train"}, opt.Extra...) // the bench's own flags after them, to win
+	if opt.Config != "" {
+		targs = append(targs, "--config", opt.Config)
+	}
+	targs = append(targs, "--epochs", strconv.Itoa(opt.Epochs), "--out", run, "--train.progress", "none")
+	var cmd *exec.Cmd
+	if n == 1 {
+		cmd = exec.Command(opt.Exe, append(targs, "--train.dist", "none")...)
+	} else {
+		a := append(append([]string(nil), opt.MPIRun...), "-np", strconv.Itoa(n), "-x", "STOKE_TRAIN_MAIN", opt.Exe)
+		cmd = exec.Command(mpirun, append(a, append(targs, "--train.dist", "mpi", "--train.dist_bucket_mb", fmt.Sprint(mb))...)...)
+	}
+	cmd.Env = append(os.Environ(), "STOKE_TRAIN_MAIN=1")
+	return cmd
+}
+
+// writeDistReport prints the machine, the table and the busy warnings to
+// opt.Log and writes them to bench-dist.md, and the rows to
+// bench-dist.json, in opt.Out.
+func writeDistReport(opt DistOptions, mach Machine, rows []DistRow) error {
 	md := "machine: " + mach.String() + "\n\n" + DistMarkdown(rows)
 	for _, r := range rows {
 		if r.Busy != "" {
@@ -146,10 +176,10 @@ func Dist(opt DistOptions) ([]DistRow, error) {
 	js, _ := json.MarshalIndent(rows, "", "  ")
 	if err := errors.Join(os.WriteFile(filepath.Join(opt.Out, "bench-dist.md"), []byte(md), 0o644),
 		os.WriteFile(filepath.Join(opt.Out, "bench-dist.json"), append(js, '\n'), 0o644)); err != nil {
-		return nil, err
+		return err
 	}
 	fmt.Fprintf(opt.Log, "written to %s (bench-dist.md, bench-dist.json)\n", opt.Out)
-	return rows, nil
+	return nil
 }
 
 // DistMarkdown is the table of bench-dist.md.

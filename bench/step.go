@@ -62,29 +62,10 @@ func Step(opt StepOptions, out io.Writer) error {
 	}
 	defer m.Close()
 
-	rng := rand.New(rand.NewPCG(1, 2))
-	x := make([]float32, batch*3*spec.InputSize*spec.InputSize)
-	for i := range x {
-		x[i] = float32(rng.NormFloat64())
-	}
-	labels := make([]int32, batch)
-	for i := range labels {
-		labels[i] = int32(rng.IntN(classes))
-	}
+	x, labels := randomBatch(batch, spec.InputSize, classes)
 	mach := ThisMachine()
 	if !opt.JSON {
-		arch := fmt.Sprintf("conv %v", cfg.Model.Conv)
-		if spec.IsResNet() {
-			arch = spec.Arch
-			if spec.Arch == "resnet18" || spec.Arch == "resnet34" {
-				arch += " (" + spec.Stem + " stem)"
-			}
-		}
-		fmt.Fprintf(out, "%s\nmodel: %d px, batch %d, %s, %d classes, %d parameters\nmachine: %s\n",
-			model.Kernel(), spec.InputSize, batch, arch, classes, m.NumParams(), mach)
-		if why := BusyBefore(); why != "" {
-			fmt.Fprintf(out, "WARNING: the machine is busy (%s): the timings below are not this machine's speed\n", why)
-		}
+		printStepHeader(out, cfg, spec, m, mach)
 	}
 	threads := opt.Threads
 	if threads == nil {
@@ -104,39 +85,89 @@ func Step(opt StepOptions, out io.Writer) error {
 	}
 	for _, n := range threads {
 		runtime.GOMAXPROCS(n)
-		lr := float32(1e-3) // small: the weights stay sane over many steps
-		for i := 0; i < opt.Warmup; i++ {
-			if _, err := m.TrainStep(x, labels, batch, lr); err != nil {
-				return err
-			}
+		t, err := timeSteps(m, x, labels, batch, opt)
+		if err != nil {
+			return err
 		}
-		meter := startLoad()
-		start, cpu0 := time.Now(), cpuTime()
-		best := time.Duration(math.MaxInt64)
-		for i := 0; i < opt.Steps; i++ {
-			t0 := time.Now()
-			if _, err := m.TrainStep(x, labels, batch, lr); err != nil {
-				return err
-			}
-			best = min(best, time.Since(t0))
-		}
-		per := time.Since(start).Seconds() / float64(opt.Steps)
-		cpuPer := (cpuTime() - cpu0).Seconds() / float64(opt.Steps)
-		load := meter.stop()
+		per, cpuPer, load := t.per, t.cpuPer, t.load
 		_, peak := rss.Now()
 		if opt.JSON {
 			b, _ := json.Marshal(StepLine{Threads: n, MSPerStep: per * 1e3, ImgPerS: float64(batch) / per, PeakRSSBytes: peak,
-				BestMS: best.Seconds() * 1e3, CPUMSPerStep: cpuPer * 1e3, Gemm: model.Kernel(),
+				BestMS: t.best.Seconds() * 1e3, CPUMSPerStep: cpuPer * 1e3, Gemm: model.Kernel(),
 				Busy: load.Busy(n), CPU: mach.CPU, CPUFamily: mach.Family, CPUModel: mach.Model, SIMD: mach.SIMD,
 				Load1Before: load.Load1Before, OthersCores: load.OthersCores})
 			fmt.Fprintln(out, string(b))
 			continue
 		}
 		fmt.Fprintf(out, "threads %d: %.1f ms/step (best %.1f, CPU %.1f), %.0f img/s, peak RSS %.0f MiB\n  %s\n",
-			n, per*1e3, best.Seconds()*1e3, cpuPer*1e3, float64(batch)/per, float64(peak)/(1<<20), load)
+			n, per*1e3, t.best.Seconds()*1e3, cpuPer*1e3, float64(batch)/per, float64(peak)/(1<<20), load)
 		if why := load.Busy(n); why != "" {
 			fmt.Fprintf(out, "  WARNING: the machine was busy (%s): this figure is not stoke's speed\n", why)
 		}
 	}
 	return nil
+}
+
+// randomBatch is the batch every timed step trains on: batch images of
+// side px from a fixed seed (normal pixels, uniform labels below classes).
+func randomBatch(batch, px, classes int) ([]float32, []int32) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	x := make([]float32, batch*3*px*px)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	labels := make([]int32, batch)
+	for i := range labels {
+		labels[i] = int32(rng.IntN(classes))
+	}
+	return x, labels
+}
+
+// printStepHeader says what is timed: the GEMM kernel, the model and the
+// machine, with a warning when the machine is already busy.
+func printStepHeader(out io.Writer, cfg config.Config, spec model.Spec, m *model.Model, mach Machine) {
+	arch := fmt.Sprintf("conv %v", cfg.Model.Conv)
+	if spec.IsResNet() {
+		arch = spec.Arch
+		if spec.Arch == "resnet18" || spec.Arch == "resnet34" {
+			arch += " (" + spec.Stem + " stem)"
+		}
+	}
+	fmt.Fprintf(out, "%s\nmodel: %d px, batch %d, %s, %d classes, %d parameters\nmachine: %s\n",
+		model.Kernel(), spec.InputSize, cfg.Data.BatchSize, arch, cfg.Data.Synthetic.Classes, m.NumParams(), mach)
+	if why := BusyBefore(); why != "" {
+		fmt.Fprintf(out, "WARNING: the machine is busy (%s): the timings below are not this machine's speed\n", why)
+	}
+}
+
+// stepTiming is one thread count's measurement: wall and CPU seconds per
+// step, the fastest step, and the machine's load meanwhile.
+type stepTiming struct {
+	per, cpuPer float64
+	best        time.Duration
+	load        Load
+}
+
+// timeSteps runs opt.Warmup untimed training steps on (x, labels), then
+// times opt.Steps more.
+func timeSteps(m *model.Model, x []float32, labels []int32, batch int, opt StepOptions) (stepTiming, error) {
+	lr := float32(1e-3) // small: the weights stay sane over many steps
+	for i := 0; i < opt.Warmup; i++ {
+		if _, err := m.TrainStep(x, labels, batch, lr); err != nil {
+			return stepTiming{}, err
+		}
+	}
+	meter := startLoad()
+	start, cpu0 := time.Now(), cpuTime()
+	best := time.Duration(math.MaxInt64)
+	for i := 0; i < opt.Steps; i++ {
+		t0 := time.Now()
+		if _, err := m.TrainStep(x, labels, batch, lr); err != nil {
+			return stepTiming{}, err
+		}
+		best = min(best, time.Since(t0))
+	}
+	per := time.Since(start).Seconds() / float64(opt.Steps)
+	cpuPer := (cpuTime() - cpu0).Seconds() / float64(opt.Steps)
+	return stepTiming{per: per, cpuPer: cpuPer, best: best, load: meter.stop()}, nil
 }

@@ -428,7 +428,9 @@ func decodeErr(format string, err error) error {
 }
 
 // toNRGBA converts src to opaque RGB in an NRGBA with origin (0, 0),
-// reusing dst's pixels when they are large enough.
+// reusing dst's pixels when they are large enough. The types a decoder
+// returns have a loop of their own each; the rest go through the colour
+// model (anyToNRGBA).
 func toNRGBA(src image.Image, dst *image.NRGBA) *image.NRGBA {
 	r := src.Bounds()
 	w, h := r.Dx(), r.Dy()
@@ -436,44 +438,13 @@ func toNRGBA(src image.Image, dst *image.NRGBA) *image.NRGBA {
 	pix := dst.Pix
 	switch s := src.(type) {
 	case *image.YCbCr:
-		for y := 0; y < h; y++ {
-			o := y * dst.Stride
-			for x := 0; x < w; x++ {
-				yi := s.YOffset(r.Min.X+x, r.Min.Y+y)
-				ci := s.COffset(r.Min.X+x, r.Min.Y+y)
-				pix[o], pix[o+1], pix[o+2] = color.YCbCrToRGB(s.Y[yi], s.Cb[ci], s.Cr[ci])
-				pix[o+3] = 255
-				o += 4
-			}
-		}
+		ycbcrToNRGBA(dst, s)
 	case *image.Gray:
-		for y := 0; y < h; y++ {
-			row := s.Pix[y*s.Stride : y*s.Stride+w]
-			o := y * dst.Stride
-			for _, g := range row {
-				pix[o], pix[o+1], pix[o+2], pix[o+3] = g, g, g, 255
-				o += 4
-			}
-		}
+		grayToNRGBA(dst, s)
 	case *image.CMYK:
-		for y := 0; y < h; y++ {
-			i := y * s.Stride
-			o := y * dst.Stride
-			for x := 0; x < w; x++ {
-				pix[o], pix[o+1], pix[o+2] = color.CMYKToRGB(s.Pix[i], s.Pix[i+1], s.Pix[i+2], s.Pix[i+3])
-				pix[o+3] = 255
-				i += 4
-				o += 4
-			}
-		}
+		cmykToNRGBA(dst, s)
 	case *image.NRGBA:
-		for y := 0; y < h; y++ {
-			o := y * dst.Stride
-			copy(pix[o:o+4*w], s.Pix[y*s.Stride:])
-			for x := 0; x < w; x++ {
-				pix[o+4*x+3] = 255
-			}
-		}
+		nrgbaToNRGBA(dst, s)
 	// The types below go through color.NRGBAModel's arithmetic, without
 	// its Convert, which boxes every pixel into an interface: 8 to 16
 	// bytes of garbage a pixel (784 MB for a 7000x7000 16-bit PNG), beyond
@@ -495,35 +466,108 @@ func toNRGBA(src image.Image, dst *image.NRGBA) *image.NRGBA {
 			return s.Gray16At(r.Min.X+x, r.Min.Y+y).RGBA()
 		})
 	case *image.Paletted:
-		var lut [256][3]uint8
-		for i, c := range s.Palette[:min(len(s.Palette), 256)] {
-			lut[i][0], lut[i][1], lut[i][2] = unpremultiply(c.RGBA())
-		}
-		n := len(s.Palette) // an index past the palette is an error, as in At
-		for y := 0; y < h; y++ {
-			row := s.Pix[(r.Min.Y+y-s.Rect.Min.Y)*s.Stride+r.Min.X-s.Rect.Min.X:][:w]
-			o := y * dst.Stride
-			for _, i := range row {
-				if int(i) >= n {
-					panic(fmt.Sprintf("palette index %d of a %d-colour palette", i, n))
-				}
-				c := &lut[i]
-				pix[o], pix[o+1], pix[o+2], pix[o+3] = c[0], c[1], c[2], 255
-				o += 4
-			}
-		}
+		palettedToNRGBA(dst, s)
 	default:
-		// The rest: the colour model does the un-premultiplying.
-		for y := 0; y < h; y++ {
-			o := y * dst.Stride
-			for x := 0; x < w; x++ {
-				c := color.NRGBAModel.Convert(src.At(r.Min.X+x, r.Min.Y+y)).(color.NRGBA)
-				pix[o], pix[o+1], pix[o+2], pix[o+3] = c.R, c.G, c.B, 255
-				o += 4
-			}
-		}
+		anyToNRGBA(dst, src)
 	}
 	return dst
+}
+
+// ycbcrToNRGBA converts s into dst, which is s's size with origin (0, 0).
+func ycbcrToNRGBA(dst *image.NRGBA, s *image.YCbCr) {
+	r, pix := s.Rect, dst.Pix
+	w, h := r.Dx(), r.Dy()
+	for y := 0; y < h; y++ {
+		o := y * dst.Stride
+		for x := 0; x < w; x++ {
+			yi := s.YOffset(r.Min.X+x, r.Min.Y+y)
+			ci := s.COffset(r.Min.X+x, r.Min.Y+y)
+			pix[o], pix[o+1], pix[o+2] = color.YCbCrToRGB(s.Y[yi], s.Cb[ci], s.Cr[ci])
+			pix[o+3] = 255
+			o += 4
+		}
+	}
+}
+
+// grayToNRGBA converts s into dst, which is s's size with origin (0, 0).
+func grayToNRGBA(dst *image.NRGBA, s *image.Gray) {
+	w, h, pix := s.Rect.Dx(), s.Rect.Dy(), dst.Pix
+	for y := 0; y < h; y++ {
+		row := s.Pix[y*s.Stride : y*s.Stride+w]
+		o := y * dst.Stride
+		for _, g := range row {
+			pix[o], pix[o+1], pix[o+2], pix[o+3] = g, g, g, 255
+			o += 4
+		}
+	}
+}
+
+// cmykToNRGBA converts s into dst, which is s's size with origin (0, 0).
+func cmykToNRGBA(dst *image.NRGBA, s *image.CMYK) {
+	w, h, pix := s.Rect.Dx(), s.Rect.Dy(), dst.Pix
+	for y := 0; y < h; y++ {
+		i := y * s.Stride
+		o := y * dst.Stride
+		for x := 0; x < w; x++ {
+			pix[o], pix[o+1], pix[o+2] = color.CMYKToRGB(s.Pix[i], s.Pix[i+1], s.Pix[i+2], s.Pix[i+3])
+			pix[o+3] = 255
+			i += 4
+			o += 4
+		}
+	}
+}
+
+// nrgbaToNRGBA copies s into dst, which is s's size with origin (0, 0),
+// making every pixel opaque.
+func nrgbaToNRGBA(dst *image.NRGBA, s *image.NRGBA) {
+	w, h, pix := s.Rect.Dx(), s.Rect.Dy(), dst.Pix
+	for y := 0; y < h; y++ {
+		o := y * dst.Stride
+		copy(pix[o:o+4*w], s.Pix[y*s.Stride:])
+		for x := 0; x < w; x++ {
+			pix[o+4*x+3] = 255
+		}
+	}
+}
+
+// palettedToNRGBA converts s into dst, which is s's size with origin
+// (0, 0), through a table of the palette's un-premultiplied colours. An
+// index past the palette panics, as s.At does.
+func palettedToNRGBA(dst *image.NRGBA, s *image.Paletted) {
+	r, pix := s.Rect, dst.Pix
+	w, h := r.Dx(), r.Dy()
+	var lut [256][3]uint8
+	for i, c := range s.Palette[:min(len(s.Palette), 256)] {
+		lut[i][0], lut[i][1], lut[i][2] = unpremultiply(c.RGBA())
+	}
+	n := len(s.Palette) // an index past the palette is an error, as in At
+	for y := 0; y < h; y++ {
+		row := s.Pix[y*s.Stride:][:w]
+		o := y * dst.Stride
+		for _, i := range row {
+			if int(i) >= n {
+				panic(fmt.Sprintf("palette index %d of a %d-colour palette", i, n))
+			}
+			c := &lut[i]
+			pix[o], pix[o+1], pix[o+2], pix[o+3] = c[0], c[1], c[2], 255
+			o += 4
+		}
+	}
+}
+
+// anyToNRGBA converts any other image into dst, which is src's size with
+// origin (0, 0): the colour model does the un-premultiplying.
+func anyToNRGBA(dst *image.NRGBA, src image.Image) {
+	r, pix := src.Bounds(), dst.Pix
+	w, h := r.Dx(), r.Dy()
+	for y := 0; y < h; y++ {
+		o := y * dst.Stride
+		for x := 0; x < w; x++ {
+			c := color.NRGBAModel.Convert(src.At(r.Min.X+x, r.Min.Y+y)).(color.NRGBA)
+			pix[o], pix[o+1], pix[o+2], pix[o+3] = c.R, c.G, c.B, 255
+			o += 4
+		}
+	}
 }
 
 // fillUnpremultiplied writes the w x h pixels that at gives (premultiplied

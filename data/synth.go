@@ -129,54 +129,95 @@ func GenerateContext(ctx context.Context, dir string, opt SynthOptions) error {
 	if err := opt.Check(); err != nil {
 		return err
 	}
-	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
-		return fmt.Errorf("data: %s already exists and is not empty; not overwriting it (remove it or choose another folder)", dir)
-	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("data: checking output folder: %w", err)
-	}
-	parent := filepath.Dir(filepath.Clean(dir))
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return fmt.Errorf("data: making %s: %w", parent, err)
-	}
-	removeStalePartials(dir)
-	tmp, err := os.MkdirTemp(parent, partialPrefix(dir)+strconv.Itoa(os.Getpid())+"-")
+	tmp, err := makeSynthTemp(dir)
 	if err != nil {
-		return fmt.Errorf("data: making a temporary folder beside %s: %w", dir, err)
+		return err
 	}
 	defer os.RemoveAll(tmp) // a no-op once renamed
 
 	classes := SynthClasses(opt.Classes)
-	type job struct{ split, class, i int }
-	var jobs []job
+	jobs, err := synthJobs(tmp, classes, opt)
+	if err != nil {
+		return err
+	}
+	if err := drawSynthJobs(ctx, dir, tmp, classes, jobs, opt); err != nil {
+		return err
+	}
+	return publishSynth(tmp, dir, opt)
+}
+
+// makeSynthTemp refuses a non-empty dir, removes the partial folders of
+// earlier, killed generations of dir, and makes the temporary sibling
+// folder the dataset is built in.
+func makeSynthTemp(dir string) (string, error) {
+	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+		return "", fmt.Errorf("data: %s already exists and is not empty; not overwriting it (remove it or choose another folder)", dir)
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("data: checking output folder: %w", err)
+	}
+	parent := filepath.Dir(filepath.Clean(dir))
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return "", fmt.Errorf("data: making %s: %w", parent, err)
+	}
+	removeStalePartials(dir)
+	tmp, err := os.MkdirTemp(parent, partialPrefix(dir)+strconv.Itoa(os.Getpid())+"-")
+	if err != nil {
+		return "", fmt.Errorf("data: making a temporary folder beside %s: %w", dir, err)
+	}
+	return tmp, nil
+}
+
+// synthJob is one image to draw: its split (0 train, 1 val), class and
+// number within the class.
+type synthJob struct{ split, class, i int }
+
+// synthJobs makes the split/class folders under tmp and lists every image
+// to draw, train before val, class by class.
+func synthJobs(tmp string, classes []string, opt SynthOptions) ([]synthJob, error) {
+	var jobs []synthJob
 	for split, n := range []int{opt.Train, opt.Val} {
 		for c, name := range classes {
 			d := filepath.Join(tmp, splitNames[split], name)
 			if err := os.MkdirAll(d, 0o755); err != nil {
-				return fmt.Errorf("data: %w", err)
+				return nil, fmt.Errorf("data: %w", err)
 			}
 			for i := range n {
-				jobs = append(jobs, job{split, c, i})
+				jobs = append(jobs, synthJob{split, c, i})
 			}
 		}
 	}
+	return jobs, nil
+}
 
+// drawSynthJobs draws and writes the jobs' JPEGs under tmp on GOMAXPROCS
+// goroutines. It stops at the first error (naming dir, the folder the
+// user asked for), or once ctx is cancelled, and returns that error; the
+// jobs not started are not drawn.
+func drawSynthJobs(ctx context.Context, dir, tmp string, classes []string, jobs []synthJob, opt SynthOptions) error {
 	var (
 		wg       sync.WaitGroup
 		mu       sync.Mutex
 		firstErr error
 		next     int
 	)
-	take := func() (job, bool) {
+	take := func() (synthJob, bool) {
 		mu.Lock()
 		defer mu.Unlock()
 		if firstErr == nil && ctx.Err() != nil {
 			firstErr = ctx.Err()
 		}
 		if firstErr != nil || next >= len(jobs) {
-			return job{}, false
+			return synthJob{}, false
 		}
 		next++
 		return jobs[next-1], true
+	}
+	fail := func(err error) {
+		mu.Lock()
+		if firstErr == nil {
+			firstErr = fmt.Errorf("data: generating %s: %w", dir, err)
+		}
+		mu.Unlock()
 	}
 	for range runtime.GOMAXPROCS(0) {
 		wg.Add(1)
@@ -184,24 +225,10 @@ func GenerateContext(ctx context.Context, dir string, opt SynthOptions) error {
 			defer wg.Done()
 			img := image.NewRGBA(image.Rect(0, 0, opt.Size, opt.Size))
 			var buf bytes.Buffer
-			for {
-				j, ok := take()
-				if !ok {
-					return
-				}
-				drawSynth(img, opt.Seed, j.split, j.class, j.i)
-				buf.Reset()
-				err := jpeg.Encode(&buf, img, &jpeg.Options{Quality: opt.Quality})
-				if err == nil {
-					p := filepath.Join(tmp, splitNames[j.split], classes[j.class], fmt.Sprintf("%05d.jpg", j.i))
-					err = os.WriteFile(p, buf.Bytes(), 0o644)
-				}
-				if err != nil {
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = fmt.Errorf("data: generating %s: %w", dir, err)
-					}
-					mu.Unlock()
+			for j, ok := take(); ok; j, ok = take() {
+				p := filepath.Join(tmp, splitNames[j.split], classes[j.class], fmt.Sprintf("%05d.jpg", j.i))
+				if err := writeSynthImage(p, img, &buf, j, opt); err != nil {
+					fail(err)
 					return
 				}
 			}
@@ -211,9 +238,23 @@ func GenerateContext(ctx context.Context, dir string, opt SynthOptions) error {
 	if firstErr == nil && ctx.Err() != nil { // cancelled as the last images were drawn: still not wanted
 		firstErr = ctx.Err()
 	}
-	if firstErr != nil {
-		return firstErr
+	return firstErr
+}
+
+// writeSynthImage draws job j into img, encodes it through buf and writes
+// it to path p.
+func writeSynthImage(p string, img *image.RGBA, buf *bytes.Buffer, j synthJob, opt SynthOptions) error {
+	drawSynth(img, opt.Seed, j.split, j.class, j.i)
+	buf.Reset()
+	if err := jpeg.Encode(buf, img, &jpeg.Options{Quality: opt.Quality}); err != nil {
+		return err
 	}
+	return os.WriteFile(p, buf.Bytes(), 0o644)
+}
+
+// publishSynth writes the manifest into the finished tmp folder and renames
+// it to dir.
+func publishSynth(tmp, dir string, opt SynthOptions) error {
 	man, _ := json.MarshalIndent(opt, "", "  ")
 	if err := os.WriteFile(filepath.Join(tmp, manifestName), append(man, '\n'), 0o644); err != nil {
 		return fmt.Errorf("data: %w", err)

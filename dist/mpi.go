@@ -201,26 +201,10 @@ func mpiError(code C.int) error {
 func (c *mpiComm) loop(ready chan<- error) {
 	runtime.LockOSThread() // for good: this thread is MPI's "main" thread (FUNNELED)
 	defer close(c.exited)
-	var provided C.int
-	if code := C.stoke_mpi_init(mpiThreadFunneled, &provided); code != mpiSuccess {
-		ready <- fmt.Errorf("dist: MPI_Init_thread failed (code %d); is this process started by mpirun?", int(code))
+	if err := c.initWorld(); err != nil {
+		ready <- err
 		return
 	}
-	if provided < mpiThreadFunneled {
-		// SINGLE: still sound here, since one thread makes every call, but say so.
-		fmt.Fprintf(os.Stderr, "dist: note: MPI provides thread level %d < MPI_THREAD_FUNNELED; every MPI call is made from one thread anyway\n", int(provided))
-	}
-	if code := C.stoke_mpi_errors_return(); code != mpiSuccess {
-		ready <- fmt.Errorf("dist: MPI_Comm_set_errhandler: %w", mpiError(code))
-		return
-	}
-	var r, s C.int
-	C.stoke_mpi_rank(&r)
-	C.stoke_mpi_size(&s)
-	c.rank, c.size = int(r), int(s)
-	var vbuf [256]C.char
-	C.stoke_mpi_version(&vbuf[0])
-	c.version = strings.TrimSpace(strings.SplitN(C.GoString(&vbuf[0]), ",", 2)[0])
 	ready <- nil
 
 	var active []*mpiOp
@@ -241,47 +225,13 @@ func (c *mpiComm) loop(ready chan<- error) {
 				op.done <- nil
 				return
 			}
-			op.deadline = time.Now().Add(c.timeout)
-			var req C.H // not &op.req: cgo refuses a pointer into a struct holding Go pointers
-			code := op.start(c, &req)
-			op.req = req
-			if code != mpiSuccess {
-				op.done <- c.fail(&RankError{Rank: c.rank, Op: op.what, Err: mpiError(code)})
-			} else {
+			if c.startOp(op) {
 				active = append(active, op)
 			}
 			continue
 		}
-		progressed := false
-		now := time.Now()
-		kept := active[:0]
-		for _, o := range active {
-			var flag C.int
-			req := o.req
-			code := C.stoke_mpi_test(&req, &flag)
-			o.req = req
-			if code != mpiSuccess {
-				o.done <- c.fail(&RankError{Rank: c.rank, Op: o.what, Err: mpiError(code)})
-				progressed = true
-				continue
-			}
-			if flag != 0 {
-				if o.finish != nil {
-					o.finish()
-				}
-				o.done <- nil
-				progressed = true
-				continue
-			}
-			if now.After(o.deadline) {
-				// Its buffer stays with MPI (leaked): the job is ending.
-				o.done <- c.fail(&RankError{Rank: c.rank, Op: o.what, Err: fmt.Errorf("%w (no answer in %v)", ErrTimeout, c.timeout)})
-				progressed = true
-				continue
-			}
-			kept = append(kept, o)
-		}
-		active = kept
+		var progressed bool
+		active, progressed = c.poll(active)
 		// Poll hard while collectives complete, then back off to a few
 		// tens of microseconds so that a waiting rank leaves the cores to
 		// the compute.
@@ -293,6 +243,77 @@ func (c *mpiComm) loop(ready chan<- error) {
 			runtime.Gosched()
 		}
 	}
+}
+
+// initWorld initializes MPI (FUNNELED) on the comm thread, makes its errors
+// return codes, and reads this rank, the world's size and the library's
+// version.
+func (c *mpiComm) initWorld() error {
+	var provided C.int
+	if code := C.stoke_mpi_init(mpiThreadFunneled, &provided); code != mpiSuccess {
+		return fmt.Errorf("dist: MPI_Init_thread failed (code %d); is this process started by mpirun?", int(code))
+	}
+	if provided < mpiThreadFunneled {
+		// SINGLE: still sound here, since one thread makes every call, but say so.
+		fmt.Fprintf(os.Stderr, "dist: note: MPI provides thread level %d < MPI_THREAD_FUNNELED; every MPI call is made from one thread anyway\n", int(provided))
+	}
+	if code := C.stoke_mpi_errors_return(); code != mpiSuccess {
+		return fmt.Errorf("dist: MPI_Comm_set_errhandler: %w", mpiError(code))
+	}
+	var r, s C.int
+	C.stoke_mpi_rank(&r)
+	C.stoke_mpi_size(&s)
+	c.rank, c.size = int(r), int(s)
+	var vbuf [256]C.char
+	C.stoke_mpi_version(&vbuf[0])
+	c.version = strings.TrimSpace(strings.SplitN(C.GoString(&vbuf[0]), ",", 2)[0])
+	return nil
+}
+
+// startOp starts op's collective with its deadline, on the comm thread. It
+// reports whether op is now in flight; if MPI refused it, op is answered
+// with the error.
+func (c *mpiComm) startOp(op *mpiOp) bool {
+	op.deadline = time.Now().Add(c.timeout)
+	var req C.H // not &op.req: cgo refuses a pointer into a struct holding Go pointers
+	code := op.start(c, &req)
+	op.req = req
+	if code != mpiSuccess {
+		op.done <- c.fail(&RankError{Rank: c.rank, Op: op.what, Err: mpiError(code)})
+		return false
+	}
+	return true
+}
+
+// poll tests each collective in flight once, on the comm thread, and
+// answers those done, failed or past their deadline. It returns the ones
+// still in flight (reusing active's array) and whether any was answered.
+func (c *mpiComm) poll(active []*mpiOp) (kept []*mpiOp, progressed bool) {
+	now := time.Now()
+	kept = active[:0]
+	for _, o := range active {
+		var flag C.int
+		req := o.req
+		code := C.stoke_mpi_test(&req, &flag)
+		o.req = req
+		switch {
+		case code != mpiSuccess:
+			o.done <- c.fail(&RankError{Rank: c.rank, Op: o.what, Err: mpiError(code)})
+		case flag != 0:
+			if o.finish != nil {
+				o.finish()
+			}
+			o.done <- nil
+		case now.After(o.deadline):
+			// Its buffer stays with MPI (leaked): the job is ending.
+			o.done <- c.fail(&RankError{Rank: c.rank, Op: o.what, Err: fmt.Errorf("%w (no answer in %v)", ErrTimeout, c.timeout)})
+		default:
+			kept = append(kept, o)
+			continue
+		}
+		progressed = true
+	}
+	return kept, progressed
 }
 
 func (c *mpiComm) fail(err error) error {

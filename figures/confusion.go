@@ -127,26 +127,10 @@ func (c *Confusion) PNG(what string) ([]byte, error) {
 		return nil, fmt.Errorf("figures: no classes")
 	}
 	cells := c.cells
-	grid := make([][]float64, cells)
-	for i, row := range c.share {
-		grid[i] = make([]float64, cells)
-		for j, v := range row {
-			if c.rowsIn[i] > 0 {
-				grid[i][j] = v / float64(c.rowsIn[i])
-			}
-		}
-	}
+	grid := c.meanShares()
 
 	p := plot.New()
-	top1 := fmt.Sprintf("Confusion matrix, %s: val top-1 %.1f%% of %d", what, 100*float64(c.hits)/float64(max(c.total, 1)), c.total)
-	switch {
-	case c.group > 1:
-		p.Title.Text = fmt.Sprintf("%s\n%d classes, %d to a cell; colour: the mean share of a cell's true classes predicted into its column", top1, n, c.group)
-	case c.counts != nil:
-		p.Title.Text = top1 + "\ncolour: share of each true class's samples; numbers: sample counts"
-	default:
-		p.Title.Text = top1 + "\ncolour: share of each true class's samples"
-	}
+	p.Title.Text = c.title(what)
 	p.Title.Padding = vg.Points(8)
 	p.X.Label.Text, p.Y.Label.Text = "predicted class", "true class"
 	if c.group > 1 {
@@ -172,25 +156,10 @@ func (c *Confusion) PNG(what string) ([]byte, error) {
 	p.X.Tick.Label.XAlign, p.X.Tick.Label.YAlign = text.XRight, text.YCenter
 
 	if c.counts != nil {
-		var xys plotter.XYs
-		var labels []string
-		var styles []text.Style
-		for i, row := range c.counts {
-			for j, v := range row {
-				xys = append(xys, plotter.XY{X: float64(j), Y: float64(n - 1 - i)})
-				labels = append(labels, strconv.Itoa(v))
-				st := text.Style{Color: color.Black, Font: p.X.Tick.Label.Font, XAlign: text.XCenter, YAlign: text.YCenter, Handler: p.X.Tick.Label.Handler}
-				if grid[i][j] > 0.55 {
-					st.Color = color.White
-				}
-				styles = append(styles, st)
-			}
-		}
-		l, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: labels})
+		l, err := c.countLabels(grid, text.Style{Color: color.Black, Font: p.X.Tick.Label.Font, XAlign: text.XCenter, YAlign: text.YCenter, Handler: p.X.Tick.Label.Handler})
 		if err != nil {
 			return nil, err
 		}
-		l.TextStyle = styles
 		p.Add(l)
 	}
 
@@ -202,6 +171,62 @@ func (c *Confusion) PNG(what string) ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// meanShares is the colour of each cell: the mean, over the row cell's
+// classes with samples, of their share predicted into the column cell (0
+// where the row cell has no samples).
+func (c *Confusion) meanShares() [][]float64 {
+	grid := make([][]float64, c.cells)
+	for i, row := range c.share {
+		grid[i] = make([]float64, c.cells)
+		for j, v := range row {
+			if c.rowsIn[i] > 0 {
+				grid[i][j] = v / float64(c.rowsIn[i])
+			}
+		}
+	}
+	return grid
+}
+
+// title is the figure's title: what and the top-1 it shows, then what the
+// colour (and the numbers, when drawn) mean.
+func (c *Confusion) title(what string) string {
+	top1 := fmt.Sprintf("Confusion matrix, %s: val top-1 %.1f%% of %d", what, 100*float64(c.hits)/float64(max(c.total, 1)), c.total)
+	switch {
+	case c.group > 1:
+		return fmt.Sprintf("%s\n%d classes, %d to a cell; colour: the mean share of a cell's true classes predicted into its column", top1, len(c.classes), c.group)
+	case c.counts != nil:
+		return top1 + "\ncolour: share of each true class's samples; numbers: sample counts"
+	default:
+		return top1 + "\ncolour: share of each true class's samples"
+	}
+}
+
+// countLabels writes each count in its cell in style st, in white on the
+// cells darker than 0.55 of grid.
+func (c *Confusion) countLabels(grid [][]float64, st text.Style) (*plotter.Labels, error) {
+	n := len(c.classes)
+	var xys plotter.XYs
+	var labels []string
+	var styles []text.Style
+	for i, row := range c.counts {
+		for j, v := range row {
+			xys = append(xys, plotter.XY{X: float64(j), Y: float64(n - 1 - i)})
+			labels = append(labels, strconv.Itoa(v))
+			s := st
+			if grid[i][j] > 0.55 {
+				s.Color = color.White
+			}
+			styles = append(styles, s)
+		}
+	}
+	l, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: labels})
+	if err != nil {
+		return nil, err
+	}
+	l.TextStyle = styles
+	return l, nil
 }
 
 // heatGrid is the matrix of shares as a heat map grid: column c is the

@@ -244,86 +244,21 @@ type tensorInfo struct {
 }
 
 func decodeSafetensors(buf []byte) ([]NamedTensor, map[string]string, error) {
-	if len(buf) < 8 {
-		return nil, nil, fmt.Errorf("file is %d bytes, too short for the 8-byte header size", len(buf))
+	raw, meta, data, err := splitSafetensors(buf)
+	if err != nil {
+		return nil, nil, err
 	}
-	n := binary.LittleEndian.Uint64(buf)
-	if n < 2 || n > maxHeader || n > uint64(len(buf)-8) {
-		return nil, nil, fmt.Errorf("header size %d is out of range (file is %d bytes)", n, len(buf))
-	}
-	hdr, data := buf[8:8+n], buf[8+n:]
-	if hdr[0] != '{' {
-		return nil, nil, errors.New("header is not a JSON object")
-	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(hdr, &raw); err != nil {
-		return nil, nil, fmt.Errorf("header: %w", err)
-	}
-	var meta map[string]string
-	if m, ok := raw[metadataKey]; ok {
-		if err := json.Unmarshal(m, &meta); err != nil {
-			return nil, nil, fmt.Errorf("header: __metadata__ must map strings to strings: %w", err)
-		}
-		delete(raw, metadataKey)
-	}
-
-	type entry struct {
-		name       string
-		shape      []int
-		begin, end int64
-	}
-	entries := make([]entry, 0, len(raw))
+	entries := make([]tensorEntry, 0, len(raw))
 	for name, msg := range raw {
-		var info tensorInfo
-		dec := json.NewDecoder(bytes.NewReader(msg))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&info); err != nil {
-			return nil, nil, fmt.Errorf("tensor %q: %w", name, err)
-		}
-		if info.DType != "F32" {
-			return nil, nil, fmt.Errorf("tensor %q: dtype %q, only F32 is supported", name, info.DType)
-		}
-		if len(info.DataOffsets) != 2 {
-			return nil, nil, fmt.Errorf("tensor %q: data_offsets must be [begin, end]", name)
-		}
-		shape := make([]int, len(info.Shape))
-		for i, d := range info.Shape {
-			if d < 0 || d > math.MaxInt32 {
-				return nil, nil, fmt.Errorf("tensor %q: bad dimension %d in shape %v", name, d, info.Shape)
-			}
-			shape[i] = int(d)
-		}
-		count, err := numElements(shape)
+		e, err := parseTensorEntry(name, msg, int64(len(data)))
 		if err != nil {
-			return nil, nil, fmt.Errorf("tensor %q: %w", name, err)
+			return nil, nil, err
 		}
-		begin, end := info.DataOffsets[0], info.DataOffsets[1]
-		if begin < 0 || end < begin || end > int64(len(data)) {
-			return nil, nil, fmt.Errorf("tensor %q: data_offsets [%d, %d] outside the %d data bytes", name, begin, end, len(data))
-		}
-		if end-begin != 4*int64(count) {
-			return nil, nil, fmt.Errorf("tensor %q: %d data bytes for F32 shape %v (want %d)", name, end-begin, shape, 4*int64(count))
-		}
-		entries = append(entries, entry{name, shape, begin, end})
+		entries = append(entries, e)
 	}
-	// The data section must be covered exactly, without gaps or overlaps.
-	sort.Slice(entries, func(i, j int) bool {
-		if entries[i].begin != entries[j].begin {
-			return entries[i].begin < entries[j].begin
-		}
-		return entries[i].end < entries[j].end
-	})
-	var at int64
-	for _, e := range entries {
-		if e.begin != at {
-			return nil, nil, fmt.Errorf("tensor %q: data starts at byte %d, want %d (gap or overlap)", e.name, e.begin, at)
-		}
-		at = e.end
+	if err := checkCoverage(entries, int64(len(data))); err != nil {
+		return nil, nil, err
 	}
-	if at != int64(len(data)) {
-		return nil, nil, fmt.Errorf("tensors cover %d data bytes, file has %d", at, len(data))
-	}
-
 	out := make([]NamedTensor, len(entries))
 	for i, e := range entries {
 		vals := make([]float32, (e.end-e.begin)/4)
@@ -333,6 +268,101 @@ func decodeSafetensors(buf []byte) ([]NamedTensor, map[string]string, error) {
 		out[i] = NamedTensor{Name: e.name, Shape: slices.Clone(e.shape), Data: vals}
 	}
 	return out, meta, nil
+}
+
+// splitSafetensors reads a safetensors file's 8-byte header size and JSON
+// header: the tensors' entries by name, the __metadata__ strings, and the
+// data section after the header.
+func splitSafetensors(buf []byte) (raw map[string]json.RawMessage, meta map[string]string, data []byte, err error) {
+	if len(buf) < 8 {
+		return nil, nil, nil, fmt.Errorf("file is %d bytes, too short for the 8-byte header size", len(buf))
+	}
+	n := binary.LittleEndian.Uint64(buf)
+	if n < 2 || n > maxHeader || n > uint64(len(buf)-8) {
+		return nil, nil, nil, fmt.Errorf("header size %d is out of range (file is %d bytes)", n, len(buf))
+	}
+	hdr, data := buf[8:8+n], buf[8+n:]
+	if hdr[0] != '{' {
+		return nil, nil, nil, errors.New("header is not a JSON object")
+	}
+	if err := json.Unmarshal(hdr, &raw); err != nil {
+		return nil, nil, nil, fmt.Errorf("header: %w", err)
+	}
+	if m, ok := raw[metadataKey]; ok {
+		if err := json.Unmarshal(m, &meta); err != nil {
+			return nil, nil, nil, fmt.Errorf("header: __metadata__ must map strings to strings: %w", err)
+		}
+		delete(raw, metadataKey)
+	}
+	return raw, meta, data, nil
+}
+
+// tensorEntry is one tensor of a safetensors header, checked: its shape
+// and its bytes [begin, end) of the data section.
+type tensorEntry struct {
+	name       string
+	shape      []int
+	begin, end int64
+}
+
+// parseTensorEntry reads the header entry msg of tensor name, refusing
+// unknown fields, any dtype but F32, a bad shape, and data offsets outside
+// the dataLen bytes of data or not the shape's size.
+func parseTensorEntry(name string, msg json.RawMessage, dataLen int64) (tensorEntry, error) {
+	var info tensorInfo
+	dec := json.NewDecoder(bytes.NewReader(msg))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&info); err != nil {
+		return tensorEntry{}, fmt.Errorf("tensor %q: %w", name, err)
+	}
+	if info.DType != "F32" {
+		return tensorEntry{}, fmt.Errorf("tensor %q: dtype %q, only F32 is supported", name, info.DType)
+	}
+	if len(info.DataOffsets) != 2 {
+		return tensorEntry{}, fmt.Errorf("tensor %q: data_offsets must be [begin, end]", name)
+	}
+	shape := make([]int, len(info.Shape))
+	for i, d := range info.Shape {
+		if d < 0 || d > math.MaxInt32 {
+			return tensorEntry{}, fmt.Errorf("tensor %q: bad dimension %d in shape %v", name, d, info.Shape)
+		}
+		shape[i] = int(d)
+	}
+	count, err := numElements(shape)
+	if err != nil {
+		return tensorEntry{}, fmt.Errorf("tensor %q: %w", name, err)
+	}
+	begin, end := info.DataOffsets[0], info.DataOffsets[1]
+	if begin < 0 || end < begin || end > dataLen {
+		return tensorEntry{}, fmt.Errorf("tensor %q: data_offsets [%d, %d] outside the %d data bytes", name, begin, end, dataLen)
+	}
+	if end-begin != 4*int64(count) {
+		return tensorEntry{}, fmt.Errorf("tensor %q: %d data bytes for F32 shape %v (want %d)", name, end-begin, shape, 4*int64(count))
+	}
+	return tensorEntry{name, shape, begin, end}, nil
+}
+
+// checkCoverage sorts entries by their data offsets and checks that they
+// cover the dataLen bytes of the data section exactly, without gaps or
+// overlaps.
+func checkCoverage(entries []tensorEntry, dataLen int64) error {
+	sort.Slice(entries, func(i, j int) bool {
+		if entries[i].begin != entries[j].begin {
+			return entries[i].begin < entries[j].begin
+		}
+		return entries[i].end < entries[j].end
+	})
+	var at int64
+	for _, e := range entries {
+		if e.begin != at {
+			return fmt.Errorf("tensor %q: data starts at byte %d, want %d (gap or overlap)", e.name, e.begin, at)
+		}
+		at = e.end
+	}
+	if at != dataLen {
+		return fmt.Errorf("tensors cover %d data bytes, file has %d", at, dataLen)
+	}
+	return nil
 }
 
 // numElements is the product of shape, refusing negative dimensions and

@@ -133,6 +133,32 @@ func saveCheckpoint(run string, st checkpointState, keep int) (string, error) {
 		return "", fmt.Errorf("checkpoint: %w", err)
 	}
 	defer os.RemoveAll(tmp) // a no-op once renamed
+	sums, err := writeCheckpointTensors(tmp, st)
+	if err != nil {
+		return "", err
+	}
+	if err := writeCheckpointState(tmp, st, sums); err != nil {
+		return "", err
+	}
+	final, err := renameCheckpoint(run, tmp, name, st.RunID)
+	if err != nil {
+		return "", err
+	}
+	latest, _ := json.Marshal(map[string]string{"checkpoint": filepath.ToSlash(filepath.Join("checkpoints", name))})
+	if err := writeFileAtomic(filepath.Join(run, latestFile), append(latest, '\n')); err != nil {
+		return "", err
+	}
+	if err := faultAt(latestFile); err != nil {
+		return "", err
+	}
+	pruneCheckpoints(parent, name, keep, st.RunID)
+	return final, nil
+}
+
+// writeCheckpointTensors writes st's weights and optimizer state into the
+// checkpoint folder tmp as safetensors files and returns their SHA-256
+// sums by file name.
+func writeCheckpointTensors(tmp string, st checkpointState) (map[string]string, error) {
 	// The class names in the files' own metadata make model.safetensors
 	// self-describing without state.json (a JSON list, index = logit).
 	classes, _ := json.Marshal(st.Classes)
@@ -144,19 +170,28 @@ func saveCheckpoint(run string, st checkpointState, keep int) (string, error) {
 	}{{weightsFile, st.Params}, {optimFile, st.Optim}} {
 		path := filepath.Join(tmp, f.name)
 		if err := model.WriteSafetensors(path, f.tensors, meta); err != nil {
-			return "", err
+			return nil, err
 		}
 		// Hashed as read back: what state.json vouches for is what is on disk.
-		if sums[f.name], err = fileSHA256(context.Background(), path); err != nil {
-			return "", fmt.Errorf("checkpoint: %w", err)
+		sum, err := fileSHA256(context.Background(), path)
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint: %w", err)
 		}
+		sums[f.name] = sum
 		if err := faultAt(f.name); err != nil {
-			return "", err
+			return nil, err
 		}
 	}
+	return sums, nil
+}
+
+// writeCheckpointState writes state.json into the checkpoint folder tmp:
+// st's counters, classes, data set and config, and the sums of the tensor
+// files.
+func writeCheckpointState(tmp string, st checkpointState, sums map[string]string) error {
 	cfgText, err := st.Config.Marshal()
 	if err != nil {
-		return "", err
+		return err
 	}
 	shown := make([]string, len(st.Classes))
 	raw := make([]string, len(st.Classes))
@@ -170,17 +205,22 @@ func saveCheckpoint(run string, st checkpointState, keep int) (string, error) {
 		Classes: shown, ClassBytes: raw, Decoder: st.Decoder, Dataset: &ds, SHA256: sums, Config: string(cfgText),
 	}, "", "  ")
 	if err != nil {
-		return "", err
+		return err
 	}
 	if err := writeFileAtomic(filepath.Join(tmp, stateFile), append(js, '\n')); err != nil {
-		return "", err
+		return err
 	}
-	if err := faultAt(stateFile); err != nil {
-		return "", err
-	}
+	return faultAt(stateFile)
+}
+
+// renameCheckpoint moves the written folder tmp to RUN/checkpoints/name,
+// replacing a leftover of this run (runID) there but never another run's
+// checkpoint, and returns the new path.
+func renameCheckpoint(run, tmp, name, runID string) (string, error) {
+	parent := filepath.Join(run, "checkpoints")
 	final := filepath.Join(parent, name)
-	if sj, err := readStateJSON(context.Background(), final); err == nil && sj.RunID != "" && sj.RunID != st.RunID {
-		return "", fmt.Errorf("checkpoint: %s already holds a checkpoint of another run (run %s; this run is %s), which is not this run's to replace: move it out of the run folder and resume with --resume %s", final, sj.RunID, st.RunID, shellQuote(run))
+	if sj, err := readStateJSON(context.Background(), final); err == nil && sj.RunID != "" && sj.RunID != runID {
+		return "", fmt.Errorf("checkpoint: %s already holds a checkpoint of another run (run %s; this run is %s), which is not this run's to replace: move it out of the run folder and resume with --resume %s", final, sj.RunID, runID, shellQuote(run))
 	}
 	if err := os.RemoveAll(final); err != nil { // a leftover of this run (written, then killed before latest.json)
 		return "", fmt.Errorf("checkpoint: %w", err)
@@ -192,14 +232,6 @@ func saveCheckpoint(run string, st checkpointState, keep int) (string, error) {
 	if err := faultAt("rename"); err != nil {
 		return "", err
 	}
-	latest, _ := json.Marshal(map[string]string{"checkpoint": filepath.ToSlash(filepath.Join("checkpoints", name))})
-	if err := writeFileAtomic(filepath.Join(run, latestFile), append(latest, '\n')); err != nil {
-		return "", err
-	}
-	if err := faultAt(latestFile); err != nil {
-		return "", err
-	}
-	pruneCheckpoints(parent, name, keep, st.RunID)
 	return final, nil
 }
 

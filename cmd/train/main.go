@@ -105,25 +105,7 @@ func trainCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "train: unexpected argument %q; settings are flags (--key=value)\n", fs.Arg(0))
 		return 2
 	}
-	cfg, err := loadConfig(*cfgPath)
-	if resume := resumeFlag(*overrides, cfg); err == nil && resume != "" {
-		var file *config.Config
-		if *cfgPath != "" {
-			file = &cfg
-		}
-		cfg, err = resumeConfig(resume, file, *cfgPath, *overrides)
-	} else if err == nil {
-		err = cfg.Apply(*overrides)
-	}
-	if err == nil {
-		err = cfg.Validate()
-	}
-	if err == nil {
-		err = checkMemory(cfg)
-	}
-	if err == nil {
-		nextFreeOut(&cfg, *cfgPath, *overrides, stdout)
-	}
+	cfg, err := runConfig(*cfgPath, *overrides, stdout)
 	if err != nil {
 		fmt.Fprintf(stderr, "train: %v\n", err)
 		return 2
@@ -157,20 +139,9 @@ func trainCmd(args []string, stdout, stderr io.Writer) int {
 		err = cerr
 	}
 	if err != nil {
-		var intr *trainer.InterruptedError
-		if errors.As(err, &intr) {
-			fmt.Fprintf(stderr, "train: %v\n", err)
-			return 130
-		}
-		// Only a bare interrupt has nothing to keep; a checkpoint that could
-		// not be written when interrupted is reported as the failure it is.
-		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
-			keepTrace = false // the trainer took back what it wrote (trainer.runFolder)
-			fmt.Fprintf(stderr, "train: interrupted before the first step; nothing to keep\n")
-			return 130
-		}
-		fmt.Fprintf(stderr, "train: %v\n", err)
-		return 1
+		var code int
+		code, keepTrace = reportRunError(ctx, err, stderr)
+		return code
 	}
 	if n := len(sum.Epochs); n > 0 {
 		last := sum.Epochs[n-1]
@@ -178,6 +149,53 @@ func trainCmd(args []string, stdout, stderr io.Writer) int {
 			100*last.ValTop1, 100*last.ValTop5, sum.RunDir)
 	}
 	return 0
+}
+
+// runConfig is the configuration a training run uses: the config file (or
+// the built-in default), with the overrides applied, or the resumed run's
+// own config when --resume (or the file's train.resume) names one;
+// validated, checked against the machine's memory, and with its run
+// folder moved to the next free one when needed (nextFreeOut).
+func runConfig(cfgPath string, overrides []config.Override, stdout io.Writer) (config.Config, error) {
+	cfg, err := loadConfig(cfgPath)
+	if resume := resumeFlag(overrides, cfg); err == nil && resume != "" {
+		var file *config.Config
+		if cfgPath != "" {
+			file = &cfg
+		}
+		cfg, err = resumeConfig(resume, file, cfgPath, overrides)
+	} else if err == nil {
+		err = cfg.Apply(overrides)
+	}
+	if err == nil {
+		err = cfg.Validate()
+	}
+	if err == nil {
+		err = checkMemory(cfg)
+	}
+	if err == nil {
+		nextFreeOut(&cfg, cfgPath, overrides, stdout)
+	}
+	return cfg, err
+}
+
+// reportRunError says why a training run failed and returns the exit code:
+// 130 when interrupted, 1 otherwise. keepTrace is false only for a bare
+// interrupt before the first step, which leaves nothing to keep.
+func reportRunError(ctx context.Context, err error, stderr io.Writer) (code int, keepTrace bool) {
+	var intr *trainer.InterruptedError
+	if errors.As(err, &intr) {
+		fmt.Fprintf(stderr, "train: %v\n", err)
+		return 130, true
+	}
+	// Only a bare interrupt has nothing to keep; a checkpoint that could
+	// not be written when interrupted is reported as the failure it is.
+	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		fmt.Fprintf(stderr, "train: interrupted before the first step; nothing to keep\n")
+		return 130, false // the trainer took back what it wrote (trainer.runFolder)
+	}
+	fmt.Fprintf(stderr, "train: %v\n", err)
+	return 1, true
 }
 
 // resumeFlag is the run to continue: --resume's last value, else the
