@@ -2,7 +2,7 @@
 # gpu-sim.sh: run stoke's GPU path on a machine without a GPU, under the CPU
 # stand-in for the CUDA driver (cudaops/cudasim, loaded through
 # LD_LIBRARY_PATH by the unchanged stokecuda binaries). In order:
-#   0. the stand-ins (libcuda.so.1, libcublas.so.11) against C programs
+#   0. the stand-ins (libcuda.so.1, libcublas.so.11, libnccl.so.2) against C programs
 #      written from NVIDIA's documentation alone (cudaops/cudasim/spec);
 #   1. the GPU test binary (cudaops.test): kernel parity, the same graph on
 #      the CPU and GPU engines (float32, uint8, padded), whole-step parity
@@ -47,14 +47,15 @@ fail() { echo "gpu-sim: FAIL: $*"; summary+=("FAIL $1"); failed=1; }
 stand_in_errors() { grep -c '^cudasim: error' "$1"; }
 
 echo "== gpu-sim 0/4: the stand-in libraries against C programs written from NVIDIA's documentation"
-# cudaops/cudasim/spec/*.c know only the driver API and cuBLAS references;
+# cudaops/cudasim/spec/*.c know only the driver API, cuBLAS and NCCL references;
 # each prints PASS NAME and exits 0 (they pass --stand-in for the checks only
 # a stand-in can make, such as its out-of-bounds reports), and none may hang
 # at exit with its streams and handles alive.
 inc="$(echo "$CGO_CFLAGS" | sed 's/^-I//')"
 for src in cudaops/cudasim/spec/*.c; do
 	name=$(basename "$src" .c)
-	if ! gcc -std=c11 -Wall -O1 -I"$inc" -o "$work/$name" "$src" -L"$sim" -l:libcublas.so.11 -l:libcuda.so.1 -lm >"$work/$name.log" 2>&1; then
+	if ! gcc -std=c11 -Wall -O1 -I"$inc" -Icudaops/cudasim -o "$work/$name" "$src" -L"$sim" -l:libnccl.so.2 -l:libcublas.so.11 -l:libcuda.so.1 -lm \
+		>"$work/$name.log" 2>&1; then
 		fail "$name" "does not compile against the CUDA headers ($work/$name.log)"
 		continue
 	fi

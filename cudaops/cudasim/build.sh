@@ -2,7 +2,8 @@
 # build.sh: build the stand-in libcuda.so.1 (a CPU implementation of the CUDA
 # driver calls stoke makes, running kernels.cu compiled for the host) and the
 # stand-in libcublas.so.11 (cuBLAS's handle, stream, math-mode and GEMM calls,
-# cublas.cc) into OUTDIR. Then any stokecuda binary, or a C program linked
+# cublas.cc) and libnccl.so.2 (NCCL's communicators and collectives between
+# the processes of one machine, nccl.cc) into OUTDIR. Then any stokecuda binary, or a C program linked
 # against the real libraries, uses them with LD_LIBRARY_PATH=OUTDIR.
 #
 #   cudaops/cudasim/build.sh OUTDIR [KERNELS.cu]
@@ -48,4 +49,8 @@ g++ -shared -pthread -Wl,-soname,libcuda.so.1 -Wl,-rpath,'$ORIGIN' -o "$out/libc
 g++ "${flags[@]}" -c -o "$out/cublas.o" "$here/cublas.cc"
 g++ -shared -pthread -Wl,-soname,libcublas.so.11 -Wl,-rpath,'$ORIGIN' -o "$out/libcublas.so.11" "$out/cublas.o" -L"$out" -l:libcuda.so.1
 echo "cudasim: $out/libcublas.so.11 (cuBLAS 11 stand-in)" >&2
+# NCCL for the processes of one machine, on the driver stand-in too.
+g++ "${flags[@]}" -c -o "$out/nccl.o" "$here/nccl.cc"
+g++ -shared -pthread -Wl,-soname,libnccl.so.2 -Wl,-rpath,'$ORIGIN' -o "$out/libnccl.so.2" "$out/nccl.o" -L"$out" -l:libcuda.so.1
+echo "cudasim: $out/libnccl.so.2 (NCCL 2 stand-in)" >&2
 echo "cudasim: $out/libcuda.so.1 ($(wc -l <"$out/kernels.list.inc") kernels from $src)" >&2
