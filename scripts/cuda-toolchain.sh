@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# cuda-toolchain.sh: the CUDA 11.8 header and link stub (and, with --nvcc, the
+# cuda-toolchain.sh: the CUDA 11.8 headers (the driver API's and cuBLAS's) and link stub (and, with --nvcc, the
 # compiler) from Debian's non-free component, for building stoke with -tags stokecuda
 # on a machine without a GPU. See docs/cuda.md.
 #
@@ -53,7 +53,30 @@ EOF
 	sudo_ apt-get update -qq >&2 || fail_download "apt-get update"
 }
 
-have_headers() { [ -s "$cache/include/cuda.h" ] && [ -s "$cache/lib/stubs/libcuda.so" ]; }
+# The headers: the driver API's, and cuBLAS's with what it includes (the cuBLAS
+# stand-in, cudaops/cudasim/cublas.cc, and its spec tests are built against them).
+headers=(cuda.h cudaTypedefs.h cublas_v2.h cublas_api.h driver_types.h library_types.h vector_types.h cuComplex.h
+	cuda_fp16.h cuda_fp16.hpp cuda_bf16.h cuda_bf16.hpp crt/host_defines.h)
+have_headers() {
+	local h
+	for h in "${headers[@]}"; do [ -s "$cache/include/$h" ] || return 1; done
+	[ -s "$cache/lib/stubs/libcuda.so" ]
+}
+
+# copy_headers ROOT: ROOT/usr/include/... and the stub into the cache.
+copy_headers() {
+	local h
+	mkdir -p "$cache/include/crt" "$cache/lib/stubs"
+	for h in "${headers[@]}"; do cp "$1/usr/include/$h" "$cache/include/$h" || return 1; done
+	cp "$1/usr/lib/x86_64-linux-gnu/stubs/libcuda.so" "$cache/lib/stubs/"
+}
+
+# An installed nvidia-cuda-dev (nvcc's toolkit pulls it in) has them already.
+if ! have_headers && [ -s /usr/lib/x86_64-linux-gnu/stubs/libcuda.so ] && [ -s /usr/include/cublas_v2.h ] &&
+	dpkg -S /usr/include/cublas_v2.h 2>/dev/null | grep -q '^nvidia-cuda-dev'; then
+	copy_headers / && echo "installed $(dpkg-query -W -f '${Package} ${Version}' nvidia-cuda-dev)" >"$cache/SOURCE" &&
+		log "headers copied from the installed nvidia-cuda-dev into $cache"
+fi
 
 if ! have_headers; then
 	command -v apt-get >/dev/null || { log "FAILED: no apt-get here; fetch cuda.h and stubs/libcuda.so (CUDA 11.8) into $cache by hand"; exit 4; }
@@ -66,16 +89,15 @@ if ! have_headers; then
 	deb=$(ls "$tmp"/nvidia-cuda-dev_*.deb 2>/dev/null | head -1)
 	[ -n "$deb" ] || fail_download "no .deb after apt-get download"
 	mkdir -p "$tmp/x"
-	dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$tmp/x" --wildcards \
-		'./usr/include/cuda.h' './usr/include/cudaTypedefs.h' './usr/lib/x86_64-linux-gnu/stubs/libcuda.so' ||
+	members=()
+	for h in "${headers[@]}"; do members+=("./usr/include/$h"); done
+	dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$tmp/x" "${members[@]}" './usr/lib/x86_64-linux-gnu/stubs/libcuda.so' ||
 		fail_download "extracting from $deb (disk full?)"
-	mkdir -p "$cache/include" "$cache/lib/stubs"
-	cp "$tmp/x/usr/include/cuda.h" "$cache/include/"
-	cp "$tmp/x/usr/lib/x86_64-linux-gnu/stubs/libcuda.so" "$cache/lib/stubs/"
+	copy_headers "$tmp/x" || fail_download "copying the headers into $cache (disk full?)"
 	echo "$(basename "$deb")" >"$cache/SOURCE"
 	rm -rf "$tmp"
 	trap - EXIT
-	have_headers || fail_download "cuda.h or libcuda.so missing after extraction"
+	have_headers || fail_download "a header or libcuda.so missing after extraction"
 	log "cached in $cache ($(cat "$cache/SOURCE"))"
 fi
 

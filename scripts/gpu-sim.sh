@@ -2,6 +2,8 @@
 # gpu-sim.sh: run stoke's GPU path on a machine without a GPU, under the CPU
 # stand-in for the CUDA driver (cudaops/cudasim, loaded through
 # LD_LIBRARY_PATH by the unchanged stokecuda binaries). In order:
+#   0. the stand-ins (libcuda.so.1, libcublas.so.11, libnccl.so.2) against C programs
+#      written from NVIDIA's documentation alone (cudaops/cudasim/spec);
 #   1. the GPU test binary (cudaops.test): kernel parity, the same graph on
 #      the CPU and GPU engines (float32, uint8, padded), whole-step parity
 #      with the CPU model, uint8 path, pinned-buffer reuse, loss falls, copy
@@ -44,6 +46,30 @@ fail() { echo "gpu-sim: FAIL: $*"; summary+=("FAIL $1"); failed=1; }
 # stand_in_errors: lines where the stand-in caught a bug (none allowed in a passing step).
 stand_in_errors() { grep -c '^cudasim: error' "$1"; }
 
+echo "== gpu-sim 0/4: the stand-in libraries against C programs written from NVIDIA's documentation"
+# cudaops/cudasim/spec/*.c know only the driver API, cuBLAS and NCCL references;
+# each prints PASS NAME and exits 0 (they pass --stand-in for the checks only
+# a stand-in can make, such as its out-of-bounds reports), and none may hang
+# at exit with its streams and handles alive.
+inc="$(echo "$CGO_CFLAGS" | sed 's/^-I//')"
+for src in cudaops/cudasim/spec/*.c; do
+	name=$(basename "$src" .c)
+	if ! gcc -std=c11 -Wall -O1 -I"$inc" -Icudaops/cudasim -o "$work/$name" "$src" -L"$sim" -l:libnccl.so.2 -l:libcublas.so.11 -l:libcuda.so.1 -lm \
+		>"$work/$name.log" 2>&1; then
+		fail "$name" "does not compile against the CUDA headers ($work/$name.log)"
+		continue
+	fi
+	LD_LIBRARY_PATH="$sim" timeout 120 "$work/$name" --stand-in >>"$work/$name.log" 2>&1
+	rc=$?
+	if [ "$rc" = 0 ] && grep -q "^PASS $name\$" "$work/$name.log"; then
+		summary+=("$name: pass")
+		echo "$name: pass"
+	else
+		grep '^FAIL' "$work/$name.log" | head -20
+		fail "$name" "exit $rc$([ "$rc" = 124 ] && echo ' (timed out: a hang, at exit or in a call)') (see $work/$name.log)"
+	fi
+done
+
 echo "== gpu-sim 1/4: the GPU tests under the stand-in"
 log="$work/tests.log"
 (cd cudaops && LD_LIBRARY_PATH="$sim" timeout 600 "$work/cudaops.test" -test.v -test.count=1 -test.timeout 590s) >"$log" 2>&1
@@ -56,7 +82,7 @@ for t in TestGPUKernelParity TestGPUNetMatchesModel TestGPUU8MatchesFloat TestGP
 	TestGPUCopyOrder TestStandInCatchesMissingCopyWait TestStandInCopySemantics TestStandInNullStream TestStandInReports \
 	TestGPUGraphMatchesCPU TestGPUGraphU8MatchesCPU TestGPUStateError \
 	TestGPUAdd TestGPUConv2d TestGPUBatchNorm TestGPUMaxPoolK TestGPUAddReLU TestGPUOptimizers \
-	TestGPUResNetGraphMatchesCPU TestGPUResNetU8MatchesCPU; do
+	TestGPUResNetGraphMatchesCPU TestGPUResNetU8MatchesCPU TestGPUCublasGemm TestGPUCublasMissingNamesWhereItLooked; do
 	grep -q "^--- PASS: $t " "$log" || missing+="$t "
 done
 extra_skips=$(echo "$skipped" | tr ' ' '\n' | grep -v -x -e '' -e TestGPUBandwidth -e TestGPUOverlap -e TestGPUParityWithPyTorch | tr '\n' ' ')

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # build.sh: build the stand-in libcuda.so.1 (a CPU implementation of the CUDA
-# driver calls stoke makes, running kernels.cu compiled for the host) into
-# OUTDIR. Then any stokecuda binary uses it with LD_LIBRARY_PATH=OUTDIR.
+# driver calls stoke makes, running kernels.cu compiled for the host) and the
+# stand-in libcublas.so.11 (cuBLAS's handle, stream, math-mode and GEMM calls,
+# cublas.cc) and libnccl.so.2 (NCCL's communicators and collectives between
+# the processes of one machine, nccl.cc) into OUTDIR. Then any stokecuda binary, or a C program linked
+# against the real libraries, uses them with LD_LIBRARY_PATH=OUTDIR.
 #
 #   cudaops/cudasim/build.sh OUTDIR [KERNELS.cu]
 #
@@ -15,7 +18,8 @@ src="${2:-$here/../kernels.cu}"
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 cache="${STOKE_CUDA_CACHE:-$HOME/.cache/stoke/cuda-11.8}"
-[ -s "$cache/include/cuda.h" ] || { echo "cudasim: no cuda.h in $cache/include; run scripts/cuda-toolchain.sh" >&2; exit 1; }
+[ -s "$cache/include/cuda.h" ] && [ -s "$cache/include/cublas_v2.h" ] ||
+	{ echo "cudasim: no cuda.h or cublas_v2.h in $cache/include; run scripts/cuda-toolchain.sh" >&2; exit 1; }
 command -v g++ >/dev/null || { echo "cudasim: g++ not found (apt-get install g++)" >&2; exit 1; }
 
 # Every pointer the kernels declare becomes a bounds-checked dptr<T>: the
@@ -41,4 +45,12 @@ g++ "${flags[@]}" -mtls-dialect=gnu2 -ftls-model=local-dynamic -Wno-unused-varia
 g++ -shared -pthread -Wl,-soname,libcudasim-kernels.so -o "$out/libcudasim-kernels.so" "$out/kernels.o"
 g++ -shared -pthread -Wl,-soname,libcuda.so.1 -Wl,-rpath,'$ORIGIN' -o "$out/libcuda.so.1" "$out/driver.o" "$out/exec.o" \
 	-L"$out" -lcudasim-kernels
+# cuBLAS on top of the driver stand-in: its work goes through cudasim::enqueue_host.
+g++ "${flags[@]}" -c -o "$out/cublas.o" "$here/cublas.cc"
+g++ -shared -pthread -Wl,-soname,libcublas.so.11 -Wl,-rpath,'$ORIGIN' -o "$out/libcublas.so.11" "$out/cublas.o" -L"$out" -l:libcuda.so.1
+echo "cudasim: $out/libcublas.so.11 (cuBLAS 11 stand-in)" >&2
+# NCCL for the processes of one machine, on the driver stand-in too.
+g++ "${flags[@]}" -c -o "$out/nccl.o" "$here/nccl.cc"
+g++ -shared -pthread -Wl,-soname,libnccl.so.2 -Wl,-rpath,'$ORIGIN' -o "$out/libnccl.so.2" "$out/nccl.o" -L"$out" -l:libcuda.so.1
+echo "cudasim: $out/libnccl.so.2 (NCCL 2 stand-in)" >&2
 echo "cudasim: $out/libcuda.so.1 ($(wc -l <"$out/kernels.list.inc") kernels from $src)" >&2

@@ -41,6 +41,7 @@
 #include <thread>
 #include <vector>
 
+#include "hostop.h"
 #include "sim.h"
 
 using cudasim::KernelDef;
@@ -74,8 +75,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::mutex g_mu; // guards everything below
-std::condition_variable g_cv;
+// The process-wide state is allocated once and never destroyed: a program
+// may exit with streams alive (nothing in the driver API asks it to destroy
+// them), and their workers stay blocked on g_cv, so a static destructor of
+// g_cv (pthread_cond_destroy waits for its waiters) would hang the exit, and
+// one of g_allocs could free what a worker still reads.
+std::mutex &g_mu = *new std::mutex; // guards everything below
+std::condition_variable &g_cv = *new std::condition_variable;
 
 struct Stream;
 struct Dep {
@@ -153,11 +159,11 @@ struct Mark {
 	Clock::time_point t;
 };
 
-CUctx_st g_ctx; // device 0's primary context
+CUctx_st &g_ctx = *new CUctx_st; // device 0's primary context
 thread_local CUctx_st *t_cur = nullptr;
-std::map<CUdeviceptr, Alloc> g_allocs; // by start address, freed ones kept (use-after-free reports)
-std::map<uintptr_t, HostAlloc> g_pinned;
-std::set<CUstream_st *> g_stream_handles;
+std::map<CUdeviceptr, Alloc> &g_allocs = *new std::map<CUdeviceptr, Alloc>; // by start address, freed ones kept (use-after-free reports)
+std::map<uintptr_t, HostAlloc> &g_pinned = *new std::map<uintptr_t, HostAlloc>;
+std::set<CUstream_st *> &g_stream_handles = *new std::set<CUstream_st *>;
 int g_next_stream_id = 1;
 size_t g_dev_live = 0;
 char *g_arena = nullptr;
@@ -326,6 +332,46 @@ HostAlloc *pinned_of(const void *p, size_t n) {
 }
 
 } // namespace
+
+namespace cudasim {
+
+CUresult enqueue_host(CUcontext cctx, CUstream h, std::string what, std::vector<Operand> ops,
+		      std::function<void(const std::vector<char *> &)> fn) {
+	std::lock_guard<std::mutex> lk(g_mu);
+	if (!g_inited) return CUDA_ERROR_NOT_INITIALIZED;
+	CUctx_st *ctx = cctx;
+	if (!ctx || !ctx->alive) return CUDA_ERROR_INVALID_CONTEXT;
+	if (ctx->sticky) return ctx->sticky;
+	Stream *s;
+	CUctx_st *saved = t_cur; // resolve_stream reads the calling thread's context
+	t_cur = ctx;
+	CUresult r = resolve_stream(h, &s);
+	t_cur = saved;
+	if (r) return r;
+	enqueue(s, [ctx, what = std::move(what), ops = std::move(ops), fn = std::move(fn)]() {
+		std::vector<char *> host(ops.size(), nullptr);
+		{
+			std::lock_guard<std::mutex> l(g_mu);
+			if (ctx->sticky) return;
+			for (size_t k = 0; k < ops.size(); k++) {
+				if (ops[k].bytes == 0) continue;
+				Alloc *a = find(ops[k].ptr, ops[k].bytes);
+				if (!a) {
+					report_error("%s: %s, %zu bytes at device address 0x%llx, is outside every live allocation (starts at %s)",
+						     what.c_str(), ops[k].name, ops[k].bytes, (unsigned long long)ops[k].ptr,
+						     describe(ops[k].ptr).c_str());
+					ctx->sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
+					return;
+				}
+				host[k] = a->host + (ops[k].ptr - a->dev);
+			}
+		}
+		fn(host);
+	});
+	return CUDA_SUCCESS;
+}
+
+} // namespace cudasim
 
 extern "C" {
 

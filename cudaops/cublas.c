@@ -1,0 +1,115 @@
+//go:build stokecuda
+
+// cublas.c loads cuBLAS at run time, as driver.c loads the driver: a
+// stokecuda binary starts without it, and the GEMMs fall back to our own
+// kernel when no library is found (cuda.gemm auto) or say where they looked
+// (cuda.gemm cublas). The function pointers take their types from NVIDIA's
+// cublas_v2.h, so a signature we got wrong does not compile. See docs/cuda.md.
+#define _GNU_SOURCE // dladdr
+#include <cublas_v2.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cublas.h"
+
+#define FN(name) static __typeof__(name) *p_##name
+FN(cublasCreate_v2);
+FN(cublasDestroy_v2);
+FN(cublasGetProperty);
+FN(cublasSetStream_v2);
+FN(cublasSetMathMode);
+FN(cublasSetPointerMode_v2);
+FN(cublasGemmEx);
+FN(cublasGemmStridedBatchedEx);
+
+static void *lib;
+
+// stoke_cublas_load dlopens path (a file name or a bare soname) and finds
+// the functions stoke calls. 0 on success; else err says what is missing.
+int stoke_cublas_load(const char *path, int want_major, int *major, char *err, int n) {
+	if (lib) return 0;
+	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		snprintf(err, n, "%s", dlerror());
+		return 1;
+	}
+#define SYM(name)                                                                                                          \
+	do {                                                                                                               \
+		*(void **)&p_##name = dlsym(h, #name);                                                                     \
+		if (!p_##name) {                                                                                           \
+			snprintf(err, n, "%s has no %s: not a cuBLAS 11 or newer", path, #name);                           \
+			dlclose(h);                                                                                        \
+			return 2;                                                                                          \
+		}                                                                                                          \
+	} while (0)
+	SYM(cublasCreate_v2);
+	SYM(cublasDestroy_v2);
+	SYM(cublasGetProperty);
+	SYM(cublasSetStream_v2);
+	SYM(cublasSetMathMode);
+	SYM(cublasSetPointerMode_v2);
+	SYM(cublasGemmEx);
+	SYM(cublasGemmStridedBatchedEx);
+	if (p_cublasGetProperty(MAJOR_VERSION, major) != CUBLAS_STATUS_SUCCESS) {
+		snprintf(err, n, "%s: cublasGetProperty(MAJOR_VERSION) failed", path);
+		dlclose(h);
+		return 3;
+	}
+	if (want_major > 0 && *major != want_major) {
+		snprintf(err, n, "%s reports cuBLAS major version %d, but its name says %d", path, *major, want_major);
+		dlclose(h);
+		return 4;
+	}
+	lib = h;
+	return 0;
+}
+
+int stoke_cublas_create(void **handle, void *stream) {
+	cublasHandle_t h;
+	int st = p_cublasCreate_v2(&h);
+	if (st) return st;
+	if ((st = p_cublasSetStream_v2(h, (cudaStream_t)stream)) || (st = p_cublasSetPointerMode_v2(h, CUBLAS_POINTER_MODE_HOST))) {
+		p_cublasDestroy_v2(h);
+		return st;
+	}
+	*handle = h;
+	return 0;
+}
+
+int stoke_cublas_destroy(void *handle) { return p_cublasDestroy_v2((cublasHandle_t)handle); }
+
+// stoke_cublas_gemm: C = alpha op(A) op(B) + beta C on row-major float32
+// matrices (A is MxK after op, B KxN, C MxN), through cuBLAS's column-major
+// GEMM on the transposes: C^T = op(B)^T op(A)^T. precision: STOKE_GEMM_*.
+int stoke_cublas_gemm(void *handle, int precision, int tA, int tB, int M, int N, int K, float alpha, unsigned long long a,
+		      unsigned long long b, float beta, unsigned long long c, int batch, long long sa, long long sb,
+		      long long sc) {
+	cublasComputeType_t compute = CUBLAS_COMPUTE_32F_PEDANTIC;
+	if (precision == STOKE_GEMM_TF32) compute = CUBLAS_COMPUTE_32F_FAST_TF32;
+	if (precision == STOKE_GEMM_BF16) compute = CUBLAS_COMPUTE_32F_FAST_16BF;
+	int lda = tA ? M : K, ldb = tB ? K : N;
+	cublasOperation_t opA = tA ? CUBLAS_OP_T : CUBLAS_OP_N, opB = tB ? CUBLAS_OP_T : CUBLAS_OP_N;
+	if (batch == 1)
+		return p_cublasGemmEx((cublasHandle_t)handle, opB, opA, N, M, K, &alpha, (const void *)b, CUDA_R_32F, ldb,
+				      (const void *)a, CUDA_R_32F, lda, &beta, (void *)c, CUDA_R_32F, N, compute, CUBLAS_GEMM_DEFAULT);
+	return p_cublasGemmStridedBatchedEx((cublasHandle_t)handle, opB, opA, N, M, K, &alpha, (const void *)b, CUDA_R_32F, ldb, sb,
+					    (const void *)a, CUDA_R_32F, lda, sa, &beta, (void *)c, CUDA_R_32F, N, sc, batch, compute,
+					    CUBLAS_GEMM_DEFAULT);
+}
+
+// stoke_cuda_library_path: the file libcuda.so.1 was loaded from (cuBLAS is
+// often installed beside it). 0 when found.
+int stoke_cuda_library_path(char *buf, int n) {
+	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+	if (!h) return 1;
+	void *f = dlsym(h, "cuInit");
+	Dl_info info;
+	int rc = 1;
+	if (f && dladdr(f, &info) && info.dli_fname) {
+		snprintf(buf, n, "%s", info.dli_fname);
+		rc = 0;
+	}
+	dlclose(h);
+	return rc;
+}

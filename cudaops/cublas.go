@@ -1,0 +1,245 @@
+//go:build stokecuda
+
+package cudaops
+
+/*
+#include <stdlib.h>
+#include "cublas.h"
+int stoke_cuda_library_path(char *buf, int n);
+*/
+import "C"
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"gorgonia.org/cu"
+)
+
+// GemmPrecision is how cuBLAS treats a GEMM's float32 inputs: as they are
+// (FP32, pedantic: no reduced precision whatever the handle's math mode),
+// rounded to TF32 (10 mantissa bits) or to bfloat16 (7), accumulating in
+// float32 each time (CUBLAS_COMPUTE_32F_PEDANTIC, _FAST_TF32, _FAST_16BF).
+type GemmPrecision int
+
+const (
+	GemmFP32 GemmPrecision = C.STOKE_GEMM_FP32
+	GemmTF32 GemmPrecision = C.STOKE_GEMM_TF32
+	GemmBF16 GemmPrecision = C.STOKE_GEMM_BF16
+)
+
+func (p GemmPrecision) String() string {
+	switch p {
+	case GemmFP32:
+		return "fp32"
+	case GemmTF32:
+		return "tf32"
+	case GemmBF16:
+		return "bf16"
+	}
+	return fmt.Sprintf("GemmPrecision(%d)", int(p))
+}
+
+// cublasMajors are the sonames tried, newest first.
+var cublasMajors = []int{13, 12, 11}
+
+// CublasCandidates lists where cuBLAS is looked for, in order, when the
+// setting (cuda.cublas) names no file: the dynamic loader's own search
+// (LD_LIBRARY_PATH, the ld.so cache) by soname; the driver's folder; the
+// CUDA toolkit's usual folders; and the nvidia/*/lib folders of Python
+// environments, where PyTorch's pip wheels put it. setting, when not empty,
+// is the only place: a file, or a folder holding libcublas.so.N.
+func CublasCandidates(setting string) []string {
+	var out []string
+	inDir := func(dir string) {
+		for _, m := range cublasMajors {
+			out = append(out, filepath.Join(dir, fmt.Sprintf("libcublas.so.%d", m)))
+		}
+	}
+	if setting != "" {
+		if st, err := os.Stat(setting); err == nil && st.IsDir() {
+			inDir(setting)
+		} else {
+			out = append(out, setting)
+		}
+		return out
+	}
+	for _, m := range cublasMajors {
+		out = append(out, fmt.Sprintf("libcublas.so.%d", m))
+	}
+	if p := driverLibraryPath(); p != "" {
+		inDir(filepath.Dir(p))
+	}
+	for _, d := range []string{"/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-linux/lib", "/usr/lib/x86_64-linux-gnu"} {
+		inDir(d)
+	}
+	var envs []string
+	for _, v := range []string{"VIRTUAL_ENV", "CONDA_PREFIX"} {
+		if p := os.Getenv(v); p != "" {
+			envs = append(envs, p)
+		}
+	}
+	home, _ := os.UserHomeDir()
+	envs = append(envs, "/usr/local", "/usr", "/opt/conda", filepath.Join(home, ".local"))
+	for _, env := range envs {
+		for _, site := range []string{"lib/python3*/site-packages", "lib/python3*/dist-packages", "lib/python3/dist-packages"} {
+			// nvidia/cublas/lib (CUDA 11 and 12 wheels), nvidia/cu13/lib (CUDA 13's).
+			for _, sub := range []string{"nvidia/cublas/lib", "nvidia/cu1*/lib"} {
+				dirs, _ := filepath.Glob(filepath.Join(env, site, sub))
+				sort.Strings(dirs)
+				for _, d := range dirs {
+					inDir(d)
+				}
+			}
+		}
+	}
+	return dedupe(out)
+}
+
+func dedupe(s []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, x := range s {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// driverLibraryPath is the file libcuda.so.1 was loaded from, or "".
+func driverLibraryPath() string {
+	buf := make([]byte, 4096)
+	if C.stoke_cuda_library_path((*C.char)(unsafe.Pointer(&buf[0])), C.int(len(buf))) != 0 {
+		return ""
+	}
+	return C.GoString((*C.char)(unsafe.Pointer(&buf[0])))
+}
+
+// NoCublasError says that no usable cuBLAS was found, and where it was
+// looked for.
+type NoCublasError struct {
+	Tried []string // each place and why it failed
+}
+
+func (e *NoCublasError) Error() string {
+	return "no usable cuBLAS (libcublas.so.13, .12 or .11); looked in:\n  " + strings.Join(e.Tried, "\n  ") +
+		"\ninstall it (pip install nvidia-cublas-cu12, or the CUDA toolkit), name it with cuda.cublas (a file or folder), or use cuda.gemm own"
+}
+
+var cublasLoad struct {
+	sync.Once
+	path  string
+	major int
+	err   error
+}
+
+// loadCublas loads the first usable cuBLAS among the candidates, once per
+// process (the dynamic loader keeps one copy anyway).
+func loadCublas(setting string) (path string, major int, err error) {
+	cublasLoad.Do(func() {
+		var tried []string
+		for _, c := range CublasCandidates(setting) {
+			want := 0
+			if i := strings.LastIndex(c, ".so."); i >= 0 {
+				fmt.Sscanf(c[i+4:], "%d", &want)
+			}
+			if strings.Contains(c, "/") {
+				if _, err := os.Stat(c); err != nil {
+					if setting != "" {
+						tried = append(tried, fmt.Sprintf("%s: %v", c, err))
+					}
+					continue // a folder without it: not worth a line each
+				}
+			}
+			cs := C.CString(c)
+			buf := make([]byte, 1024)
+			var got C.int
+			rc := C.stoke_cublas_load(cs, C.int(want), &got, (*C.char)(unsafe.Pointer(&buf[0])), C.int(len(buf)))
+			C.free(unsafe.Pointer(cs))
+			if rc == 0 {
+				cublasLoad.path, cublasLoad.major = c, int(got)
+				return
+			}
+			tried = append(tried, fmt.Sprintf("%s: %s", c, C.GoString((*C.char)(unsafe.Pointer(&buf[0])))))
+		}
+		if len(tried) == 0 {
+			tried = append(tried, "no libcublas.so.N in any of: "+strings.Join(CublasCandidates(setting), ", "))
+		}
+		cublasLoad.err = &NoCublasError{Tried: tried}
+	})
+	return cublasLoad.path, cublasLoad.major, cublasLoad.err
+}
+
+// Cublas is a cuBLAS handle bound to one stream: its GEMMs are queued there
+// in order with the engine's kernels and copies.
+type Cublas struct {
+	h     unsafe.Pointer
+	Path  string // the library loaded
+	Major int    // its major version
+}
+
+// NewCublas loads cuBLAS (see CublasCandidates for where it looks; setting
+// is cuda.cublas) and creates a handle on stream s. The calling thread must
+// have the engine's context current.
+func NewCublas(setting string, s cu.Stream) (*Cublas, error) {
+	path, major, err := loadCublas(setting)
+	if err != nil {
+		return nil, err
+	}
+	var h unsafe.Pointer
+	if st := C.stoke_cublas_create(&h, unsafe.Pointer(s.C())); st != 0 {
+		return nil, fmt.Errorf("cuBLAS %s: cublasCreate / cublasSetStream failed: %s", path, cublasStatus(int(st)))
+	}
+	return &Cublas{h: h, Path: path, Major: major}, nil
+}
+
+// Gemm computes C = alpha op(A) op(B) + beta C for row-major float32
+// matrices on the device (op(A) is MxK, op(B) KxN, C MxN); batch > 1 runs
+// batch products whose operands are sa, sb and sc elements apart.
+func (b *Cublas) Gemm(p GemmPrecision, tA, tB bool, M, N, K int, alpha float32, a, bm cu.DevicePtr, beta float32, c cu.DevicePtr,
+	batch int, sa, sb, sc int64) error {
+	st := C.stoke_cublas_gemm(b.h, C.int(p), cbool(tA), cbool(tB), C.int(M), C.int(N), C.int(K), C.float(alpha),
+		C.ulonglong(a), C.ulonglong(bm), C.float(beta), C.ulonglong(c), C.int(batch), C.longlong(sa), C.longlong(sb), C.longlong(sc))
+	if st != 0 {
+		return fmt.Errorf("cuBLAS GEMM %s %dx%dx%d (batch %d): %s", p, M, N, K, batch, cublasStatus(int(st)))
+	}
+	return nil
+}
+
+// Close destroys the handle (cuBLAS waits for the device first).
+func (b *Cublas) Close() error {
+	if b.h == nil {
+		return nil
+	}
+	st := C.stoke_cublas_destroy(b.h)
+	b.h = nil
+	if st != 0 {
+		return fmt.Errorf("cublasDestroy: %s", cublasStatus(int(st)))
+	}
+	return nil
+}
+
+func cbool(v bool) C.int {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+// cublasStatus names a cublasStatus_t (cublas_api.h's values).
+func cublasStatus(st int) string {
+	names := map[int]string{1: "CUBLAS_STATUS_NOT_INITIALIZED", 3: "CUBLAS_STATUS_ALLOC_FAILED", 7: "CUBLAS_STATUS_INVALID_VALUE",
+		8: "CUBLAS_STATUS_ARCH_MISMATCH", 11: "CUBLAS_STATUS_MAPPING_ERROR", 13: "CUBLAS_STATUS_EXECUTION_FAILED",
+		14: "CUBLAS_STATUS_INTERNAL_ERROR", 15: "CUBLAS_STATUS_NOT_SUPPORTED", 16: "CUBLAS_STATUS_LICENSE_ERROR"}
+	if n, ok := names[st]; ok {
+		return fmt.Sprintf("%s (%d)", n, st)
+	}
+	return fmt.Sprintf("cuBLAS status %d", st)
+}
