@@ -11,7 +11,8 @@
 #      and against PyTorch; only the tests that time real hardware, and the
 #      PyTorch parity where /usr/bin/python3 lacks torch, may skip; then the
 #      trainer's GPU tests (trainer.test -test.run ^TestGPU): 2 and 3 ranks
-#      of data-parallel training on --device cuda against one rank;
+#      of data-parallel training on --device cuda against one rank; and
+#      dist's NCCL binding on the NCCL stand-in (3 ranks under mpirun);
 #   2. mutations: kernels.cu with an index off by one must fail kernel
 #      parity, and one reading past its buffer must be reported out of bounds;
 #   3. `train --device cuda`, pin_memory + non_blocking on, then off, against
@@ -36,6 +37,7 @@ set -e
 cudaops/cudasim/build.sh "$work/lib"
 go test -c -tags stokecuda -o "$work/cudaops.test" ./cudaops
 go test -c -tags stokecuda -o "$work/trainer.test" ./trainer
+go test -c -tags stokecuda -o "$work/dist.test" ./dist
 go build -tags stokecuda -o "$work/train" ./cmd/train
 go build -o "$work/cmpweights" ./cudaops/cudasim/cmpweights
 set +e
@@ -102,6 +104,18 @@ if [ "$rc" != 0 ] || ! grep -q '^--- PASS: TestGPUDataParallelMatchesOneProcess 
 	fail trainer-tests "exit $rc; TestGPUDataParallelMatchesOneProcess must pass (see $log)"
 else
 	summary+=("data parallel on cuda: 2 and 3 ranks match one rank")
+fi
+
+# dist's NCCL binding on the NCCL stand-in, 3 processes under mpirun, device
+# memory and a stream of the driver stand-in.
+log="$work/dist-nccl.log"
+(cd dist && LD_LIBRARY_PATH="$sim" STOKE_NCCL_LIB="$sim/libnccl.so.2" timeout 300 "$work/dist.test" -test.run '^TestMPINCCLOnDevice$' -test.v -test.count=1) >"$log" 2>&1
+rc=$?
+grep -E '^(--- |ok|FAIL|PASS)' "$log"
+if [ "$rc" != 0 ] || ! grep -q '^--- PASS: TestMPINCCLOnDevice ' "$log"; then
+	fail dist-nccl "exit $rc; TestMPINCCLOnDevice must pass, mpirun is needed (see $log)"
+else
+	summary+=("NCCL binding on the NCCL stand-in: 3 ranks agree")
 fi
 
 echo "== gpu-sim 2/4: mutations the stand-in must catch"
