@@ -25,8 +25,30 @@
 # Each step's output is in $STOKE_GPU_SIM_DIR (default /tmp/stoke-gpu-sim);
 # the last line is the summary. Exit 0 when every step passed, 1 otherwise.
 # Needs g++ and the CUDA 11.8 header (scripts/cuda-toolchain.sh).
+#
+#   scripts/gpu-sim.sh -- CMD ARGS...
+# runs one command of your own under the stand-ins instead, from the folder
+# you are in: it builds them and a stokecuda `train` into
+# $STOKE_GPU_SIM_DIR (default /tmp/stoke-gpu-sim-run), puts the libraries
+# first on LD_LIBRARY_PATH and that `train` first on PATH, then runs CMD
+# (e.g. `scripts/gpu-sim.sh -- train --device cuda --config quickstart
+# --out runs/sim`, or an mpirun of it). Its exit status is CMD's.
 set -uo pipefail
+orig=$PWD
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = "--" ]; then
+	shift
+	[ $# -gt 0 ] || { echo "usage: scripts/gpu-sim.sh -- CMD ARGS... (a command to run under the stand-ins)" >&2; exit 2; }
+	work="${STOKE_GPU_SIM_DIR:-/tmp/stoke-gpu-sim-run}"
+	mkdir -p "$work/bin" || exit 1
+	eval "$(scripts/cuda-toolchain.sh --env)" || { echo "gpu-sim: no CUDA header (scripts/cuda-toolchain.sh failed)" >&2; exit 3; }
+	cudaops/cudasim/build.sh "$work/lib" >"$work/build.log" 2>&1 || { cat "$work/build.log" >&2; exit 3; }
+	GOFLAGS="${GOFLAGS:--buildvcs=false}" go build -tags stokecuda -o "$work/bin/train" ./cmd/train || exit 3
+	echo "gpu-sim: running under the stand-ins ($work/lib; train is $work/bin/train): $*" >&2
+	cd "$orig" || exit 1
+	export LD_LIBRARY_PATH="$work/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" PATH="$work/bin:$PATH"
+	exec "$@"
+fi
 t0=$(date +%s)
 work="${STOKE_GPU_SIM_DIR:-/tmp/stoke-gpu-sim}"
 rm -rf "$work" && mkdir -p "$work" || exit 1
