@@ -14,6 +14,7 @@
 #include <string.h>
 #include "tramp.h"
 #include "driver.h"
+#include "counters.h"
 
 static int not_loaded(void) { return 3; } // CUDA_ERROR_NOT_INITIALIZED
 
@@ -42,6 +43,7 @@ static void load(void) {
 		void *p = dlsym(h, stoke_cu_names[i]);
 		if (p) stoke_cu_fn[i] = p; // an older driver may lack a newer function
 	}
+	stoke_counters_install(); // counting wrappers in front of some (counters.c)
 	Dl_info info;
 	if (dladdr((void *)real_init, &info) && info.dli_fname) snprintf(detail, sizeof detail, "%s", info.dli_fname);
 	init_result = real_init(0);
