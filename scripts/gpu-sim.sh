@@ -106,7 +106,7 @@ for t in TestGPUKernelParity TestGPUNetMatchesModel TestGPUU8MatchesFloat TestGP
 	TestGPUCopyOrder TestStandInCatchesMissingCopyWait TestStandInCopySemantics TestStandInNullStream TestStandInReports \
 	TestGPUGraphMatchesCPU TestGPUGraphU8MatchesCPU TestGPUStateError \
 	TestGPUAdd TestGPUConv2d TestGPUBatchNorm TestGPUMaxPoolK TestGPUAddReLU TestGPUOptimizers \
-	TestGPUResNetGraphMatchesCPU TestGPUResNetU8MatchesCPU TestGPUCublasGemm TestGPUCublasMissingNamesWhereItLooked; do
+	TestGPUResNetGraphMatchesCPU TestGPUResNetU8MatchesCPU TestGPUCublasGemm TestGPUCublasMissingNamesWhereItLooked TestGPUDriverCounters; do
 	grep -q "^--- PASS: $t " "$log" || missing+="$t "
 done
 extra_skips=$(echo "$skipped" | tr ' ' '\n' | grep -v -x -e '' -e TestGPUBandwidth -e TestGPUOverlap -e TestGPUParityWithPyTorch | tr '\n' ' ')
