@@ -19,7 +19,7 @@ import (
 )
 
 // The tiles generated: the chosen 12x32 and the 6x32 it uses for a last
-// full row panel, and the others measured against them (gemm_avx512_test.go).
+// full row panel, and the others measured against them (gemm_avx512_amd64_test.go).
 var tiles = [][2]int{{12, 32}, {6, 32}, {6, 48}, {6, 64}, {12, 16}}
 
 func main() {

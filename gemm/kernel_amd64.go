@@ -10,9 +10,11 @@ import (
 //go:noescape
 func kernel6x16AVX2(k int, a, b, c *float32, ldc int, alpha, beta float32)
 
+//go:generate go run gen_avx512.go
+
 // The AVX-512 micro-kernels (kernel_avx512_amd64.s, written by
 // gen_avx512.go): 12x32 runs, 6x32 takes its last row panels; the others
-// were measured against it (gemm_avx512_test.go).
+// were measured against it (gemm_avx512_amd64_test.go).
 //
 //go:noescape
 func kernel12x32AVX512(k int, a, b, c *float32, ldc int, alpha, beta float32)
