@@ -147,6 +147,10 @@ func BenchmarkTiles(b *testing.B) {
 		{"conv2-fwd-128x256x576", false, false, 128, 256, 576},
 		{"conv0-fwd-32x4096x27", false, false, 32, 4096, 27},
 		{"square-512", false, false, 512, 512, 512},
+		// resnet20 at 32 px: stage 1 and 3 forward, stage 2's dW.
+		{"r20-s1-fwd-16x1024x144", false, false, 16, 1024, 144},
+		{"r20-s3-fwd-64x64x576", false, false, 64, 64, 576},
+		{"r20-s2-dw-32x288x256-tB", false, true, 32, 288, 256},
 	} {
 		rng := rand.New(rand.NewPCG(1, 1))
 		a := randSlice(rng, s.m*s.k)
