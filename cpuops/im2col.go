@@ -61,12 +61,12 @@ func (s *colPanels) PackB(dst []float32, pc, jc, kb, nb int) {
 					*d = *(*[nr]float32)(row[ix:])
 					continue
 				}
-				for j := range d {
-					if k := ix + j; k >= 0 && k < W {
-						d[j] = row[k]
-					} else {
-						d[j] = 0
-					}
+				// Off the row's left or right end: the part inside, copied,
+				// zeros around it.
+				lo, hi := max(0, -ix), min(nr, W-ix)
+				*d = [nr]float32{}
+				if lo < hi {
+					copy(d[lo:hi], row[ix+lo:ix+hi])
 				}
 			}
 			continue
