@@ -1,6 +1,7 @@
 package gemm
 
 import (
+	"flag"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 )
+
+var tileRounds = flag.Int("tile-rounds", 3, "BenchmarkTiles: rounds of the kernels side by side")
 
 // withKernels runs f with Sgemm held to the given kernels.
 func withKernels(k kernelFunc, w wideKernel, f func()) {
@@ -163,22 +166,24 @@ func BenchmarkTiles(b *testing.B) {
 		if s.tb {
 			ldb = s.k
 		}
-		for _, kn := range kernels {
-			b.Run(fmt.Sprintf("%s/%s", s.name, kn.name), func(b *testing.B) {
-				runtime.LockOSThread()
-				defer runtime.UnlockOSThread()
-				cpu0 := threadCPU()
-				withKernels(kernel6x16AVX2, kn.w, func() {
-					for b.Loop() {
-						Sgemm(s.ta, s.tb, s.m, s.n, s.k, 1, a, lda, bb, ldb, 0, c, s.n)
+		for r := 1; r <= *tileRounds; r++ {
+			for _, kn := range kernels {
+				b.Run(fmt.Sprintf("%s/r%d/%s", s.name, r, kn.name), func(b *testing.B) {
+					runtime.LockOSThread()
+					defer runtime.UnlockOSThread()
+					cpu0 := threadCPU()
+					withKernels(kernel6x16AVX2, kn.w, func() {
+						for b.Loop() {
+							Sgemm(s.ta, s.tb, s.m, s.n, s.k, 1, a, lda, bb, ldb, 0, c, s.n)
+						}
+					})
+					flop := 2 * float64(s.m*s.n*s.k) * float64(b.N)
+					b.ReportMetric(flop/b.Elapsed().Seconds()/1e9, "GFLOPS")
+					if cpu := threadCPU() - cpu0; cpu > 0 {
+						b.ReportMetric(flop/cpu.Seconds()/1e9, "GFLOPS-cpu")
 					}
 				})
-				flop := 2 * float64(s.m*s.n*s.k) * float64(b.N)
-				b.ReportMetric(flop/b.Elapsed().Seconds()/1e9, "GFLOPS")
-				if cpu := threadCPU() - cpu0; cpu > 0 {
-					b.ReportMetric(flop/cpu.Seconds()/1e9, "GFLOPS-cpu")
-				}
-			})
+			}
 		}
 	}
 }
