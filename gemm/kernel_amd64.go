@@ -122,5 +122,6 @@ func HasAVX2() bool { return hasAVX2 }
 
 // HasAVX512 reports whether Sgemm runs the AVX-512F kernels: the CPU and
 // OS support them, and neither STOKE_GEMM=avx2 nor the build tag
-// stokepurego holds it to a narrower path.
+// stokepurego holds it to a narrower path; other packages' AVX-512 loops
+// choose by it too.
 func HasAVX512() bool { return wide.main != nil }
