@@ -61,12 +61,12 @@ func (s *colPanels) PackB(dst []float32, pc, jc, kb, nb int) {
 					*d = *(*[nr]float32)(row[ix:])
 					continue
 				}
-				for j := range d {
-					if k := ix + j; k >= 0 && k < W {
-						d[j] = row[k]
-					} else {
-						d[j] = 0
-					}
+				// Off the row's left or right end: the part inside, copied,
+				// zeros around it.
+				lo, hi := max(0, -ix), min(nr, W-ix)
+				*d = [nr]float32{}
+				if lo < hi {
+					copy(d[lo:hi], row[ix+lo:ix+hi])
 				}
 			}
 			continue
@@ -104,19 +104,29 @@ func (s *colTPanels) PackB(dst []float32, pc, jc, kb, nb int) {
 		panel := dst[jr*kb : jr*kb+kb*nr]
 		taps := c.taps[jc+jr : jc+jr+nn]
 		var offs [nr]int
+		var offs32 [nr]int32
 		for j, t := range taps {
-			offs[j] = t.off
+			offs[j], offs32[j] = t.off, int32(t.off)
 		}
 		// One pixel per panel row: nr gathers at fixed offsets, one
 		// contiguous store. Pixels at least K/2 from every border read
 		// inside the planes whatever the tap: for them the gather reads
-		// unchecked (x[pix+off] is in range by that argument).
+		// unchecked (x[pix+off] is in range by that argument). With
+		// AVX-512, one VGATHERDPS a row, over the run of such pixels in
+		// the image row (offsets as int32: x under 2³¹ values).
 		base := unsafe.Pointer(unsafe.SliceData(x))
+		gather := useAVX512 && nn == nr && len(x) < 1<<31
 		for q := 0; q < kb; q++ {
 			pix := pc + q
 			oy, ox := pix/W, pix%W
 			d := (*[nr]float32)(panel[q*nr : q*nr+nr])
 			if nn == nr && oy >= p && oy < H-p && ox >= p && ox < W-p {
+				if gather {
+					run := min(kb-q, W-p-ox)
+					gatherRows16AVX512(&d[0], (*float32)(unsafe.Add(base, 4*pix)), &offs32, run)
+					q += run - 1
+					continue
+				}
 				for j, off := range offs {
 					d[j] = *(*float32)(unsafe.Add(base, 4*(pix+off)))
 				}

@@ -75,7 +75,12 @@ func pool2x2(x []float32, C, H, W int, out []float32, arg []uint8) {
 		for oy := 0; oy < oh; oy++ {
 			r0 := plane[2*oy*W : 2*oy*W+W]
 			r1 := plane[(2*oy+1)*W : (2*oy+1)*W+W]
-			for ox := 0; ox < ow; ox++ {
+			ox := 0
+			if n := ow / 16; useAVX512 && n > 0 { // 16 outputs at a time, the same bits
+				pool2x2RowAVX512(&r0[0], &r1[0], &o[oy*ow], &a[oy*ow], n)
+				ox = 16 * n
+			}
+			for ; ox < ow; ox++ {
 				// Compare order keys with selects the compiler makes
 				// branch-free (CMOV): a max over activations is a coin toss
 				// for a branch predictor.

@@ -7,9 +7,13 @@
 // transposes cost nothing beyond the packing, and a register-blocked
 // micro-kernel multiplies one mr×kc panel by one kc×nr panel into an mr×nr
 // tile of C. The micro-kernel is Go assembly with AVX2 and FMA on amd64
-// (6×16 tile: 12 ymm accumulators), chosen at run time from CPUID; other
-// CPUs and architectures use a pure-Go kernel of the same shape, so a
-// machine with only Go builds and runs.
+// (6×16 tile: 12 ymm accumulators), chosen at run time from CPUID; where
+// the CPU and OS have AVX-512F, a 12×32 kernel (24 zmm accumulators) takes
+// the tiles it covers, reading the same packed panels two at a time, and
+// gives every element the bits the 6×16 kernel would (the same FMAs in the
+// same order); $STOKE_GEMM=avx2 holds Sgemm to AVX2. Other CPUs and
+// architectures use a pure-Go kernel of the 6×16 shape, so a machine with
+// only Go builds and runs.
 //
 // Sgemm runs on the calling goroutine: callers split work across cores
 // (the model's ops split the batch), which keeps each core on its own
@@ -20,7 +24,8 @@
 //
 //	gemm.go          Sgemm, PackA and SgemmPacked (A packed once, reused), the blocking loops, packing, Name
 //	kernel_amd64.s   the AVX2/FMA micro-kernel and CPUID
-//	kernel_amd64.go  run-time kernel choice on amd64
+//	kernel_avx512_amd64.s  the AVX-512F micro-kernels, written by gen_avx512.go
+//	kernel_amd64.go  run-time kernel choice on amd64 (CPUID, XCR0, $STOKE_GEMM)
 //	kernel_other.go  the choice elsewhere (pure Go)
 //	kernel_go.go     the pure-Go micro-kernel
 package gemm

@@ -27,9 +27,10 @@ type kernelFunc func(k int, a, b, c *float32, ldc int, alpha, beta float32)
 func Name() string { return "gemm: " + kernelName }
 
 type scratch struct {
-	a, b []float32
-	tile [mr * nr]float32
-	mat  matrixB
+	a, b  []float32
+	tile  [mr * nr]float32
+	wtile [mr * maxWideCols]float32
+	mat   matrixB
 }
 
 // Panels is a source of op(B) that writes its blocks straight into the
@@ -240,11 +241,43 @@ func multiply(s *scratch, pa *PackedA, transA bool, m, n, k int, alpha float32, 
 	}
 }
 
+// wideKernel is a micro-kernel wider than mr×nr (kernel_avx512_amd64.s)
+// and its shape, rows a multiple of mr and cols of nr: it reads rows/mr
+// packed A panels and cols/nr packed B panels where packA and packB put
+// them, and gives every element of C the bits kernel gives it. row is the
+// mr×cols kernel for the rows left over. A zero wideKernel is none.
+type wideKernel struct {
+	main, row  kernelFunc
+	rows, cols int
+}
+
+// maxWideCols bounds wideKernel.cols (the scratch tile for partial rows).
+const maxWideCols = 64
+
 // macro multiplies the packed mb×kb block of A (a) by the packed kb×nb block of
-// B into C, one mr×nr tile at a time; partial edge tiles go through a
-// scratch tile.
+// B into C, one tile at a time: wide tiles first where a wide kernel runs,
+// then mr×nr tiles; partial edge tiles go through a scratch tile.
 func macro(s *scratch, a []float32, mb, nb, kb int, alpha, beta float32, c []float32, ldc int) {
-	for jr := 0; jr < nb; jr += nr {
+	jr := 0
+	if w := wide; w.main != nil {
+		for ; jr+w.cols <= nb; jr += w.cols {
+			bp := &s.b[jr*kb]
+			ir := 0
+			for ; ir+w.rows <= mb; ir += w.rows {
+				w.main(kb, &a[ir*kb], bp, &c[ir*ldc+jr], ldc, alpha, beta)
+			}
+			for ; ir < mb; ir += mr {
+				if mm := min(mr, mb-ir); mm < mr {
+					t := s.wtile[:mr*w.cols]
+					w.row(kb, &a[ir*kb], bp, &t[0], w.cols, alpha, 0)
+					addTile(c[ir*ldc+jr:], ldc, t, w.cols, mm, w.cols, beta)
+					continue
+				}
+				w.row(kb, &a[ir*kb], bp, &c[ir*ldc+jr], ldc, alpha, beta)
+			}
+		}
+	}
+	for ; jr < nb; jr += nr {
 		nn := min(nr, nb-jr)
 		bp := &s.b[jr*kb]
 		for ir := 0; ir < mb; ir += mr {
@@ -256,17 +289,24 @@ func macro(s *scratch, a []float32, mb, nb, kb int, alpha, beta float32, c []flo
 			}
 			t := s.tile[:]
 			kernel(kb, ap, bp, &t[0], nr, alpha, 0)
-			for i := 0; i < mm; i++ {
-				row := c[(ir+i)*ldc+jr : (ir+i)*ldc+jr+nn]
-				tr := t[i*nr : i*nr+nn]
-				if beta == 0 {
-					copy(row, tr)
-					continue
-				}
-				for j := range row {
-					row[j] = beta*row[j] + tr[j]
-				}
-			}
+			addTile(c[ir*ldc+jr:], ldc, t, nr, mm, nn, beta)
+		}
+	}
+}
+
+// addTile sets the mm×nn corner of C to beta·C + t (t has row stride ldt,
+// C is not read where beta == 0): the one rounding of partial tiles, on
+// every kernel path.
+func addTile(c []float32, ldc int, t []float32, ldt, mm, nn int, beta float32) {
+	for i := 0; i < mm; i++ {
+		row := c[i*ldc : i*ldc+nn]
+		tr := t[i*ldt : i*ldt+nn]
+		if beta == 0 {
+			copy(row, tr)
+			continue
+		}
+		for j := range row {
+			row[j] = beta*row[j] + tr[j]
 		}
 	}
 }

@@ -46,10 +46,17 @@ func randSlice(rng *rand.Rand, n int) []float32 {
 	return s
 }
 
-// kernels are the micro-kernels this machine can run: the chosen one and
-// the pure-Go one (the fallback elsewhere), so both are checked here.
-func kernels() map[string]kernelFunc {
-	return map[string]kernelFunc{"chosen": kernel, "go": kernelGo}
+// kernels are the micro-kernels this machine can run: the chosen ones and
+// the pure-Go one (the fallback elsewhere, with no wide kernel), so both
+// are checked here.
+func kernels() map[string]kernels6 {
+	return map[string]kernels6{"chosen": {kernel, wide}, "go": {kernelGo, wideKernel{}}}
+}
+
+// kernels6 is a 6x16 kernel and the wide one beside it (none for Go).
+type kernels6 struct {
+	k kernelFunc
+	w wideKernel
 }
 
 func TestSgemmMatchesNaive(t *testing.T) {
@@ -58,9 +65,9 @@ func TestSgemmMatchesNaive(t *testing.T) {
 		{1, 1, 1}, {6, 16, 1}, {6, 16, 7}, {7, 17, 5}, {5, 15, 3}, {13, 33, 29},
 		{mr*3 + 1, nr*2 + 3, kc + 5}, {mc + 7, 40, 9}, {64, 27, 50}, {3, nc + 5, 2}, {2, 3, 2*kc + 1},
 	}
-	defer func(k kernelFunc) { kernel = k }(kernel)
+	defer func(k kernelFunc, w wideKernel) { kernel, wide = k, w }(kernel, wide)
 	for name, kf := range kernels() {
-		kernel = kf
+		kernel, wide = kf.k, kf.w
 		for _, s := range shapes {
 			m, n, k := s[0], s[1], s[2]
 			if testing.Short() && m*n*k > 1<<16 {
@@ -147,8 +154,8 @@ func BenchmarkSgemm(b *testing.B) {
 	} {
 		for name, kf := range kernels() {
 			b.Run(s.name+"/"+name, func(b *testing.B) {
-				defer func(k kernelFunc) { kernel = k }(kernel)
-				kernel = kf
+				defer func(k kernelFunc, w wideKernel) { kernel, wide = k, w }(kernel, wide)
+				kernel, wide = kf.k, kf.w
 				rng := rand.New(rand.NewPCG(1, 1))
 				a := randSlice(rng, s.m*s.k)
 				bb := randSlice(rng, s.k*s.n)

@@ -8,6 +8,6 @@ package gemm
 // check results on both paths of one machine (model's state hashes:
 // go test -tags stokepurego ./model).
 func init() {
-	hasAVX2 = false
-	kernel, kernelName = kernelGo, "pure Go 6x16 micro-kernel (build tag stokepurego)"
+	hasAVX2, hasAVX512 = false, false
+	kernel, wide, kernelName = kernelGo, wideKernel{}, "pure Go 6x16 micro-kernel (build tag stokepurego)"
 }

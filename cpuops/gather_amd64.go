@@ -1,0 +1,19 @@
+package cpuops
+
+import "stoke/gemm"
+
+// gatherRows16AVX512 fills n rows of 16 floats at dst: row r, column j gets
+// base[r+offs[j]] (gather_amd64.s). Every element it reads must exist.
+//
+//go:noescape
+func gatherRows16AVX512(dst, base *float32, offs *[16]int32, n int)
+
+// useAVX512 chooses the AVX-512 loops as gemm chooses its kernel (not
+// under STOKE_GEMM=avx2 nor the build tag stokepurego).
+var useAVX512 = gemm.HasAVX512()
+
+// pool2x2RowAVX512 computes 16n outputs of one output row of pool2x2 and
+// their argmax from input rows r0 and r1 (pool_amd64.s), as its Go loop.
+//
+//go:noescape
+func pool2x2RowAVX512(r0, r1, out *float32, arg *uint8, n int)
