@@ -26,8 +26,10 @@ func resolvedDecoder(kind string) string {
 }
 
 // sameInputs refuses a resume whose dataset or decoder is not the
-// checkpoint's: either would change every later number.
-func sameInputs(st *checkpointState, root string, classes []string, files data.FileList, decoder, decoderSetting string) error {
+// checkpoint's: either would change every later number. The JPEG decoder
+// matters only where the dataset holds JPEGs (jpegs, from hasJPEG): an
+// all-PNG set decodes with image/png whatever data.decoder resolves to.
+func sameInputs(st *checkpointState, root string, classes []string, files data.FileList, jpegs bool, decoder, decoderSetting string) error {
 	if !slices.Equal(st.Classes, classes) {
 		return fmt.Errorf("cannot resume from %s: it was trained on classes %s, the dataset at %s has %s", st.Dir, showClasses(st.Classes), root, showClasses(classes))
 	}
@@ -41,10 +43,26 @@ func sameInputs(st *checkpointState, root string, classes []string, files data.F
 		}
 		return fmt.Errorf("cannot resume from %s: the dataset at %s is not the one it was trained on (%s); resuming would not continue the same run: restore the dataset, or start a new run", st.Dir, root, what)
 	}
-	if st.Decoder != decoder {
+	if jpegs && st.Decoder != decoder {
 		return fmt.Errorf("cannot resume from %s: its run decoded JPEGs with %s, this one would use %s (data.decoder %s: %s), which gives other pixels and so other numbers: run where the checkpoint's decoder is available (libjpeg-turbo: apt-get install libturbojpeg0), or start a new run", st.Dir, st.Decoder, decoder, decoderSetting, data.DecoderName(decoderSetting))
 	}
 	return nil
+}
+
+// hasJPEG reports whether the sets hold a JPEG, judged by extension as
+// decodersLine judges (a file that is not .png is a .jpg or .jpeg; the
+// loader picks a decoder by the content, and a .png holding a JPEG is rare).
+// The resumed run's files are the checkpoint's (sameInputs compares their
+// list first), so this is true for both runs or for neither.
+func hasJPEG(sets ...*data.Index) bool {
+	for _, set := range sets {
+		for _, s := range set.Samples {
+			if !strings.EqualFold(filepath.Ext(s.Path), ".png") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func showClasses(c []string) string {
