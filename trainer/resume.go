@@ -105,22 +105,51 @@ func sameFolder(a, b string) bool {
 // ranks); where the launch has another number of ranks than the run had,
 // data.batch_size is the per-rank batch that keeps that global batch, so
 // that 1 rank x 64 continues a run of 2 x 32 (docs/distributed.md).
+//
+// It reads the checkpoint's state.json only: the trainer reads and checks
+// the whole checkpoint (its tensors and their SHA-256) once, when it
+// resumes, and refuses it there if it is damaged.
 func ResumeBase(path string, ranks int) (config.Config, string, error) {
 	run := runOf(path)
 	cfg, cerr := config.Load(filepath.Join(run, "config.yaml"))
-	st, serr := loadCheckpointState(context.Background(), path)
+	ckpt, serr := checkpointConfig(path)
 	switch {
 	case serr != nil && cerr != nil:
+		if _, err := loadCheckpointState(context.Background(), path); err != nil {
+			return config.Config{}, "", err // its message says what path is and what can be resumed
+		}
 		return config.Config{}, "", serr
 	case serr != nil:
 		return cfg, run, nil // the trainer reports the checkpoint's problem, after the command line's
 	case cerr != nil:
-		cfg = st.Config
+		cfg = ckpt
 	}
-	b, err := config.PerRankBatch(st.Config.Data.BatchSize, ranks)
+	b, err := config.PerRankBatch(ckpt.Data.BatchSize, ranks)
 	if err != nil {
 		return config.Config{}, "", fmt.Errorf("cannot resume %s on %d ranks: %w", path, ranks, err)
 	}
 	cfg.Data.BatchSize = b
 	return cfg, run, nil
+}
+
+// checkpointConfig is the config recorded in the state.json of the
+// checkpoint path names (a run folder's latest, or a checkpoint folder),
+// read without its tensors, after the same check for links out of the run
+// that loadCheckpointState makes.
+func checkpointConfig(path string) (config.Config, error) {
+	if err := checkRunLinks(runOf(path)); err != nil {
+		return config.Config{}, err
+	}
+	dir, err := readLatest(path)
+	if err != nil {
+		return config.Config{}, err
+	}
+	if dir == "" {
+		dir = path
+	}
+	sj, err := readStateJSON(context.Background(), dir)
+	if err != nil {
+		return config.Config{}, err
+	}
+	return config.Parse([]byte(sj.Config), filepath.Join(dir, stateFile)+" (config)")
 }
