@@ -324,6 +324,7 @@ func TestResNetIgnoresPaddedRows(t *testing.T) {
 		t.Run(v.name, func(t *testing.T) {
 			c := resnetTiny(t)
 			v.set(&c)
+			c.Data.BatchSize = 8 // n valid rows and 3 padded ones, on both variants
 			spec, opt := c.ModelSpec(3), c.ModelOptions()
 			row := 3 * spec.InputSize * spec.InputSize
 			const n = 5
@@ -346,13 +347,16 @@ func TestResNetIgnoresPaddedRows(t *testing.T) {
 				pred    [][]int32
 				weights []byte
 			}
-			steps := 3
+			steps, evalAt := 3, 1
 			if v.name != "resnet20" {
-				// zeros against garbage, two steps (the second with
-				// momentum, and an eval): resnet18's steps cost ten of
-				// resnet20's (resnetVariants).
+				// zeros against garbage, one step and an eval after it: the
+				// step's gradients, BatchNorm statistics and momentum are
+				// compared bit for bit (the optimizer state after one step),
+				// and resnet20 shows the later steps. resnet18's steps cost
+				// ten of resnet20's (resnetVariants); at batch 16 and two
+				// steps this variant took 311 s under -race at load 15-30.
 				delete(pads, "-mean/std")
-				steps = 2
+				steps, evalAt = 1, 0
 			}
 			results := map[string]outcome{}
 			for name, pad := range pads {
@@ -371,7 +375,7 @@ func TestResNetIgnoresPaddedRows(t *testing.T) {
 						t.Fatal(err)
 					}
 					o.loss = append(o.loss, res.Loss)
-					if step == 1 {
+					if step == evalAt {
 						ev, err := m.EvalStep(xp, labels, n)
 						if err != nil {
 							t.Fatal(err)
