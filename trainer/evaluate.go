@@ -26,8 +26,9 @@ type EvalReport struct {
 
 // Evaluate runs a checkpoint (a run folder's latest, or a checkpoint
 // folder) over the validation split of its dataset, or of dataRoot when
-// that is set (which must have the same classes).
-func Evaluate(ctx context.Context, from, dataRoot string, out io.Writer) (*EvalReport, error) {
+// that is set (which must have the same classes), on device: cpu or cuda,
+// or "" for evalDevice's choice.
+func Evaluate(ctx context.Context, from, dataRoot, device string, out io.Writer) (*EvalReport, error) {
 	st, err := openCheckpoint(ctx, from)
 	if err != nil {
 		return nil, err
@@ -36,6 +37,13 @@ func Evaluate(ctx context.Context, from, dataRoot string, out io.Writer) (*EvalR
 	if dataRoot != "" {
 		cfg.Data.Root = dataRoot
 	}
+	if device == "" {
+		device = evalDevice(cfg.Train.Device, out)
+	}
+	if device != "cuda" {
+		cfg.Data.PinMemory, cfg.Train.NonBlocking = false, false // cuda's settings: on the cpu they would only print a note
+	}
+	cfg.Train.Device = device
 	root, trainSet, valSet, err := openDataset(ctx, cfg.Data, out)
 	if err != nil {
 		return nil, err
@@ -69,6 +77,32 @@ func Evaluate(ctx context.Context, from, dataRoot string, out io.Writer) (*EvalR
 	}
 	n := float64(max(ev.Images, 1))
 	return &EvalReport{Checkpoint: st.Dir, Images: ev.Images, Loss: ev.LossSum / n, Top1: float64(ev.Top1) / n, Top5: float64(ev.Top5) / n}, nil
+}
+
+// evalDevice is the device an evaluation runs on when none is asked for:
+// the one the checkpoint was trained on where this binary and machine can
+// run it, so that eval reproduces the run's own figures; the cpu otherwise
+// (a run trained on a GPU, evaluated where there is none), with a note that
+// says why. A checkpoint's device used to be opened as it was, so that a
+// GPU run's checkpoint could not be evaluated on a machine without one.
+func evalDevice(trained string, out io.Writer) string {
+	if trained != "cuda" {
+		return "cpu"
+	}
+	why := ErrNoCUDA.Error()
+	if newCUDADevice != nil {
+		var err error
+		if checkCUDA != nil {
+			err = checkCUDA()
+		}
+		if err == nil {
+			return "cuda"
+		}
+		why = err.Error()
+	}
+	why, _, _ = strings.Cut(why, ";")
+	fmt.Fprintf(out, "note: the checkpoint was trained on cuda, which is not usable here (%s); evaluating on the cpu (--device cuda insists)\n", why)
+	return "cpu"
 }
 
 // openCheckpoint is loadCheckpointState for eval and predict: a checkpoint

@@ -60,7 +60,7 @@ func TestPredictSeesWhatEvalSees(t *testing.T) {
 		t.Run(dtype, func(t *testing.T) {
 			c := predictRun(t, dtype)
 			ctx := context.Background()
-			ev, err := Evaluate(ctx, c.Train.Out, "", io.Discard)
+			ev, err := Evaluate(ctx, c.Train.Out, "", "", io.Discard)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -295,13 +295,13 @@ func TestNonFiniteOutputsAreRefused(t *testing.T) {
 		}
 	}
 
-	if _, err := Evaluate(ctx, huge, "", io.Discard); err == nil || !strings.Contains(err.Error(), "not finite") {
+	if _, err := Evaluate(ctx, huge, "", "", io.Discard); err == nil || !strings.Contains(err.Error(), "not finite") {
 		t.Errorf("eval with overflowing weights: %v; want an error saying the outputs are not finite", err)
 	}
 
 	editWeights(t, c.Train.Out, func(ps []model.NamedTensor) { ps[0].Data[1] = float32(math.NaN()) })
 	_, perr := Predict(ctx, c.Train.Out, files[:1], 3)
-	_, eerr := Evaluate(ctx, c.Train.Out, "", io.Discard)
+	_, eerr := Evaluate(ctx, c.Train.Out, "", "", io.Discard)
 	for what, err := range map[string]error{"predict": perr, "eval": eerr} {
 		if err == nil || !strings.Contains(err.Error(), "conv0.weight[1] is NaN, not a finite number") || !strings.Contains(err.Error(), "use an earlier checkpoint") {
 			t.Errorf("%s with a NaN weight: %v", what, err)
@@ -337,7 +337,7 @@ func TestEvalAndPredictErrorsAreNotResume(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "nowhere")
 	ctx := context.Background()
 	_, perr := Predict(ctx, missing, []string{"a.jpg"}, 1)
-	_, eerr := Evaluate(ctx, missing, "", io.Discard)
+	_, eerr := Evaluate(ctx, missing, "", "", io.Discard)
 	for what, err := range map[string]error{"predict": perr, "eval": eerr} {
 		if err == nil || !strings.HasPrefix(err.Error(), "checkpoint: "+missing+" is neither a run folder") || strings.Contains(err.Error(), "resume:") {
 			t.Errorf("%s of a missing folder: %v", what, err)

@@ -26,8 +26,10 @@ func resolvedDecoder(kind string) string {
 }
 
 // sameInputs refuses a resume whose dataset or decoder is not the
-// checkpoint's: either would change every later number.
-func sameInputs(st *checkpointState, root string, classes []string, files data.FileList, decoder, decoderSetting string) error {
+// checkpoint's: either would change every later number. The JPEG decoder
+// matters only where the dataset holds JPEGs (jpegs, from hasJPEG): an
+// all-PNG set decodes with image/png whatever data.decoder resolves to.
+func sameInputs(st *checkpointState, root string, classes []string, files data.FileList, jpegs bool, decoder, decoderSetting string) error {
 	if !slices.Equal(st.Classes, classes) {
 		return fmt.Errorf("cannot resume from %s: it was trained on classes %s, the dataset at %s has %s", st.Dir, showClasses(st.Classes), root, showClasses(classes))
 	}
@@ -41,10 +43,26 @@ func sameInputs(st *checkpointState, root string, classes []string, files data.F
 		}
 		return fmt.Errorf("cannot resume from %s: the dataset at %s is not the one it was trained on (%s); resuming would not continue the same run: restore the dataset, or start a new run", st.Dir, root, what)
 	}
-	if st.Decoder != decoder {
+	if jpegs && st.Decoder != decoder {
 		return fmt.Errorf("cannot resume from %s: its run decoded JPEGs with %s, this one would use %s (data.decoder %s: %s), which gives other pixels and so other numbers: run where the checkpoint's decoder is available (libjpeg-turbo: apt-get install libturbojpeg0), or start a new run", st.Dir, st.Decoder, decoder, decoderSetting, data.DecoderName(decoderSetting))
 	}
 	return nil
+}
+
+// hasJPEG reports whether the sets hold a JPEG, judged by extension as
+// decodersLine judges (a file that is not .png is a .jpg or .jpeg; the
+// loader picks a decoder by the content, and a .png holding a JPEG is rare).
+// The resumed run's files are the checkpoint's (sameInputs compares their
+// list first), so this is true for both runs or for neither.
+func hasJPEG(sets ...*data.Index) bool {
+	for _, set := range sets {
+		for _, s := range set.Samples {
+			if !strings.EqualFold(filepath.Ext(s.Path), ".png") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func showClasses(c []string) string {
@@ -87,22 +105,51 @@ func sameFolder(a, b string) bool {
 // ranks); where the launch has another number of ranks than the run had,
 // data.batch_size is the per-rank batch that keeps that global batch, so
 // that 1 rank x 64 continues a run of 2 x 32 (docs/distributed.md).
+//
+// It reads the checkpoint's state.json only: the trainer reads and checks
+// the whole checkpoint (its tensors and their SHA-256) once, when it
+// resumes, and refuses it there if it is damaged.
 func ResumeBase(path string, ranks int) (config.Config, string, error) {
 	run := runOf(path)
 	cfg, cerr := config.Load(filepath.Join(run, "config.yaml"))
-	st, serr := loadCheckpointState(context.Background(), path)
+	ckpt, serr := checkpointConfig(path)
 	switch {
 	case serr != nil && cerr != nil:
+		if _, err := loadCheckpointState(context.Background(), path); err != nil {
+			return config.Config{}, "", err // its message says what path is and what can be resumed
+		}
 		return config.Config{}, "", serr
 	case serr != nil:
 		return cfg, run, nil // the trainer reports the checkpoint's problem, after the command line's
 	case cerr != nil:
-		cfg = st.Config
+		cfg = ckpt
 	}
-	b, err := config.PerRankBatch(st.Config.Data.BatchSize, ranks)
+	b, err := config.PerRankBatch(ckpt.Data.BatchSize, ranks)
 	if err != nil {
 		return config.Config{}, "", fmt.Errorf("cannot resume %s on %d ranks: %w", path, ranks, err)
 	}
 	cfg.Data.BatchSize = b
 	return cfg, run, nil
+}
+
+// checkpointConfig is the config recorded in the state.json of the
+// checkpoint path names (a run folder's latest, or a checkpoint folder),
+// read without its tensors, after the same check for links out of the run
+// that loadCheckpointState makes.
+func checkpointConfig(path string) (config.Config, error) {
+	if err := checkRunLinks(runOf(path)); err != nil {
+		return config.Config{}, err
+	}
+	dir, err := readLatest(path)
+	if err != nil {
+		return config.Config{}, err
+	}
+	if dir == "" {
+		dir = path
+	}
+	sj, err := readStateJSON(context.Background(), dir)
+	if err != nil {
+		return config.Config{}, err
+	}
+	return config.Parse([]byte(sj.Config), filepath.Join(dir, stateFile)+" (config)")
 }

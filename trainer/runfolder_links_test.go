@@ -152,7 +152,7 @@ func TestCheckpointReadsStopWithTheirContext(t *testing.T) {
 	if _, err := loadCheckpointState(ctx, c.Train.Out); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled load: error %v, want context.Canceled", err)
 	}
-	if _, err := Evaluate(ctx, c.Train.Out, "", new(strings.Builder)); !errors.Is(err, context.Canceled) {
+	if _, err := Evaluate(ctx, c.Train.Out, "", "", new(strings.Builder)); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled evaluate: error %v, want context.Canceled", err)
 	}
 }

@@ -47,7 +47,7 @@ func TestUint8BatchesThroughTheSeam(t *testing.T) {
 		}
 	}
 
-	rep, err := Evaluate(context.Background(), plain.Train.Out, "", new(bytes.Buffer))
+	rep, err := Evaluate(context.Background(), plain.Train.Out, "", "", new(bytes.Buffer))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -199,7 +199,7 @@ func (s *session) openData(ctx context.Context) (valSet *data.Index, err error) 
 	}
 	s.trainSet, s.decoder = trainSet, resolvedDecoder(cfg.Data.Decoder)
 	if start != nil {
-		if err := sameInputs(start, root, trainSet.Classes, s.files, s.decoder, cfg.Data.Decoder); err != nil {
+		if err := sameInputs(start, root, trainSet.Classes, s.files, hasJPEG(trainSet, valSet), s.decoder, cfg.Data.Decoder); err != nil {
 			return nil, err
 		}
 	}

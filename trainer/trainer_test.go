@@ -401,7 +401,7 @@ func TestEvaluateMatchesTheRunsLastEpoch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Evaluate(context.Background(), c.Train.Out, "", new(bytes.Buffer))
+	rep, err := Evaluate(context.Background(), c.Train.Out, "", "", new(bytes.Buffer))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,9 +11,10 @@ import (
 // evalCmd is `train eval`: a checkpoint's loss and accuracy on a
 // validation split.
 func evalCmd(args []string, stdout, stderr io.Writer) int {
-	c := newSubcommand("eval", "Usage: train eval --checkpoint RUN [--data DIR] [--json]\n\n", stderr)
+	c := newSubcommand("eval", "Usage: train eval --checkpoint RUN [--data DIR] [--device cpu|cuda] [--json]\n\n", stderr)
 	from := c.String("checkpoint", "", "a run folder (its latest checkpoint) or a checkpoint folder")
 	data := c.String("data", "", "dataset folder whose val/ split to use; empty = the one the checkpoint was trained on")
+	device := c.String("device", "", "cpu or cuda; empty = the checkpoint's train.device where this machine has it, else cpu")
 	asJSON := c.Bool("json", false, "print one JSON object")
 	if code, ok := c.parse(args); !ok {
 		return code
@@ -21,9 +22,12 @@ func evalCmd(args []string, stdout, stderr io.Writer) int {
 	if *from == "" {
 		return c.fail(2, "--checkpoint is required: a run folder or a checkpoint folder")
 	}
+	if *device != "" && *device != "cpu" && *device != "cuda" {
+		return c.badValue("device", *device, "cpu or cuda (empty: the checkpoint's device where this machine has it, else cpu)")
+	}
 	ctx, stop := interruptContext(stderr)
 	defer stop()
-	rep, err := trainer.Evaluate(ctx, *from, *data, stderr)
+	rep, err := trainer.Evaluate(ctx, *from, *data, *device, stderr)
 	if err != nil {
 		return c.fail(1, "%v", err)
 	}

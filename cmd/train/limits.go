@@ -30,7 +30,7 @@ func checkMemory(cfg config.Config) error {
 	if need <= float64(have) {
 		return nil
 	}
-	return fmt.Errorf("this run needs about %s of memory, more than this machine's %s (%s): %s; lower data.batch_size, data.image_size or the model's channels and kernels",
+	return fmt.Errorf("this run needs about %s of memory, more than this machine's %s (%s): %s; lower data.batch_size, data.image_size, data.workers x data.prefetch (the buffers per loader) or the model's channels and kernels",
 		model.Bytes(need), model.Bytes(float64(have)), source, detail)
 }
 
@@ -46,15 +46,18 @@ func estimateRun(cfg config.Config) (float64, string) {
 		threads = runtime.NumCPU()
 	}
 	m := model.EstimateMemory(cfg.ModelSpec(classes), d.BatchSize, threads)
-	perLoader := 2 // the loader's pool: workers x prefetch buffers, 2 when loading inline
+	// The loader's pool: workers x prefetch buffers, 2 when loading inline;
+	// a float, so that absurd flags (--workers 2^32 --prefetch 2^32) give an
+	// absurd figure, not a product wrapped to 0.
+	perLoader := 2.0
 	if d.Workers > 0 {
-		perLoader = d.Workers * d.Prefetch
+		perLoader = float64(d.Workers) * float64(d.Prefetch)
 	}
 	s := float64(d.ImageSize)
 	buffer := float64(d.BatchSize) * 3 * s * s * 4 // float32 CHW; uint8 batches take a quarter
-	pool := 2 * float64(perLoader) * buffer        // the training and the validation loader
+	pool := 2 * perLoader * buffer                 // the training and the validation loader
 	eval := evalBytes(classes)
-	return m.Total() + pool + eval + runtimeBytes, fmt.Sprintf("the model %s, batch buffers %s (2 loaders x %d buffers of %d images of 3x%dx%d float32), evaluation %s (a %dx%d confusion matrix, its sum across ranks and its figure)",
+	return m.Total() + pool + eval + runtimeBytes, fmt.Sprintf("the model %s, batch buffers %s (2 loaders x %.0f buffers of %d images of 3x%dx%d float32), evaluation %s (a %dx%d confusion matrix, its sum across ranks and its figure)",
 		m, model.Bytes(pool), perLoader, d.BatchSize, d.ImageSize, d.ImageSize, model.Bytes(eval), classes, classes)
 }
 
