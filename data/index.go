@@ -31,6 +31,9 @@ func IsImagePath(name string) bool {
 //	root/train/<class>/**/*.{jpg,jpeg,png}
 //	root/val/<class>/**/*.{jpg,jpeg,png}
 //
+// or, when root/train holds .tar files and no folders, the tar shards of
+// the WebDataset layout (shards.go, docs/shards.md).
+//
 // Extensions are matched case-insensitively. Images are found recursively
 // under each class folder; symlinked class folders and symlinked files are
 // followed, symlinked folders below a class are not (so a link loop cannot
@@ -47,6 +50,12 @@ func Scan(root string) (train, val *Index, err error) {
 	}
 	if !fi.IsDir() {
 		return nil, nil, fmt.Errorf("data: dataset root %s is a file, not a folder with train/ and val/: %w", root, ErrLayout)
+	}
+	if shards, err := isShardSet(root); err != nil || shards {
+		if err != nil {
+			return nil, nil, err
+		}
+		return scanShards(root)
 	}
 	var splits [2]map[string]string // class name -> class folder
 	for i, split := range []string{"train", "val"} {
@@ -236,6 +245,14 @@ func ListFiles(train, val *Index) (FileList, error) {
 	for _, ix := range []*Index{train, val} {
 		split := filepath.Base(ix.Root)
 		for _, s := range ix.Samples {
+			if s.Member != nil { // a shard's member: shard/member, its size
+				rel, err := filepath.Rel(ix.Root, s.Path)
+				if err != nil {
+					return FileList{}, fmt.Errorf("data: %s: %w", s.Path, err)
+				}
+				entries = append(entries, fmt.Sprintf("%s/%s\x00%d\n", split, filepath.ToSlash(rel), s.Member.Size))
+				continue
+			}
 			rel, err := filepath.Rel(ix.Root, s.Path)
 			if err != nil {
 				return FileList{}, fmt.Errorf("data: %s: %w", s.Path, err)
