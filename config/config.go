@@ -25,7 +25,7 @@ type Config struct {
 
 // Data says where images come from and how the loader runs.
 type Data struct {
-	Root       string    `yaml:"root" help:"ImageFolder dataset: ROOT/train/<class>/*.jpg and ROOT/val/<class>/*.jpg; empty = the generated dataset described by data.synthetic, made on first use in the user cache folder" flag:"data"`
+	Root       string    `yaml:"root" help:"ImageFolder dataset: ROOT/train/<class>/*.jpg and ROOT/val/<class>/*.jpg, or tar shards in the WebDataset layout (ROOT/train/*.tar and ROOT/val/*.tar, as train pack writes them: docs/shards.md); empty = the generated dataset described by data.synthetic, made on first use in the user cache folder" flag:"data"`
 	ImageSize  int       `yaml:"image_size" help:"side in pixels of the square images fed to the model" flag:"image-size"`
 	BatchSize  int       `yaml:"batch_size" help:"images per training step" flag:"batch-size"`
 	Workers    int       `yaml:"workers" help:"loader goroutines (PyTorch num_workers); 0 = load inline in the training goroutine" flag:"workers"`

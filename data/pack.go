@@ -90,7 +90,11 @@ func packTarget(root, out string) (created bool, err error) {
 		return false, fmt.Errorf("data: --out %w", err)
 	}
 	if rel, err := filepath.Rel(absRoot, absOut); err == nil && (rel == "." || filepath.IsLocal(rel)) {
-		return false, fmt.Errorf("data: --out %s is inside the dataset folder %s: the shards would be read as part of it; choose a folder outside it", out, root)
+		where := "inside the dataset folder"
+		if rel == "." {
+			where = "the dataset folder"
+		}
+		return false, fmt.Errorf("data: --out %s is %s %s: nothing is written into the data being packed; choose a folder outside it", out, where, root)
 	}
 	entries, err := os.ReadDir(out)
 	switch {

@@ -181,7 +181,7 @@ func scanShardSplit(dir string, classes []string) (*Index, error) {
 		members := make([]Member, len(samples))
 		for i, s := range samples {
 			members[i] = Member{Shard: n, Offset: s.Offset, Size: s.Size}
-			ix.Samples = append(ix.Samples, Sample{Path: name + "/" + s.Name, Label: s.Label, Member: &members[i]})
+			ix.Samples = append(ix.Samples, Sample{Path: name + "/" + path.Clean(s.Name), Label: s.Label, Member: &members[i]})
 		}
 	}
 	if len(ix.Samples) == 0 {
@@ -296,7 +296,7 @@ func scanShard(sh Shard, classes []string) ([]shardIndexSample, error) {
 			continue
 		}
 		if !localName(h.Name) {
-			return nil, shardErr(h.Name, "the name leaves the shard's folder (absolute, or through ..); stoke refuses such shards, as tar -x should")
+			return nil, shardErr(h.Name, "the name leaves the folder the shard would be extracted to (absolute, or through ..): refused, as tar -x refuses it; repack the shard with relative names")
 		}
 		if off+h.Size > sh.Size {
 			return nil, fmt.Errorf("data: shard %s is truncated: member %q needs bytes [%d, %d), the file ends at %d; copy or pack it again: %w", sh.Path, h.Name, off, off+h.Size, sh.Size, ErrShard)
