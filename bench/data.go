@@ -274,9 +274,11 @@ func measureStages(lc data.LoaderConfig, plain data.RegionTransform, n int, clk 
 	// read (the copies, which the loader does not make, are not timed)
 	files := make([][]byte, n)
 	var dRead time.Duration
+	rd := data.NewSampleReader(lc.Index) // a file each, or a member of a shard, as the loader reads them
+	defer rd.Close()
 	for i, k := range perm {
 		t := clk.now()
-		b, err := dec.ReadFile(lc.Index.Samples[k].Path)
+		b, err := rd.Read(&dec, k)
 		if err != nil {
 			return st, err
 		}
