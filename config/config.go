@@ -33,7 +33,7 @@ type Data struct {
 	PinMemory  bool      `yaml:"pin_memory" help:"batch buffers in page-locked host memory (acts on the cuda device only)" flag:"pin-memory"`
 	Shuffle    bool      `yaml:"shuffle" help:"reshuffle the training set every epoch"`
 	DropLast   bool      `yaml:"drop_last" help:"drop the last training batch when it is short"`
-	BadImages  string    `yaml:"bad_images" help:"what an undecodable image does: fail (stop with an error naming the file) or skip (count and list it)"`
+	BadImages  string    `yaml:"bad_images" help:"what an undecodable image (or a broken tar shard member) does: fail (stop with an error naming the file) or skip (count and list it)"`
 	MaxPixels  int       `yaml:"max_pixels" help:"refuse images larger than this many pixels before decoding them"`
 	MaxDecode  int       `yaml:"max_decode_bytes" help:"memory in bytes one image's decode may take, estimated from its header (file, decoded pixels, RGB copy); an image over it is refused like a bad one. The loader then holds at most workers x (this + 32 MiB) besides its batch buffers"`
 	BatchDType string    `yaml:"batch_dtype" help:"batch element type: auto (uint8 where the device normalizes batches itself, else float32), float32 (normalized by the workers) or uint8 (4x fewer bytes; normalized by the device, or before the step on the cpu)"`

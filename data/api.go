@@ -21,6 +21,9 @@ type Index struct {
 	Classes []string // sorted class names; Label indexes this
 	Samples []Sample // sorted by class, then path (shards: in shard order)
 	Shards  []Shard  // the split's tar shards; nil for an ImageFolder
+	// SkippedMembers describes each broken shard member left out by a
+	// scan with ScanOptions.SkipBadShards (shard, member and what is wrong).
+	SkippedMembers []string
 }
 
 // Allocator gives the host memory that batch buffers live in. Buffers are

@@ -41,6 +41,20 @@ func IsImagePath(name string) bool {
 // same sorted class list, and every class must have at least one image in
 // each split.
 func Scan(root string) (train, val *Index, err error) {
+	return ScanWith(root, ScanOptions{})
+}
+
+// ScanOptions are Scan's choices.
+type ScanOptions struct {
+	// SkipBadShards leaves a broken tar shard member out (a member without
+	// its .cls, a .cls that is no class index, a name through "..", the
+	// rest of a truncated shard) and lists it in Index.SkippedMembers,
+	// instead of failing with its ErrShard (data.bad_images: skip).
+	SkipBadShards bool
+}
+
+// ScanWith is Scan with options.
+func ScanWith(root string, opt ScanOptions) (train, val *Index, err error) {
 	fi, err := os.Stat(root)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -55,7 +69,7 @@ func Scan(root string) (train, val *Index, err error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		return scanShards(root)
+		return scanShards(root, opt)
 	}
 	var splits [2]map[string]string // class name -> class folder
 	for i, split := range []string{"train", "val"} {

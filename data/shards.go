@@ -94,7 +94,7 @@ func isShardSet(root string) (bool, error) {
 // scanShards reads the shard set under root (Scan's caller has seen
 // root/train/*.tar). It writes nothing: a shard without a valid index file
 // is scanned, header by header, and its index kept in memory.
-func scanShards(root string) (train, val *Index, err error) {
+func scanShards(root string, opt ScanOptions) (train, val *Index, err error) {
 	classes, err := readClasses(filepath.Join(root, "classes.txt"))
 	if err != nil {
 		return nil, nil, err
@@ -102,7 +102,7 @@ func scanShards(root string) (train, val *Index, err error) {
 	var idx [2]*Index
 	maxLabel := -1
 	for i, split := range []string{"train", "val"} {
-		ix, err := scanShardSplit(filepath.Join(root, split), classes)
+		ix, err := scanShardSplit(filepath.Join(root, split), classes, opt.SkipBadShards)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -145,7 +145,7 @@ func readClasses(file string) ([]string, error) {
 }
 
 // scanShardSplit reads the shards of one split folder.
-func scanShardSplit(dir string, classes []string) (*Index, error) {
+func scanShardSplit(dir string, classes []string, skip bool) (*Index, error) {
 	names, err := filepath.Glob(filepath.Join(dir, "*.tar"))
 	if err != nil {
 		return nil, fmt.Errorf("data: %s: %w", dir, err)
@@ -172,9 +172,11 @@ func scanShardSplit(dir string, classes []string) (*Index, error) {
 			return nil, err
 		}
 		if samples == nil {
-			if samples, err = scanShard(sh, classes); err != nil {
+			var skipped []string
+			if samples, skipped, err = scanShard(sh, classes, skip); err != nil {
 				return nil, err
 			}
+			ix.SkippedMembers = append(ix.SkippedMembers, skipped...)
 		}
 		n := len(ix.Shards)
 		ix.Shards = append(ix.Shards, sh)
@@ -247,106 +249,145 @@ func splitKey(name string) (key, ext string) {
 const maxClsBytes = 64
 
 // scanShard reads sh's tar headers (and its .cls members) for the offsets
-// of its image members, without reading the images.
-func scanShard(sh Shard, classes []string) ([]shardIndexSample, error) {
+// of its image members, without reading the images. With skip, a broken
+// member is left out and described in skipped (a truncated shard keeps the
+// samples before the cut) instead of failing the scan.
+func scanShard(sh Shard, classes []string, skip bool) (samples []shardIndexSample, skipped []string, err error) {
 	f, err := os.Open(sh.Path)
 	if err != nil {
-		return nil, fmt.Errorf("data: shard %w", err)
+		return nil, nil, fmt.Errorf("data: shard %w", err)
 	}
 	defer f.Close()
 	sr := io.NewSectionReader(f, 0, sh.Size)
 	tr := tar.NewReader(sr)
 	type entry struct {
-		img         *shardIndexSample
-		label       int
-		hasCls      bool
-		first, name string // first member of the key, in shard order
+		img    *shardIndexSample
+		label  int
+		hasCls bool
+		bad    bool // a member of the key was broken: the sample is left out
 	}
 	byKey := map[string]*entry{}
 	var order []*entry
-	last := ""
-	shardErr := func(member, format string, args ...any) error {
+	key := func(k string) *entry {
+		e := byKey[k]
+		if e == nil {
+			e = &entry{}
+			byKey[k] = e
+			order = append(order, e)
+		}
+		return e
+	}
+	// bad records a broken member: the scan's error, or with skip a line
+	// of skipped. It reports whether the scan goes on.
+	bad := func(e error) bool {
+		if !skip {
+			err = e
+			return false
+		}
+		skipped = append(skipped, e.Error())
+		return true
+	}
+	memberErr := func(member, format string, args ...any) error {
 		return fmt.Errorf("data: shard %s: member %q: %s: %w", sh.Path, member, fmt.Sprintf(format, args...), ErrShard)
 	}
+	last := ""
+	truncated := false
+scan:
 	for {
-		h, err := tr.Next()
-		if err == io.EOF {
+		h, nerr := tr.Next()
+		if nerr == io.EOF {
 			break
 		}
-		if err != nil && !errors.Is(err, tar.ErrInsecurePath) {
+		if nerr != nil && !errors.Is(nerr, tar.ErrInsecurePath) {
 			after := "at its start"
 			if last != "" {
 				after = fmt.Sprintf("after member %q", last)
 			}
-			if errors.Is(err, io.ErrUnexpectedEOF) {
-				return nil, fmt.Errorf("data: shard %s is truncated %s (%v): the copy was cut short; copy or pack it again: %w", sh.Path, after, err, ErrShard)
+			e := fmt.Errorf("data: shard %s: not a readable tar %s (%v): %w", sh.Path, after, nerr, ErrShard)
+			if errors.Is(nerr, io.ErrUnexpectedEOF) {
+				e = fmt.Errorf("data: shard %s is truncated %s (%v): the copy was cut short; copy or pack it again: %w", sh.Path, after, nerr, ErrShard)
 			}
-			return nil, fmt.Errorf("data: shard %s: not a readable tar %s (%v): %w", sh.Path, after, err, ErrShard)
+			truncated = true
+			bad(e)
+			break
 		}
 		last = h.Name
 		off, _ := sr.Seek(0, io.SeekCurrent)
-		switch h.Typeflag {
-		case tar.TypeReg: // the reader gives old-style '\x00' files as TypeReg
-		case tar.TypeDir, tar.TypeXGlobalHeader:
+		k, ext := splitKey(h.Name)
+		ours := isImageExt(ext) || ext == "cls"
+		switch {
+		case h.Typeflag == tar.TypeDir || h.Typeflag == tar.TypeXGlobalHeader || !ours && h.Typeflag != tar.TypeReg:
 			continue
-		default:
-			if _, ext := splitKey(h.Name); isImageExt(ext) || ext == "cls" {
-				return nil, shardErr(h.Name, "is a %s, not a regular file; a shard holds its images and classes as files", tarType(h.Typeflag))
+		case h.Typeflag != tar.TypeReg: // the reader gives old-style '\x00' files as TypeReg
+			key(k).bad = true
+			if !bad(memberErr(h.Name, "is a %s, not a regular file; a shard holds its images and classes as files", tarType(h.Typeflag))) {
+				break scan
 			}
 			continue
-		}
-		if !localName(h.Name) {
-			return nil, shardErr(h.Name, "the name leaves the folder the shard would be extracted to (absolute, or through ..): refused, as tar -x refuses it; repack the shard with relative names")
-		}
-		if off+h.Size > sh.Size {
-			return nil, fmt.Errorf("data: shard %s is truncated: member %q needs bytes [%d, %d), the file ends at %d; copy or pack it again: %w", sh.Path, h.Name, off, off+h.Size, sh.Size, ErrShard)
-		}
-		key, ext := splitKey(h.Name)
-		if !isImageExt(ext) && ext != "cls" {
+		case !localName(h.Name):
+			key(k).bad = true
+			if !bad(memberErr(h.Name, "the name leaves the folder the shard would be extracted to (absolute, or through ..): refused, as tar -x refuses it; repack the shard with relative names")) {
+				break scan
+			}
+			continue
+		case off+h.Size > sh.Size:
+			truncated = true
+			bad(fmt.Errorf("data: shard %s is truncated: member %q needs bytes [%d, %d), the file ends at %d; copy or pack it again: %w", sh.Path, h.Name, off, off+h.Size, sh.Size, ErrShard))
+			break scan
+		case !ours:
 			continue // .json, .txt, ...: not ours
 		}
-		e := byKey[key]
-		if e == nil {
-			e = &entry{first: h.Name}
-			byKey[key] = e
-			order = append(order, e)
-		}
-		if ext == "cls" {
-			if e.hasCls {
-				return nil, shardErr(h.Name, "key %q has two class members", key)
+		e := key(k)
+		var problem error
+		switch {
+		case ext == "cls" && e.hasCls:
+			problem = memberErr(h.Name, "key %q has two class members", k)
+		case ext == "cls" && h.Size > maxClsBytes:
+			problem = memberErr(h.Name, "%d bytes: not a class index (a .cls member holds a number like 3)", h.Size)
+		case ext == "cls":
+			b, rerr := io.ReadAll(tr)
+			if rerr != nil {
+				problem = memberErr(h.Name, "reading it: %v", rerr)
+				break
 			}
-			if h.Size > maxClsBytes {
-				return nil, shardErr(h.Name, "%d bytes: not a class index (a .cls member holds a number like 3)", h.Size)
-			}
-			b, err := io.ReadAll(tr)
-			if err != nil {
-				return nil, shardErr(h.Name, "reading it: %v", err)
-			}
-			label, err := parseCls(b, classes)
-			if err != nil {
-				return nil, shardErr(h.Name, "%v", err)
+			label, perr := parseCls(b, classes)
+			if perr != nil {
+				problem = memberErr(h.Name, "%v", perr)
+				break
 			}
 			e.label, e.hasCls = label, true
-			continue
+		case e.img != nil:
+			problem = memberErr(h.Name, "key %q has two images (%q too); a sample has one", k, e.img.Name)
+		default:
+			e.img = &shardIndexSample{Name: h.Name, Offset: off, Size: h.Size}
 		}
-		if e.img != nil {
-			return nil, shardErr(h.Name, "key %q has two images (%q too); a sample has one", key, e.img.Name)
+		if problem != nil {
+			e.bad = true
+			if !bad(problem) {
+				break scan
+			}
 		}
-		e.img = &shardIndexSample{Name: h.Name, Offset: off, Size: h.Size}
 	}
-	var out []shardIndexSample
+	if err != nil {
+		return nil, nil, err
+	}
 	for _, e := range order {
 		switch {
-		case e.img == nil:
-			continue // a class without an image: nothing to train on
+		case e.img == nil || e.bad:
+			continue // a class without an image, or a broken sample (skipped)
+		case !e.hasCls && truncated:
+			continue // its class was past the cut, which skipped says
 		case !e.hasCls:
 			k, _ := splitKey(e.img.Name)
-			return nil, shardErr(e.img.Name, "no %s.cls member gives its class; every image needs one", k)
+			if !bad(memberErr(e.img.Name, "no %s.cls member gives its class; every image needs one", k)) {
+				return nil, nil, err
+			}
+			continue
 		}
 		e.img.Label = e.label
-		out = append(out, *e.img)
+		samples = append(samples, *e.img)
 	}
-	return out, nil
+	return samples, skipped, nil
 }
 
 func isImageExt(ext string) bool { return ext == "jpg" || ext == "jpeg" || ext == "png" }

@@ -28,11 +28,12 @@ func FuzzScanShard(f *testing.F) {
 		if err := os.WriteFile(file, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		samples, err := scanShard(Shard{Path: file, Size: int64(len(b))}, classes)
-		if err != nil {
-			return
+		samples, _, err := scanShard(Shard{Path: file, Size: int64(len(b))}, classes, false)
+		skipping, _, serr := scanShard(Shard{Path: file, Size: int64(len(b))}, classes, true)
+		if serr != nil && err == nil {
+			t.Fatalf("refused when skipping (%v), read when not", serr)
 		}
-		for _, s := range samples {
+		for _, s := range append(samples, skipping...) {
 			if s.Offset < 0 || s.Size < 0 || s.Offset+s.Size > int64(len(b)) || s.Label < 0 || s.Label >= len(classes) || !localName(s.Name) || !IsImagePath(s.Name) {
 				t.Fatalf("sample %+v of a %d-byte shard", s, len(b))
 			}

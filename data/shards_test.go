@@ -305,7 +305,7 @@ func TestBadShardsNameShardAndMember(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			shard := filepath.Join(dir, "train", "000000.tar")
-			writeTar(t, shard, tc.members)
+			writeTar(t, shard, append(tc.members, good("z", 1)...)) // z: past every cut
 			writeTar(t, filepath.Join(dir, "val", "000000.tar"), good("v", 0))
 			if tc.cut > 0 {
 				b, _ := os.ReadFile(shard)
@@ -324,6 +324,23 @@ func TestBadShardsNameShardAndMember(t *testing.T) {
 			msg := err.Error()
 			if !errors.Is(err, ErrShard) || !strings.Contains(msg, shard) || !strings.Contains(msg, tc.member) || !strings.Contains(msg, tc.want) {
 				t.Errorf("error %q: want an ErrShard naming %s, member %q, saying %q", msg, shard, tc.member, tc.want)
+			}
+
+			// bad_images: skip: the broken member is left out and listed,
+			// the good ones kept.
+			train, _, err := ScanWith(dir, ScanOptions{SkipBadShards: true})
+			if err != nil {
+				t.Fatalf("skipping: %v", err)
+			}
+			if len(train.SkippedMembers) == 0 || train.SkippedMembers[0] != msg {
+				t.Errorf("skipping: listed %q, want first the error %q", train.SkippedMembers, msg)
+			}
+			var kept []string
+			for _, s := range train.Samples {
+				kept = append(kept, filepath.Base(s.Path))
+			}
+			if !slices.Contains(kept, "a.jpg") && !strings.HasPrefix(tc.member, "a.") || slices.Contains(kept, filepath.Base(tc.member)) {
+				t.Errorf("skipping: kept %q", kept)
 			}
 		})
 	}

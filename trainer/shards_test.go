@@ -1,9 +1,12 @@
 package trainer
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"stoke/config"
@@ -82,4 +85,38 @@ func TestShardsTrainLikeTheirImageFolder(t *testing.T) {
 	}
 	a, b := par(""), par(shards)
 	sameWeights(t, "2 ranks from shards", lastWeights(t, b.Train.Out), lastWeights(t, a.Train.Out))
+}
+
+// TestBrokenShardMemberFailsOrIsSkipped: an image member without its .cls
+// stops the run, naming shard and member, under bad_images: fail; under
+// skip the run trains on the rest and says what it left out.
+func TestBrokenShardMemberFailsOrIsSkipped(t *testing.T) {
+	shards := packedTiny(t)
+	img, err := os.ReadFile(filepath.Join(shards, "train", "000000.tar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "stray.jpg", Mode: 0o644, Size: int64(len(img))})
+	tw.Write(img)
+	tw.Close()
+	bad := filepath.Join(shards, "train", "zz.tar")
+	if err := os.WriteFile(bad, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, policy := range []string{"fail", "skip"} {
+		c := tinyConfig(t)
+		c.Data.Root, c.Data.BadImages, c.Train.Epochs = shards, policy, 1
+		out := new(bytes.Buffer)
+		_, err := Run(context.Background(), c, Options{Out: out})
+		switch {
+		case policy == "fail" && (err == nil || !strings.Contains(err.Error(), bad) || !strings.Contains(err.Error(), `member "stray.jpg": no stray.cls member`)):
+			t.Errorf("bad_images fail: %v; want an error naming %s and stray.jpg", err, bad)
+		case policy == "skip" && err != nil:
+			t.Errorf("bad_images skip: %v", err)
+		case policy == "skip" && !strings.Contains(out.String(), "bad_images skip: 1 broken shard member left out:\n  data: shard "+bad+`: member "stray.jpg"`):
+			t.Errorf("bad_images skip printed\n%s", out)
+		}
+	}
 }
