@@ -258,136 +258,167 @@ func scanShard(sh Shard, classes []string, skip bool) (samples []shardIndexSampl
 		return nil, nil, fmt.Errorf("data: shard %w", err)
 	}
 	defer f.Close()
+	sc := &shardScan{sh: sh, classes: classes, skip: skip, byKey: map[string]*shardKey{}}
 	sr := io.NewSectionReader(f, 0, sh.Size)
 	tr := tar.NewReader(sr)
-	type entry struct {
-		img    *shardIndexSample
-		label  int
-		hasCls bool
-		bad    bool // a member of the key was broken: the sample is left out
-	}
-	byKey := map[string]*entry{}
-	var order []*entry
-	key := func(k string) *entry {
-		e := byKey[k]
-		if e == nil {
-			e = &entry{}
-			byKey[k] = e
-			order = append(order, e)
-		}
-		return e
-	}
-	// bad records a broken member: the scan's error, or with skip a line
-	// of skipped. It reports whether the scan goes on.
-	bad := func(e error) bool {
-		if !skip {
-			err = e
-			return false
-		}
-		skipped = append(skipped, e.Error())
-		return true
-	}
-	memberErr := func(member, format string, args ...any) error {
-		return fmt.Errorf("data: shard %s: member %q: %s: %w", sh.Path, member, fmt.Sprintf(format, args...), ErrShard)
-	}
-	last := ""
-	truncated := false
-scan:
-	for {
-		h, nerr := tr.Next()
-		if nerr == io.EOF {
+	for last := ""; ; {
+		h, err := tr.Next()
+		if err == io.EOF {
 			break
 		}
-		if nerr != nil && !errors.Is(nerr, tar.ErrInsecurePath) {
-			after := "at its start"
-			if last != "" {
-				after = fmt.Sprintf("after member %q", last)
-			}
-			e := fmt.Errorf("data: shard %s: not a readable tar %s (%v): %w", sh.Path, after, nerr, ErrShard)
-			if errors.Is(nerr, io.ErrUnexpectedEOF) {
-				e = fmt.Errorf("data: shard %s is truncated %s (%v): the copy was cut short; copy or pack it again: %w", sh.Path, after, nerr, ErrShard)
-			}
-			truncated = true
-			bad(e)
+		if err != nil && !errors.Is(err, tar.ErrInsecurePath) {
+			sc.unreadable(last, err)
 			break
 		}
 		last = h.Name
 		off, _ := sr.Seek(0, io.SeekCurrent)
-		k, ext := splitKey(h.Name)
-		ours := isImageExt(ext) || ext == "cls"
-		switch {
-		case h.Typeflag == tar.TypeDir || h.Typeflag == tar.TypeXGlobalHeader || !ours && h.Typeflag != tar.TypeReg:
-			continue
-		case h.Typeflag != tar.TypeReg: // the reader gives old-style '\x00' files as TypeReg
-			key(k).bad = true
-			if !bad(memberErr(h.Name, "is a %s, not a regular file; a shard holds its images and classes as files", tarType(h.Typeflag))) {
-				break scan
-			}
-			continue
-		case !localName(h.Name):
-			key(k).bad = true
-			if !bad(memberErr(h.Name, "the name leaves the folder the shard would be extracted to (absolute, or through ..): refused, as tar -x refuses it; repack the shard with relative names")) {
-				break scan
-			}
-			continue
-		case off+h.Size > sh.Size:
-			truncated = true
-			bad(fmt.Errorf("data: shard %s is truncated: member %q needs bytes [%d, %d), the file ends at %d; copy or pack it again: %w", sh.Path, h.Name, off, off+h.Size, sh.Size, ErrShard))
-			break scan
-		case !ours:
-			continue // .json, .txt, ...: not ours
-		}
-		e := key(k)
-		var problem error
-		switch {
-		case ext == "cls" && e.hasCls:
-			problem = memberErr(h.Name, "key %q has two class members", k)
-		case ext == "cls" && h.Size > maxClsBytes:
-			problem = memberErr(h.Name, "%d bytes: not a class index (a .cls member holds a number like 3)", h.Size)
-		case ext == "cls":
-			b, rerr := io.ReadAll(tr)
-			if rerr != nil {
-				problem = memberErr(h.Name, "reading it: %v", rerr)
-				break
-			}
-			label, perr := parseCls(b, classes)
-			if perr != nil {
-				problem = memberErr(h.Name, "%v", perr)
-				break
-			}
-			e.label, e.hasCls = label, true
-		case e.img != nil:
-			problem = memberErr(h.Name, "key %q has two images (%q too); a sample has one", k, e.img.Name)
-		default:
-			e.img = &shardIndexSample{Name: h.Name, Offset: off, Size: h.Size}
-		}
-		if problem != nil {
-			e.bad = true
-			if !bad(problem) {
-				break scan
-			}
+		if !sc.member(h, off, tr) {
+			break
 		}
 	}
+	return sc.finish()
+}
+
+// shardScan is one scan of a shard: its keys so far, in shard order.
+type shardScan struct {
+	sh        Shard
+	classes   []string
+	skip      bool
+	byKey     map[string]*shardKey
+	order     []*shardKey
+	skipped   []string
+	err       error
+	truncated bool
+}
+
+// shardKey is what a scan found of one key.
+type shardKey struct {
+	img    *shardIndexSample
+	label  int
+	hasCls bool
+	bad    bool // a member of the key was broken: the sample is left out
+}
+
+func (sc *shardScan) key(k string) *shardKey {
+	e := sc.byKey[k]
+	if e == nil {
+		e = &shardKey{}
+		sc.byKey[k] = e
+		sc.order = append(sc.order, e)
+	}
+	return e
+}
+
+// bad records a broken member: the scan's error, or with skip a line of
+// skipped. It reports whether the scan goes on.
+func (sc *shardScan) bad(e error) bool {
+	if !sc.skip {
+		sc.err = e
+		return false
+	}
+	sc.skipped = append(sc.skipped, e.Error())
+	return true
+}
+
+func (sc *shardScan) memberErr(member, format string, args ...any) error {
+	return fmt.Errorf("data: shard %s: member %q: %s: %w", sc.sh.Path, member, fmt.Sprintf(format, args...), ErrShard)
+}
+
+// unreadable records the tar reader's error after member last.
+func (sc *shardScan) unreadable(last string, err error) {
+	after := "at its start"
+	if last != "" {
+		after = fmt.Sprintf("after member %q", last)
+	}
+	e := fmt.Errorf("data: shard %s: not a readable tar %s (%v): %w", sc.sh.Path, after, err, ErrShard)
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		e = fmt.Errorf("data: shard %s is truncated %s (%v): the copy was cut short; copy or pack it again: %w", sc.sh.Path, after, err, ErrShard)
+	}
+	sc.truncated = true
+	sc.bad(e)
+}
+
+// member takes in the member h, whose data starts at off and is read from
+// tr; it reports whether the scan goes on.
+func (sc *shardScan) member(h *tar.Header, off int64, tr io.Reader) bool {
+	k, ext := splitKey(h.Name)
+	ours := isImageExt(ext) || ext == "cls"
+	switch {
+	case h.Typeflag == tar.TypeDir || h.Typeflag == tar.TypeXGlobalHeader || !ours && h.Typeflag != tar.TypeReg:
+		return true
+	case h.Typeflag != tar.TypeReg: // the reader gives old-style '\x00' files as TypeReg
+		sc.key(k).bad = true
+		return sc.bad(sc.memberErr(h.Name, "is a %s, not a regular file; a shard holds its images and classes as files", tarType(h.Typeflag)))
+	case !localName(h.Name):
+		sc.key(k).bad = true
+		return sc.bad(sc.memberErr(h.Name, "the name leaves the folder the shard would be extracted to (absolute, or through ..): refused, as tar -x refuses it; repack the shard with relative names"))
+	case off+h.Size > sc.sh.Size:
+		sc.truncated = true
+		sc.bad(fmt.Errorf("data: shard %s is truncated: member %q needs bytes [%d, %d), the file ends at %d; copy or pack it again: %w", sc.sh.Path, h.Name, off, off+h.Size, sc.sh.Size, ErrShard))
+		return false
+	case !ours:
+		return true // .json, .txt, ...: not ours
+	}
+	e := sc.key(k)
+	var problem error
+	switch {
+	case ext == "cls":
+		problem = sc.cls(e, h, k, tr)
+	case e.img != nil:
+		problem = sc.memberErr(h.Name, "key %q has two images (%q too); a sample has one", k, e.img.Name)
+	default:
+		e.img = &shardIndexSample{Name: h.Name, Offset: off, Size: h.Size}
+	}
+	if problem == nil {
+		return true
+	}
+	e.bad = true
+	return sc.bad(problem)
+}
+
+// cls reads the class of key k from its .cls member h.
+func (sc *shardScan) cls(e *shardKey, h *tar.Header, k string, tr io.Reader) error {
+	switch {
+	case e.hasCls:
+		return sc.memberErr(h.Name, "key %q has two class members", k)
+	case h.Size > maxClsBytes:
+		return sc.memberErr(h.Name, "%d bytes: not a class index (a .cls member holds a number like 3)", h.Size)
+	}
+	b, err := io.ReadAll(tr)
 	if err != nil {
-		return nil, nil, err
+		return sc.memberErr(h.Name, "reading it: %v", err)
 	}
-	for _, e := range order {
+	label, err := parseCls(b, sc.classes)
+	if err != nil {
+		return sc.memberErr(h.Name, "%v", err)
+	}
+	e.label, e.hasCls = label, true
+	return nil
+}
+
+// finish lists the scan's samples: the keys with an image and its class.
+func (sc *shardScan) finish() ([]shardIndexSample, []string, error) {
+	if sc.err != nil {
+		return nil, nil, sc.err
+	}
+	var samples []shardIndexSample
+	for _, e := range sc.order {
 		switch {
 		case e.img == nil || e.bad:
 			continue // a class without an image, or a broken sample (skipped)
-		case !e.hasCls && truncated:
+		case !e.hasCls && sc.truncated:
 			continue // its class was past the cut, which skipped says
 		case !e.hasCls:
 			k, _ := splitKey(e.img.Name)
-			if !bad(memberErr(e.img.Name, "no %s.cls member gives its class; every image needs one", k)) {
-				return nil, nil, err
+			if !sc.bad(sc.memberErr(e.img.Name, "no %s.cls member gives its class; every image needs one", k)) {
+				return nil, nil, sc.err
 			}
 			continue
 		}
 		e.img.Label = e.label
 		samples = append(samples, *e.img)
 	}
-	return samples, skipped, nil
+	return samples, sc.skipped, nil
 }
 
 func isImageExt(ext string) bool { return ext == "jpg" || ext == "jpeg" || ext == "png" }
