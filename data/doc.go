@@ -32,7 +32,8 @@
 //	stages.go   one sample's stages (PlanCrop, ApplyCrop), which benchmarks time one by one
 //	synth.go    Generate/EnsureSynthetic: the learnable synthetic dataset
 //
-// Errors: a bad image is an *ImageError naming the file and wrapping one of
-// ErrEmptyFile, ErrUnsupported, ErrCorrupt, ErrTooLarge or ErrUnreadable;
-// a missing dataset wraps fs.ErrNotExist; a malformed one wraps ErrLayout.
+// Errors: a bad image is an *ImageError naming the file (SHARD.tar/MEMBER
+// in a shard) and wrapping one of ErrEmptyFile, ErrUnsupported, ErrCorrupt,
+// ErrTooLarge or ErrUnreadable; a missing dataset wraps fs.ErrNotExist; a
+// malformed one wraps ErrLayout; a broken tar shard wraps ErrShard.
 package data
