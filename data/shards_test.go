@@ -394,3 +394,35 @@ func TestShardsBesideClassFoldersAreRefused(t *testing.T) {
 		t.Errorf("Scan: %v, want an ErrLayout saying train/ holds both", err)
 	}
 }
+
+// TestShardReadAllocatesNothing: once its shard is open and the decoder's
+// buffer grown, reading a member allocates nothing (the loader's hot path).
+func TestShardReadAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	_, train, val := smallFolder(t)
+	out := filepath.Join(t.TempDir(), "shards")
+	if _, err := Pack(context.Background(), train, val, out, DefaultShardBytes); err != nil {
+		t.Fatal(err)
+	}
+	st, _, err := Scan(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewSampleReader(st)
+	defer r.Close()
+	var d Decoder
+	for i := range st.Samples {
+		r.Read(&d, i)
+	}
+	i := 0
+	if n := testing.AllocsPerRun(50, func() {
+		if _, err := r.Read(&d, i%len(st.Samples)); err != nil {
+			t.Fatal(err)
+		}
+		i++
+	}); n != 0 {
+		t.Errorf("%v allocations per member read, want 0", n)
+	}
+}
