@@ -38,6 +38,7 @@ type Data struct {
 	MaxDecode  int       `yaml:"max_decode_bytes" help:"memory in bytes one image's decode may take, estimated from its header (file, decoded pixels, RGB copy); an image over it is refused like a bad one. The loader then holds at most workers x (this + 32 MiB) besides its batch buffers"`
 	BatchDType string    `yaml:"batch_dtype" help:"batch element type: auto (uint8 where the device normalizes batches itself, else float32), float32 (normalized by the workers) or uint8 (4x fewer bytes; normalized by the device, or before the step on the cpu)"`
 	Decoder    string    `yaml:"decoder" help:"JPEG decoder: auto (libjpeg-turbo when libturbojpeg.so.0 is installed, else Go's image/jpeg), turbo or go"`
+	Format     string    `yaml:"format" help:"dataset layout: auto (tar shards when ROOT/train holds .tar files, else an ImageFolder), folder (an ImageFolder; .tar files are not images and are left out) or shards (ROOT/train/*.tar and ROOT/val/*.tar)"`
 	Synthetic  Synthetic `yaml:"synthetic"`
 	CacheDir   string    `yaml:"cache_dir" help:"where generated datasets are kept; empty = $XDG_CACHE_HOME/stoke (or ~/.cache/stoke)"`
 }
@@ -128,6 +129,7 @@ func Default() Config {
 			BadImages:  "fail",
 			BatchDType: "auto",
 			Decoder:    "auto",
+			Format:     "auto",
 			MaxPixels:  50_000_000,
 			MaxDecode:  data.DefaultMaxDecodeBytes,
 			Synthetic:  Synthetic{Classes: 10, Train: 400, Val: 100, Size: 64, Seed: 1},

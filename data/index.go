@@ -44,8 +44,19 @@ func Scan(root string) (train, val *Index, err error) {
 	return ScanWith(root, ScanOptions{})
 }
 
+// The dataset layouts (ScanOptions.Format, data.format).
+const (
+	FormatAuto   = "auto"
+	FormatFolder = "folder"
+	FormatShards = "shards"
+)
+
 // ScanOptions are Scan's choices.
 type ScanOptions struct {
+	// Format is the layout: FormatAuto ("", tar shards when root/train
+	// holds .tar files and no folders, else an ImageFolder), FormatFolder
+	// or FormatShards.
+	Format string
 	// SkipBadShards leaves a broken tar shard member out (a member without
 	// its .cls, a .cls that is no class index, a name through "..", the
 	// rest of a truncated shard) and lists it in Index.SkippedMembers,
@@ -65,11 +76,22 @@ func ScanWith(root string, opt ScanOptions) (train, val *Index, err error) {
 	if !fi.IsDir() {
 		return nil, nil, fmt.Errorf("data: dataset root %s is a file, not a folder with train/ and val/: %w", root, ErrLayout)
 	}
-	if shards, err := isShardSet(root); err != nil || shards {
-		if err != nil {
-			return nil, nil, err
+	switch opt.Format {
+	case "", FormatAuto:
+		if shards, err := isShardSet(root); err != nil || shards {
+			if err != nil {
+				return nil, nil, err
+			}
+			return scanShards(root, opt)
+		}
+	case FormatShards:
+		if tars, _ := filepath.Glob(filepath.Join(root, "train", "*.tar")); len(tars) == 0 {
+			return nil, nil, fmt.Errorf("data: data.format is shards, but %s holds no .tar files (a shard set is train/*.tar and val/*.tar; `train pack` makes one from an ImageFolder): %w", filepath.Join(root, "train"), ErrLayout)
 		}
 		return scanShards(root, opt)
+	case FormatFolder:
+	default:
+		return nil, nil, fmt.Errorf("data: unknown dataset format %q: want %q, %q or %q", opt.Format, FormatAuto, FormatFolder, FormatShards)
 	}
 	var splits [2]map[string]string // class name -> class folder
 	for i, split := range []string{"train", "val"} {

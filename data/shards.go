@@ -86,7 +86,7 @@ func isShardSet(root string) (bool, error) {
 		}
 	}
 	if tars > 0 && folders > 0 {
-		return false, fmt.Errorf("data: %s holds both .tar shards (%d) and class folders (%d): move one kind elsewhere, so that it is either a shard set or an ImageFolder: %w", dir, tars, folders, ErrLayout)
+		return false, fmt.Errorf("data: %s holds both .tar shards (%d) and class folders (%d): say which it is with data.format (folder or shards), or move one kind elsewhere: %w", dir, tars, folders, ErrLayout)
 	}
 	return tars > 0, nil
 }

@@ -426,3 +426,22 @@ func TestShardReadAllocatesNothing(t *testing.T) {
 		t.Errorf("%v allocations per member read, want 0", n)
 	}
 }
+
+// TestScanFormat: data.format folder reads an ImageFolder whose train/
+// also holds a .tar (left out, as any file that is no image); shards
+// refuses an ImageFolder, saying what it lacks.
+func TestScanFormat(t *testing.T) {
+	root, train, _ := smallFolder(t)
+	writeTar(t, filepath.Join(root, "train", "000000.tar"), nil)
+	got, _, err := ScanWith(root, ScanOptions{Format: FormatFolder})
+	if err != nil || len(got.Samples) != len(train.Samples) || got.Shards != nil {
+		t.Errorf("format folder: %v, want the ImageFolder's %d samples", err, len(train.Samples))
+	}
+	os.Remove(filepath.Join(root, "train", "000000.tar"))
+	if _, _, err := ScanWith(root, ScanOptions{Format: FormatShards}); !errors.Is(err, ErrLayout) || !strings.Contains(err.Error(), "holds no .tar files") {
+		t.Errorf("format shards on an ImageFolder: %v", err)
+	}
+	if _, _, err := ScanWith(root, ScanOptions{Format: "zip"}); err == nil || !strings.Contains(err.Error(), `unknown dataset format "zip"`) {
+		t.Errorf("format zip: %v", err)
+	}
+}

@@ -75,7 +75,7 @@ func openDataset(ctx context.Context, d config.Data, out io.Writer) (root string
 	}
 	done := make(chan scanned, 1)
 	go func() {
-		t, v, err := data.ScanWith(root, data.ScanOptions{SkipBadShards: d.BadImages == "skip"})
+		t, v, err := data.ScanWith(root, data.ScanOptions{Format: d.Format, SkipBadShards: d.BadImages == "skip"})
 		done <- scanned{t, v, err}
 	}()
 	select {
