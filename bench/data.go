@@ -339,9 +339,11 @@ func (b *batchSlots) next() ([]float32, []uint8) {
 func readStage(dec *data.Decoder, lc data.LoaderConfig, perm []int, clk stageClock) ([][]byte, time.Duration, error) {
 	files := make([][]byte, len(perm))
 	var dRead time.Duration
+	rd := data.NewSampleReader(lc.Index) // a file each, or a member of a shard, as the loader reads them
+	defer rd.Close()
 	for i, k := range perm {
 		t := clk.now()
-		b, err := dec.ReadFile(lc.Index.Samples[k].Path)
+		b, err := rd.Read(dec, k)
 		if err != nil {
 			return nil, 0, err
 		}

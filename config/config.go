@@ -25,7 +25,7 @@ type Config struct {
 
 // Data says where images come from and how the loader runs.
 type Data struct {
-	Root       string    `yaml:"root" help:"ImageFolder dataset: ROOT/train/<class>/*.jpg and ROOT/val/<class>/*.jpg; empty = the generated dataset described by data.synthetic, made on first use in the user cache folder" flag:"data"`
+	Root       string    `yaml:"root" help:"ImageFolder dataset: ROOT/train/<class>/*.jpg and ROOT/val/<class>/*.jpg, or tar shards in the WebDataset layout (ROOT/train/*.tar and ROOT/val/*.tar, as train pack writes them: docs/shards.md); empty = the generated dataset described by data.synthetic, made on first use in the user cache folder" flag:"data"`
 	ImageSize  int       `yaml:"image_size" help:"side in pixels of the square images fed to the model" flag:"image-size"`
 	BatchSize  int       `yaml:"batch_size" help:"images per training step" flag:"batch-size"`
 	Workers    int       `yaml:"workers" help:"loader goroutines (PyTorch num_workers); 0 = load inline in the training goroutine" flag:"workers"`
@@ -33,11 +33,12 @@ type Data struct {
 	PinMemory  bool      `yaml:"pin_memory" help:"batch buffers in page-locked host memory (acts on the cuda device only)" flag:"pin-memory"`
 	Shuffle    bool      `yaml:"shuffle" help:"reshuffle the training set every epoch"`
 	DropLast   bool      `yaml:"drop_last" help:"drop the last training batch when it is short"`
-	BadImages  string    `yaml:"bad_images" help:"what an undecodable image does: fail (stop with an error naming the file) or skip (count and list it)"`
+	BadImages  string    `yaml:"bad_images" help:"what an undecodable image (or a broken tar shard member) does: fail (stop with an error naming the file) or skip (count and list it)"`
 	MaxPixels  int       `yaml:"max_pixels" help:"refuse images larger than this many pixels before decoding them"`
 	MaxDecode  int       `yaml:"max_decode_bytes" help:"memory in bytes one image's decode may take, estimated from its header (file, decoded pixels, RGB copy); an image over it is refused like a bad one. The loader then holds at most workers x (this + 32 MiB) besides its batch buffers"`
 	BatchDType string    `yaml:"batch_dtype" help:"batch element type: auto (uint8 where the device normalizes batches itself, else float32), float32 (normalized by the workers) or uint8 (4x fewer bytes; normalized by the device, or before the step on the cpu)"`
 	Decoder    string    `yaml:"decoder" help:"JPEG decoder: auto (libjpeg-turbo when libturbojpeg.so.0 is installed, else Go's image/jpeg), turbo or go"`
+	Format     string    `yaml:"format" help:"dataset layout: auto (tar shards when ROOT/train holds .tar files, else an ImageFolder), folder (an ImageFolder; .tar files are not images and are left out) or shards (ROOT/train/*.tar and ROOT/val/*.tar)"`
 	Synthetic  Synthetic `yaml:"synthetic"`
 	CacheDir   string    `yaml:"cache_dir" help:"where generated datasets are kept; empty = $XDG_CACHE_HOME/stoke (or ~/.cache/stoke)"`
 }
@@ -128,6 +129,7 @@ func Default() Config {
 			BadImages:  "fail",
 			BatchDType: "auto",
 			Decoder:    "auto",
+			Format:     "auto",
 			MaxPixels:  50_000_000,
 			MaxDecode:  data.DefaultMaxDecodeBytes,
 			Synthetic:  Synthetic{Classes: 10, Train: 400, Val: 100, Size: 64, Seed: 1},

@@ -17,6 +17,7 @@ var resumeChangeable = []struct{ Path, Why string }{
 	{"data.prefetch", "only how far the loader runs ahead"},
 	{"data.pin_memory", "only where batch buffers live"},
 	{"data.cache_dir", "only where a generated dataset is kept"},
+	{"data.format", "only how the layout is told; the file list (count and digest) must still match"},
 	{"data.bad_images", "only what an undecodable image does (stop, or be left out and listed)"},
 	{"data.max_pixels", "a limit on decoding, not on what is decoded"},
 	{"train.epochs", "the run goes on longer (or shorter); the learning-rate schedule is stretched to the new length, and the run says so"},

@@ -74,6 +74,11 @@ func (p *problems) data(d *Data) {
 		p.bad("data.max_pixels", "must be at most %d (65536x65536, the largest JPEG; 16 GiB as RGB), got %d", data.MaxPixelsLimit, d.MaxPixels)
 	}
 	p.positive("data.max_decode_bytes", d.MaxDecode)
+	switch d.Format {
+	case "auto", "folder", "shards":
+	default:
+		p.bad("data.format", "must be auto, folder or shards, got %q", d.Format)
+	}
 	switch d.BatchDType {
 	case "auto", "float32", "uint8":
 	default:

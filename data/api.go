@@ -9,13 +9,21 @@ import (
 type Sample struct {
 	Path  string
 	Label int
+	// Member, in a shard set, locates the image in Index.Shards: Path is
+	// then the shard's path, a slash and the member's name, which names
+	// the image in errors and skip lists. nil in an ImageFolder.
+	Member *Member
 }
 
 // Index lists the samples of one split (train or val) of an ImageFolder.
 type Index struct {
 	Root    string   // the split's folder, e.g. DIR/train
 	Classes []string // sorted class names; Label indexes this
-	Samples []Sample // sorted by class, then path
+	Samples []Sample // sorted by class, then path (shards: in shard order)
+	Shards  []Shard  // the split's tar shards; nil for an ImageFolder
+	// SkippedMembers describes each broken shard member left out by a
+	// scan with ScanOptions.SkipBadShards (shard, member and what is wrong).
+	SkippedMembers []string
 }
 
 // Allocator gives the host memory that batch buffers live in. Buffers are

@@ -1,4 +1,5 @@
-// Package data reads an ImageFolder dataset and turns it into batches.
+// Package data reads an ImageFolder dataset, or its tar shards, and turns it
+// into batches.
 //
 // The flow is: Scan builds an Index (paths, labels, classes) once; a Sampler
 // gives the order of samples for (seed, epoch); a Loader decodes and
@@ -19,6 +20,9 @@
 // Files, by concern:
 //
 //	index.go    Scan: the ImageFolder layout, and its errors (ErrLayout, fs.ErrNotExist)
+//	shards.go   tar shards in the WebDataset layout: their scan and index files (ErrShard)
+//	pack.go     Pack: an ImageFolder written as shards
+//	samplereader.go  SampleReader: a sample's bytes, from its file or by pread from its shard
 //	decode.go   Decode/Decoder: JPEG and PNG to RGB, size limits, *ImageError
 //	cost.go     a decode's memory, estimated from the header (MaxBytes, the budget)
 //	turbo.go    libjpeg-turbo through dlopen; a fresh handle after every failure
@@ -28,7 +32,8 @@
 //	stages.go   one sample's stages (PlanCrop, ApplyCrop), which benchmarks time one by one
 //	synth.go    Generate/EnsureSynthetic: the learnable synthetic dataset
 //
-// Errors: a bad image is an *ImageError naming the file and wrapping one of
-// ErrEmptyFile, ErrUnsupported, ErrCorrupt, ErrTooLarge or ErrUnreadable;
-// a missing dataset wraps fs.ErrNotExist; a malformed one wraps ErrLayout.
+// Errors: a bad image is an *ImageError naming the file (SHARD.tar/MEMBER
+// in a shard) and wrapping one of ErrEmptyFile, ErrUnsupported, ErrCorrupt,
+// ErrTooLarge or ErrUnreadable; a missing dataset wraps fs.ErrNotExist; a
+// malformed one wraps ErrLayout; a broken tar shard wraps ErrShard.
 package data

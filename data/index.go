@@ -31,6 +31,9 @@ func IsImagePath(name string) bool {
 //	root/train/<class>/**/*.{jpg,jpeg,png}
 //	root/val/<class>/**/*.{jpg,jpeg,png}
 //
+// or, when root/train holds .tar files and no folders, the tar shards of
+// the WebDataset layout (shards.go, docs/shards.md).
+//
 // Extensions are matched case-insensitively. Images are found recursively
 // under each class folder; symlinked class folders and symlinked files are
 // followed, symlinked folders below a class are not (so a link loop cannot
@@ -38,6 +41,31 @@ func IsImagePath(name string) bool {
 // same sorted class list, and every class must have at least one image in
 // each split.
 func Scan(root string) (train, val *Index, err error) {
+	return ScanWith(root, ScanOptions{})
+}
+
+// The dataset layouts (ScanOptions.Format, data.format).
+const (
+	FormatAuto   = "auto"
+	FormatFolder = "folder"
+	FormatShards = "shards"
+)
+
+// ScanOptions are Scan's choices.
+type ScanOptions struct {
+	// Format is the layout: FormatAuto ("", tar shards when root/train
+	// holds .tar files and no folders, else an ImageFolder), FormatFolder
+	// or FormatShards.
+	Format string
+	// SkipBadShards leaves a broken tar shard member out (a member without
+	// its .cls, a .cls that is no class index, a name through "..", the
+	// rest of a truncated shard) and lists it in Index.SkippedMembers,
+	// instead of failing with its ErrShard (data.bad_images: skip).
+	SkipBadShards bool
+}
+
+// ScanWith is Scan with options.
+func ScanWith(root string, opt ScanOptions) (train, val *Index, err error) {
 	fi, err := os.Stat(root)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -47,6 +75,23 @@ func Scan(root string) (train, val *Index, err error) {
 	}
 	if !fi.IsDir() {
 		return nil, nil, fmt.Errorf("data: dataset root %s is a file, not a folder with train/ and val/: %w", root, ErrLayout)
+	}
+	switch opt.Format {
+	case "", FormatAuto:
+		if shards, err := isShardSet(root); err != nil || shards {
+			if err != nil {
+				return nil, nil, err
+			}
+			return scanShards(root, opt)
+		}
+	case FormatShards:
+		if tars, _ := filepath.Glob(filepath.Join(root, "train", "*.tar")); len(tars) == 0 {
+			return nil, nil, fmt.Errorf("data: data.format is shards, but %s holds no .tar files (a shard set is train/*.tar and val/*.tar; `train pack` makes one from an ImageFolder): %w", filepath.Join(root, "train"), ErrLayout)
+		}
+		return scanShards(root, opt)
+	case FormatFolder:
+	default:
+		return nil, nil, fmt.Errorf("data: unknown dataset format %q: want %q, %q or %q", opt.Format, FormatAuto, FormatFolder, FormatShards)
 	}
 	var splits [2]map[string]string // class name -> class folder
 	for i, split := range []string{"train", "val"} {
@@ -236,6 +281,14 @@ func ListFiles(train, val *Index) (FileList, error) {
 	for _, ix := range []*Index{train, val} {
 		split := filepath.Base(ix.Root)
 		for _, s := range ix.Samples {
+			if s.Member != nil { // a shard's member: shard/member, its size
+				rel, err := filepath.Rel(ix.Root, s.Path)
+				if err != nil {
+					return FileList{}, fmt.Errorf("data: %s: %w", s.Path, err)
+				}
+				entries = append(entries, fmt.Sprintf("%s/%s\x00%d\n", split, filepath.ToSlash(rel), s.Member.Size))
+				continue
+			}
 			rel, err := filepath.Rel(ix.Root, s.Path)
 			if err != nil {
 				return FileList{}, fmt.Errorf("data: %s: %w", s.Path, err)

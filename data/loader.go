@@ -132,6 +132,8 @@ type Loader struct {
 	ws   []workerState // per worker (one for inline), reused across epochs
 	perm []int
 
+	reader *SampleReader // the samples' bytes: files, or members of shards
+
 	mu     sync.Mutex // guards closed and active, and orders put with Close
 	closed bool
 	active *Iter
@@ -153,47 +155,12 @@ func (l *Loader) DType() string { return l.cfg.DType }
 // Workers*Prefetch of them (2 when Workers is 0), each holding
 // BatchSize*3*S*S float32 and BatchSize int32 labels.
 func NewLoader(cfg LoaderConfig) (*Loader, error) {
-	switch {
-	case cfg.Index == nil:
-		return nil, errors.New("data: LoaderConfig.Index is nil")
-	case len(cfg.Index.Samples) == 0:
-		return nil, fmt.Errorf("data: LoaderConfig.Index (%s) has no samples", cfg.Index.Root)
-	case cfg.Transform == nil:
-		return nil, errors.New("data: LoaderConfig.Transform is nil")
-	case cfg.Transform.Size() <= 0:
-		return nil, fmt.Errorf("data: LoaderConfig.Transform.Size() is %d, must be > 0", cfg.Transform.Size())
-	case cfg.BatchSize < 1:
-		return nil, fmt.Errorf("data: LoaderConfig.BatchSize is %d, must be >= 1", cfg.BatchSize)
-	case cfg.Workers < 0:
-		return nil, fmt.Errorf("data: LoaderConfig.Workers is %d, must be >= 0 (0 = load inline)", cfg.Workers)
-	case cfg.Workers > 0 && cfg.Prefetch < 1:
-		return nil, fmt.Errorf("data: LoaderConfig.Prefetch is %d, must be >= 1 when Workers > 0", cfg.Prefetch)
-	case cfg.MaxPixels < 0 || cfg.MaxPixels > MaxPixelsLimit:
-		return nil, fmt.Errorf("data: LoaderConfig.MaxPixels is %d, must be in [0, %d] (0 = default)", cfg.MaxPixels, MaxPixelsLimit)
-	case cfg.MaxDecodeBytes < 0:
-		return nil, fmt.Errorf("data: LoaderConfig.MaxDecodeBytes is %d, must be >= 0 (0 = default)", cfg.MaxDecodeBytes)
-	case cfg.MinSlice < 0 || cfg.MinSlice > cfg.BatchSize:
-		return nil, fmt.Errorf("data: LoaderConfig.MinSlice is %d, must be in [0, BatchSize %d]", cfg.MinSlice, cfg.BatchSize)
-	case cfg.DropLast && cfg.BatchSize*cfg.Split.ranks() > len(cfg.Index.Samples):
-		return nil, fmt.Errorf("data: LoaderConfig.BatchSize %d (x %d ranks) exceeds the %d samples of %s: with DropLast no batch is left",
-			cfg.BatchSize, cfg.Split.ranks(), len(cfg.Index.Samples), cfg.Index.Root)
-	}
-	if err := cfg.Split.Check(); err != nil {
+	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	if _, err := checkDecoderKind(cfg.Decoder); err != nil {
-		return nil, err
-	}
-	rt, isRegion := cfg.Transform.(RegionTransform)
-	switch cfg.DType {
-	case "", DTypeFloat32:
+	rt, _ := cfg.Transform.(RegionTransform)
+	if cfg.DType == "" {
 		cfg.DType = DTypeFloat32
-	case DTypeUint8:
-		if !isRegion {
-			return nil, fmt.Errorf("data: LoaderConfig.DType %q needs a RegionTransform (augment's Train or Eval); %T is not one", cfg.DType, cfg.Transform)
-		}
-	default:
-		return nil, fmt.Errorf("data: LoaderConfig.DType is %q: want %q or %q", cfg.DType, DTypeFloat32, DTypeUint8)
 	}
 	if cfg.Alloc == nil {
 		cfg.Alloc = Pageable{}
@@ -212,6 +179,66 @@ func NewLoader(cfg LoaderConfig) (*Loader, error) {
 	if cfg.Workers > 0 {
 		poolSize, workers = cfg.Workers*cfg.Prefetch, cfg.Workers
 	}
+	if err := l.allocPool(poolSize); err != nil {
+		return nil, err
+	}
+	l.ws = make([]workerState, workers)
+	for i := range l.ws {
+		l.ws[i] = workerState{dec: Decoder{MaxPixels: cfg.MaxPixels, MaxBytes: cfg.MaxDecodeBytes, Kind: cfg.Decoder}, src: NewSampleSource()}
+	}
+	l.reader = NewSampleReader(cfg.Index)
+	return l, nil
+}
+
+// check refuses a LoaderConfig that cannot make batches, naming the field.
+func (cfg *LoaderConfig) check() error {
+	switch {
+	case cfg.Index == nil:
+		return errors.New("data: LoaderConfig.Index is nil")
+	case len(cfg.Index.Samples) == 0:
+		return fmt.Errorf("data: LoaderConfig.Index (%s) has no samples", cfg.Index.Root)
+	case cfg.Transform == nil:
+		return errors.New("data: LoaderConfig.Transform is nil")
+	case cfg.Transform.Size() <= 0:
+		return fmt.Errorf("data: LoaderConfig.Transform.Size() is %d, must be > 0", cfg.Transform.Size())
+	case cfg.BatchSize < 1:
+		return fmt.Errorf("data: LoaderConfig.BatchSize is %d, must be >= 1", cfg.BatchSize)
+	case cfg.Workers < 0:
+		return fmt.Errorf("data: LoaderConfig.Workers is %d, must be >= 0 (0 = load inline)", cfg.Workers)
+	case cfg.Workers > 0 && cfg.Prefetch < 1:
+		return fmt.Errorf("data: LoaderConfig.Prefetch is %d, must be >= 1 when Workers > 0", cfg.Prefetch)
+	case cfg.MaxPixels < 0 || cfg.MaxPixels > MaxPixelsLimit:
+		return fmt.Errorf("data: LoaderConfig.MaxPixels is %d, must be in [0, %d] (0 = default)", cfg.MaxPixels, MaxPixelsLimit)
+	case cfg.MaxDecodeBytes < 0:
+		return fmt.Errorf("data: LoaderConfig.MaxDecodeBytes is %d, must be >= 0 (0 = default)", cfg.MaxDecodeBytes)
+	case cfg.MinSlice < 0 || cfg.MinSlice > cfg.BatchSize:
+		return fmt.Errorf("data: LoaderConfig.MinSlice is %d, must be in [0, BatchSize %d]", cfg.MinSlice, cfg.BatchSize)
+	case cfg.DropLast && cfg.BatchSize*cfg.Split.ranks() > len(cfg.Index.Samples):
+		return fmt.Errorf("data: LoaderConfig.BatchSize %d (x %d ranks) exceeds the %d samples of %s: with DropLast no batch is left",
+			cfg.BatchSize, cfg.Split.ranks(), len(cfg.Index.Samples), cfg.Index.Root)
+	}
+	if err := cfg.Split.Check(); err != nil {
+		return err
+	}
+	if _, err := checkDecoderKind(cfg.Decoder); err != nil {
+		return err
+	}
+	switch cfg.DType {
+	case "", DTypeFloat32:
+	case DTypeUint8:
+		if _, ok := cfg.Transform.(RegionTransform); !ok {
+			return fmt.Errorf("data: LoaderConfig.DType %q needs a RegionTransform (augment's Train or Eval); %T is not one", cfg.DType, cfg.Transform)
+		}
+	default:
+		return fmt.Errorf("data: LoaderConfig.DType is %q: want %q or %q", cfg.DType, DTypeFloat32, DTypeUint8)
+	}
+	return nil
+}
+
+// allocPool allocates the poolSize batch buffers, once, through
+// cfg.Alloc; on a failure it frees those it had.
+func (l *Loader) allocPool(poolSize int) error {
+	cfg := l.cfg
 	xLen := cfg.BatchSize * l.sampleLen
 	labelsAt := 4 * xLen
 	if cfg.DType == DTypeUint8 {
@@ -229,7 +256,7 @@ func NewLoader(cfg LoaderConfig) (*Loader, error) {
 			for _, b := range l.bufs {
 				cfg.Alloc.Free(b.Bytes)
 			}
-			return nil, err
+			return err
 		}
 		b := &Batch{
 			Bytes:        mem,
@@ -246,11 +273,7 @@ func NewLoader(cfg LoaderConfig) (*Loader, error) {
 		l.bufs = append(l.bufs, b)
 		l.pool <- b
 	}
-	l.ws = make([]workerState, workers)
-	for i := range l.ws {
-		l.ws[i] = workerState{dec: Decoder{MaxPixels: cfg.MaxPixels, MaxBytes: cfg.MaxDecodeBytes, Kind: cfg.Decoder}, src: NewSampleSource()}
-	}
-	return l, nil
+	return nil
 }
 
 // NumBatches is the number of batches in one epoch.
@@ -289,6 +312,9 @@ func (l *Loader) Close() error {
 	}
 	l.closed = true
 	var errs []error
+	if err := l.reader.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("data: closing the shards: %w", err))
+	}
 	for {
 		select {
 		case b := <-l.pool:
@@ -459,7 +485,7 @@ func (l *Loader) build(it *Iter, b *Batch, j, worker int, ws *workerState) error
 // stage after stage (stages.go). Errors reading or decoding are
 // *ImageErrors for path; a transform's error is wrapped with the path.
 func (l *Loader) load(path string, idx, epoch int, ws *workerState, b *Batch, n int) error {
-	file, err := ws.dec.ReadFile(path)
+	file, err := l.reader.Read(&ws.dec, idx)
 	if err != nil {
 		return err
 	}

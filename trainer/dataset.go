@@ -75,13 +75,36 @@ func openDataset(ctx context.Context, d config.Data, out io.Writer) (root string
 	}
 	done := make(chan scanned, 1)
 	go func() {
-		t, v, err := data.Scan(root)
+		t, v, err := data.ScanWith(root, data.ScanOptions{Format: d.Format, SkipBadShards: d.BadImages == "skip"})
 		done <- scanned{t, v, err}
 	}()
 	select {
 	case r := <-done:
+		if r.err == nil {
+			skippedMembers(out, r.train, r.val)
+		}
 		return root, r.train, r.val, r.err
 	case <-ctx.Done():
 		return "", nil, nil, ctx.Err()
+	}
+}
+
+// skippedMembers prints the broken shard members a scan left out
+// (data.bad_images: skip), a few by name.
+func skippedMembers(out io.Writer, sets ...*data.Index) {
+	var all []string
+	for _, ix := range sets {
+		all = append(all, ix.SkippedMembers...)
+	}
+	if len(all) == 0 {
+		return
+	}
+	fmt.Fprintf(out, "bad_images skip: %s left out:\n", plural(len(all), "broken shard member"))
+	for i, m := range all {
+		if i == 5 {
+			fmt.Fprintf(out, "  ... and %d more\n", len(all)-i)
+			break
+		}
+		fmt.Fprintf(out, "  %s\n", m)
 	}
 }

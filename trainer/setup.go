@@ -219,7 +219,11 @@ func (s *session) openData(ctx context.Context) (valSet *data.Index, err error) 
 		}
 	}
 	fmt.Fprintf(out, "# resolved config (saved in %s)\n%s", filepath.Join(s.dir, "config.yaml"), resolved)
-	fmt.Fprintf(out, "dataset %s: %d classes, %d train / %d val images\n", root, len(trainSet.Classes), len(trainSet.Samples), len(valSet.Samples))
+	kind := ""
+	if trainSet.Shards != nil {
+		kind = fmt.Sprintf(" tar shards (%d train, %d val),", len(trainSet.Shards), len(valSet.Shards))
+	}
+	fmt.Fprintf(out, "dataset %s:%s %d classes, %d train / %d val images\n", root, kind, len(trainSet.Classes), len(trainSet.Samples), len(valSet.Samples))
 	return valSet, nil
 }
 

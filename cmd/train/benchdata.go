@@ -15,7 +15,7 @@ import (
 func benchData(args []string, stdout, stderr io.Writer) int {
 	c := newSubcommand("bench-data", "Usage: train bench-data --config FILE [--data DIR] [--image-size N] [--json]\n\nMeasures the data loader alone: img/s for each worker count, and µs/image per stage, beside the CPU\nand how busy the machine was (load, CPU time, other processes' cores).\n\n", stderr)
 	cfgPath := c.String("config", "", "YAML config file or shipped config name (data.* and augment.* are used); without one, the built-in quickstart")
-	dir := c.String("data", "", "ImageFolder dataset (its train split is read); default data.root, or when that is empty the generated dataset train uses")
+	dir := c.String("data", "", "ImageFolder dataset or tar shards (its train split is read); default data.root, or when that is empty the generated dataset train uses")
 	size := c.Int("image-size", 0, "output side in pixels; default data.image_size")
 	asJSON := c.Bool("json", false, "one JSON object per line")
 	workers := c.intList("workers", "", "comma-separated worker counts; default 0,1,...,NumCPU", 0)

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 
 	"stoke/config"
 	"stoke/figures"
@@ -72,17 +73,23 @@ func evalBytes(classes int) float64 {
 }
 
 // countClasses is the number of class folders of an ImageFolder dataset,
-// counted before the scan (which checks them): the folders in ROOT/train.
+// counted before the scan (which checks them): the folders in ROOT/train,
+// or the lines of ROOT/classes.txt for tar shards.
 // 2 (the fewest) when that cannot be read; the scan then says why.
 func countClasses(root string) int {
-	entries, err := os.ReadDir(filepath.Join(root, "train"))
+	entries, _ := os.ReadDir(filepath.Join(root, "train")) // unreadable: 0, and so 2
 	n := 0
 	for _, e := range entries {
 		if e.IsDir() || e.Type()&os.ModeSymlink != 0 {
 			n++
 		}
 	}
-	if err != nil || n < 2 {
+	if n == 0 { // tar shards: classes.txt names the classes, when there is one
+		if b, err := os.ReadFile(filepath.Join(root, "classes.txt")); err == nil {
+			n = strings.Count(string(b), "\n")
+		}
+	}
+	if n < 2 {
 		return 2
 	}
 	return n

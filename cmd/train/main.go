@@ -2,6 +2,7 @@
 //
 //	train [--config FILE] [--key=value ...]   train (the quickstart when no config is given)
 //	train gen-data --out DIR [options]        write a synthetic JPEG ImageFolder dataset
+//	train pack --data ROOT --out DIR          an ImageFolder as tar shards (WebDataset layout)
 //	train bench [--config FILE] [options]     the "3 lines, ~5x" experiment side by side
 //	train eval --checkpoint RUN               a checkpoint's accuracy on a validation split
 //	train predict --checkpoint RUN FILES...   a checkpoint's top classes for image files
@@ -51,6 +52,7 @@ type subcommandEntry struct {
 // dispatches on the same table, so --help cannot miss one.
 var commands = []subcommandEntry{
 	{name: "gen-data", args: "--out DIR [options]", help: "write a synthetic JPEG dataset", run: genData},
+	{name: "pack", args: "--data ROOT --out DIR", help: "an ImageFolder as tar shards (WebDataset layout), read by --data DIR", run: packCmd},
 	{name: "bench", args: "[--config configs/blog.yaml]", help: `the "3 lines, ~5x" experiment side by side`, run: benchCmd},
 	{name: "eval", args: "--checkpoint RUN [--data DIR]", help: "a checkpoint's loss and accuracy on a validation split", run: evalCmd},
 	{name: "predict", args: "--checkpoint RUN FILES...", help: "a checkpoint's top classes for image files (--top K, --json)", run: predictCmd},
