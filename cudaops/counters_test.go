@@ -14,12 +14,7 @@ import (
 // each way, a kernel launch, a stream synchronization, a free.
 func TestGPUDriverCounters(t *testing.T) {
 	d := openOrSkip(t)
-	err := d.do(func() error {
-		s, err := cu.MakeStream(cu.NonBlocking)
-		if err != nil {
-			return err
-		}
-		defer s.Destroy()
+	onStream(t, d, func(s cu.Stream) error {
 		mod, err := cu.LoadData(kernelsPTX)
 		if err != nil {
 			return err
@@ -77,6 +72,20 @@ func TestGPUDriverCounters(t *testing.T) {
 			t.Errorf("two cuMemFree: counted %+v", got)
 		}
 		return nil
+	})
+}
+
+// onStream runs f with d's context current on a locked thread and a fresh
+// non-blocking stream, destroyed after; an error fails t.
+func onStream(t *testing.T, d *Device, f func(s cu.Stream) error) {
+	t.Helper()
+	err := d.do(func() error {
+		s, err := cu.MakeStream(cu.NonBlocking)
+		if err != nil {
+			return err
+		}
+		defer s.Destroy()
+		return f(s)
 	})
 	if err != nil {
 		t.Fatal(err)

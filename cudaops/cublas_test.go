@@ -85,12 +85,7 @@ func upload(t *testing.T, x []float32) cu.DevicePtr {
 // |alpha a b| (two operands, each within half a unit).
 func TestGPUCublasGemm(t *testing.T) {
 	d := openOrSkip(t)
-	err := d.do(func() error {
-		s, err := cu.MakeStream(cu.NonBlocking)
-		if err != nil {
-			return err
-		}
-		defer s.Destroy()
+	onStream(t, d, func(s cu.Stream) error {
 		bl, err := NewCublas(os.Getenv("STOKE_TEST_CUBLAS"), s)
 		var nc *NoCublasError
 		if errors.As(err, &nc) && !d.Simulated() {
@@ -149,9 +144,6 @@ func TestGPUCublasGemm(t *testing.T) {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // TestGPUCublasMissingNamesWhereItLooked: a cuda.cublas setting naming a
