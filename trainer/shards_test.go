@@ -122,7 +122,8 @@ func TestBrokenShardMemberFailsOrIsSkipped(t *testing.T) {
 }
 
 // TestSequentialModeTrains: data.shuffle_buffer on shards trains to the
-// same weights with 0 and 2 workers; on an ImageFolder it is refused.
+// same weights with 0 and 2 workers, and interrupted and resumed; on an
+// ImageFolder it is refused.
 func TestSequentialModeTrains(t *testing.T) {
 	shards := packedTiny(t)
 	run := func(root string, workers int) (config.Config, error) {
@@ -143,6 +144,15 @@ func TestSequentialModeTrains(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameWeights(t, "sequential mode, 2 workers against 0", lastWeights(t, b.Train.Out), lastWeights(t, a.Train.Out))
+
+	c := tinyConfig(t) // interrupted after 2 of its 4 steps, and resumed
+	c.Data.Root, c.Train.Epochs, c.Data.ShuffleBuf = shards, 1, 4
+	interruptAfter(t, "sequential mode", c, Options{}, 2)
+	c.Train.Resume = c.Train.Out
+	if _, err := Run(context.Background(), c, Options{Out: new(bytes.Buffer)}); err != nil {
+		t.Fatal(err)
+	}
+	sameWeights(t, "sequential mode, interrupted and resumed", lastWeights(t, c.Train.Out), lastWeights(t, b.Train.Out))
 	if _, err := run("", 0); err == nil || !strings.Contains(err.Error(), "data.shuffle_buffer") {
 		t.Errorf("sequential mode on the ImageFolder: %v, want a refusal naming data.shuffle_buffer", err)
 	}
