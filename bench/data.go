@@ -52,7 +52,7 @@ func Data(opt DataOptions, out io.Writer) error {
 			workers = append(workers, w)
 		}
 	}
-	idx, _, err := data.Scan(cfg.Data.Root)
+	idx, _, err := data.ScanWith(cfg.Data.Root, data.ScanOptions{Format: cfg.Data.Format})
 	if err != nil {
 		return err
 	}

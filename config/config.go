@@ -39,6 +39,7 @@ type Data struct {
 	BatchDType string    `yaml:"batch_dtype" help:"batch element type: auto (uint8 where the device normalizes batches itself, else float32), float32 (normalized by the workers) or uint8 (4x fewer bytes; normalized by the device, or before the step on the cpu)"`
 	Decoder    string    `yaml:"decoder" help:"JPEG decoder: auto (libjpeg-turbo when libturbojpeg.so.0 is installed, else Go's image/jpeg), turbo or go"`
 	Format     string    `yaml:"format" help:"dataset layout: auto (tar shards when ROOT/train holds .tar files, else an ImageFolder), folder (an ImageFolder; .tar files are not images and are left out) or shards (ROOT/train/*.tar and ROOT/val/*.tar)"`
+	ShuffleBuf int       `yaml:"shuffle_buffer" help:"0 = each epoch a permutation of the whole training set; N > 0 = sequential mode for tar shards on storage where random reads are slow: shards in a shuffled order, each read front to back through a buffer of N samples drawn at random (docs/shards.md says what it gives up)"`
 	Synthetic  Synthetic `yaml:"synthetic"`
 	CacheDir   string    `yaml:"cache_dir" help:"where generated datasets are kept; empty = $XDG_CACHE_HOME/stoke (or ~/.cache/stoke)"`
 }

@@ -74,6 +74,9 @@ func (p *problems) data(d *Data) {
 		p.bad("data.max_pixels", "must be at most %d (65536x65536, the largest JPEG; 16 GiB as RGB), got %d", data.MaxPixelsLimit, d.MaxPixels)
 	}
 	p.positive("data.max_decode_bytes", d.MaxDecode)
+	if d.ShuffleBuf < 0 {
+		p.bad("data.shuffle_buffer", "must be 0 (the global permutation) or more, got %d", d.ShuffleBuf)
+	}
 	switch d.Format {
 	case "auto", "folder", "shards":
 	default:

@@ -50,6 +50,11 @@ type LoaderConfig struct {
 	// batches are its slice of each global batch of BatchSize·Split.Ranks
 	// samples (Split's comment); the zero Split is the whole of each batch.
 	Split Split
+	// ShuffleBuffer > 0 is sequential mode, for a shard set on storage
+	// where random reads are slow: epochs visit the samples in
+	// ShardOrder(Index, Seed, epoch, Shuffle, ShuffleBuffer) order instead
+	// of the global Permutation. 0 is the global permutation.
+	ShuffleBuffer int
 	// MinSlice is the fewest images a training step may hold (BatchNorm
 	// over one value per channel has no variance: see
 	// model.Spec.MinBatchNormPlane). A slice of a short last batch with
@@ -211,6 +216,10 @@ func (cfg *LoaderConfig) check() error {
 		return fmt.Errorf("data: LoaderConfig.MaxPixels is %d, must be in [0, %d] (0 = default)", cfg.MaxPixels, MaxPixelsLimit)
 	case cfg.MaxDecodeBytes < 0:
 		return fmt.Errorf("data: LoaderConfig.MaxDecodeBytes is %d, must be >= 0 (0 = default)", cfg.MaxDecodeBytes)
+	case cfg.ShuffleBuffer < 0:
+		return fmt.Errorf("data: LoaderConfig.ShuffleBuffer is %d, must be >= 0 (0 = the global permutation)", cfg.ShuffleBuffer)
+	case cfg.ShuffleBuffer > 0 && cfg.Index.Shards == nil:
+		return fmt.Errorf("data: a shuffle buffer (data.shuffle_buffer, sequential mode) reads tar shards, and %s is an ImageFolder: pack it with `train pack`, or set the buffer to 0", cfg.Index.Root)
 	case cfg.MinSlice < 0 || cfg.MinSlice > cfg.BatchSize:
 		return fmt.Errorf("data: LoaderConfig.MinSlice is %d, must be in [0, BatchSize %d]", cfg.MinSlice, cfg.BatchSize)
 	case cfg.DropLast && cfg.BatchSize*cfg.Split.ranks() > len(cfg.Index.Samples):
@@ -359,7 +368,8 @@ type result struct {
 }
 
 // Epoch starts epoch number epoch. Samples are visited in
-// Permutation(n, Seed, epoch, Shuffle) order and sample i is transformed
+// Permutation(n, Seed, epoch, Shuffle) order (ShardOrder in sequential
+// mode) and sample i is transformed
 // with SampleRNG(Seed, epoch, i). Starting an epoch ends the previous Iter
 // if it is still open. Cancelling ctx stops the workers; Next then returns
 // ctx's error.
@@ -376,7 +386,7 @@ func (l *Loader) Epoch(ctx context.Context, epoch int) *Iter {
 	if prev != nil {
 		prev.Close()
 	}
-	it := &Iter{l: l, ctx: ctx, epoch: epoch, perm: permutation(l.perm, l.cfg.Seed, epoch, l.cfg.Shuffle)}
+	it := &Iter{l: l, ctx: ctx, epoch: epoch, perm: l.order(epoch)}
 	l.mu.Lock()
 	l.active = it
 	l.mu.Unlock()
@@ -391,6 +401,15 @@ func (l *Loader) Epoch(ctx context.Context, epoch int) *Iter {
 		go it.work(w)
 	}
 	return it
+}
+
+// order is the epoch's sample order: the global permutation, or in
+// sequential mode the shards' order through the shuffle buffer.
+func (l *Loader) order(epoch int) []int {
+	if l.cfg.ShuffleBuffer > 0 {
+		return shardOrder(l.perm, l.cfg.Index, l.cfg.Seed, epoch, l.cfg.Shuffle, l.cfg.ShuffleBuffer)
+	}
+	return permutation(l.perm, l.cfg.Seed, epoch, l.cfg.Shuffle)
 }
 
 // work is one worker: take a free buffer, then the next batch number, build

@@ -179,7 +179,7 @@ func (p *packer) add(k int, s Sample) error {
 		ext = ".png"
 	}
 	cls := []byte(strconv.Itoa(s.Label))
-	need := 3*512 + int64(len(img)) + int64(len(cls)) // two headers, padding, and room for the end
+	need := 512 + blocks(len(img)) + 512 + blocks(len(cls)) + 1024 // two headers, the padded data, the end of the archive
 	if p.tw != nil && p.cw.n+need > p.limit {
 		if err := p.closeShard(); err != nil {
 			return err
@@ -253,6 +253,9 @@ func (p *packer) closeShard() error {
 	p.tw, p.f = nil, nil
 	return nil
 }
+
+// blocks is n bytes of member data padded to tar's 512-byte blocks.
+func blocks(n int) int64 { return (int64(n) + 511) / 512 * 512 }
 
 // abort closes a shard left open by an error (Pack then removes it).
 func (p *packer) abort() {

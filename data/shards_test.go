@@ -445,3 +445,29 @@ func TestScanFormat(t *testing.T) {
 		t.Errorf("format zip: %v", err)
 	}
 }
+
+// TestPackKeepsShardsUnderTheirSize: every shard but one holding a single
+// sample is at most the size asked for, for sizes that end anywhere in a
+// member's 512-byte blocks.
+func TestPackKeepsShardsUnderTheirSize(t *testing.T) {
+	_, train, val := smallFolder(t)
+	for limit := int64(3 << 10); limit < 5<<10; limit += 128 {
+		out := filepath.Join(t.TempDir(), "shards")
+		if _, err := Pack(context.Background(), train, val, out, limit); err != nil {
+			t.Fatal(err)
+		}
+		st, _, err := Scan(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		perShard := map[int]int{}
+		for _, s := range st.Samples {
+			perShard[s.Member.Shard]++
+		}
+		for k, sh := range st.Shards {
+			if sh.Size > limit && perShard[k] > 1 {
+				t.Errorf("%s: %d bytes for %d samples, over the %d asked for", sh.Path, sh.Size, perShard[k], limit)
+			}
+		}
+	}
+}

@@ -326,6 +326,7 @@ func newLoaders(cfg config.Config, trainSet, valSet *data.Index, alloc data.Allo
 	base.MaxDecodeBytes = int64(d.MaxDecode)
 	tc := base
 	tc.Index, tc.Transform, tc.Shuffle, tc.DropLast = trainSet, trainTf, d.Shuffle, d.DropLast
+	tc.ShuffleBuffer = d.ShuffleBuf       // sequential mode (shards only)
 	tc.MinSlice = cfg.BatchNormMinSlice() // no BatchNorm over 1 value per channel (docs/config.md)
 	if train, err = data.NewLoader(tc); err != nil {
 		return nil, nil, err

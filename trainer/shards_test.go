@@ -45,7 +45,7 @@ func sameWeights(t *testing.T, what string, got, want []model.NamedTensor) {
 	for i := range want {
 		for j := range want[i].Data {
 			if got[i].Data[j] != want[i].Data[j] {
-				t.Fatalf("%s: %s[%d] = %v, the ImageFolder gave %v", what, want[i].Name, j, got[i].Data[j], want[i].Data[j])
+				t.Fatalf("%s: %s[%d] = %v, want %v", what, want[i].Name, j, got[i].Data[j], want[i].Data[j])
 			}
 		}
 	}
@@ -118,5 +118,42 @@ func TestBrokenShardMemberFailsOrIsSkipped(t *testing.T) {
 		case policy == "skip" && !strings.Contains(out.String(), "bad_images skip: 1 broken shard member left out:\n  data: shard "+bad+`: member "stray.jpg"`):
 			t.Errorf("bad_images skip printed\n%s", out)
 		}
+	}
+}
+
+// TestSequentialModeTrains: data.shuffle_buffer on shards trains to the
+// same weights with 0 and 2 workers, and interrupted and resumed; on an
+// ImageFolder it is refused.
+func TestSequentialModeTrains(t *testing.T) {
+	shards := packedTiny(t)
+	run := func(root string, workers int) (config.Config, error) {
+		c := tinyConfig(t)
+		c.Train.Epochs, c.Data.Workers, c.Data.ShuffleBuf = 1, workers, 4
+		if root != "" {
+			c.Data.Root = root
+		}
+		_, err := Run(context.Background(), c, Options{Out: new(bytes.Buffer)})
+		return c, err
+	}
+	a, err := run(shards, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := run(shards, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameWeights(t, "sequential mode, 2 workers against 0", lastWeights(t, b.Train.Out), lastWeights(t, a.Train.Out))
+
+	c := tinyConfig(t) // interrupted after 2 of its 4 steps, and resumed
+	c.Data.Root, c.Train.Epochs, c.Data.ShuffleBuf = shards, 1, 4
+	interruptAfter(t, "sequential mode", c, Options{}, 2)
+	c.Train.Resume = c.Train.Out
+	if _, err := Run(context.Background(), c, Options{Out: new(bytes.Buffer)}); err != nil {
+		t.Fatal(err)
+	}
+	sameWeights(t, "sequential mode, interrupted and resumed", lastWeights(t, c.Train.Out), lastWeights(t, b.Train.Out))
+	if _, err := run("", 0); err == nil || !strings.Contains(err.Error(), "data.shuffle_buffer") {
+		t.Errorf("sequential mode on the ImageFolder: %v, want a refusal naming data.shuffle_buffer", err)
 	}
 }
