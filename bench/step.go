@@ -102,11 +102,19 @@ func Step(opt StepOptions, out io.Writer) error {
 		defer f.Close()
 		defer pprof.StopCPUProfile()
 	}
+	const lr = float32(1e-3) // small: the weights stay sane over many steps
+	in := model.Input{X: x, Labels: labels, N: batch}
+	step := func() error {
+		p, err := m.Start(in, lr)
+		if err == nil {
+			_, _, err = p.Wait()
+		}
+		return err
+	}
 	for _, n := range threads {
 		runtime.GOMAXPROCS(n)
-		lr := float32(1e-3) // small: the weights stay sane over many steps
 		for i := 0; i < opt.Warmup; i++ {
-			if _, err := m.TrainStep(x, labels, batch, lr); err != nil {
+			if err := step(); err != nil {
 				return err
 			}
 		}
@@ -115,7 +123,7 @@ func Step(opt StepOptions, out io.Writer) error {
 		best := time.Duration(math.MaxInt64)
 		for i := 0; i < opt.Steps; i++ {
 			t0 := time.Now()
-			if _, err := m.TrainStep(x, labels, batch, lr); err != nil {
+			if err := step(); err != nil {
 				return err
 			}
 			best = min(best, time.Since(t0))
