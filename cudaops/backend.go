@@ -330,11 +330,12 @@ func ms(v float64) time.Duration { return time.Duration(v * float64(time.Millise
 
 // SetGradSync installs s (nil removes it) between backward and the update
 // of the following steps, as model.Model.SetGradSync does: data-parallel
-// training sums the ranks' gradients there. On a GPU the model hands it
-// host copies of the gradients once backward has run and uploads the sums
-// back before the update (model's stagedGradients); with one installed a
-// step may have no samples (n = 0, a rank's empty slice of a short last
-// batch). Steps in flight finish first.
+// training sums the ranks' gradients there. On a GPU the model hands it a
+// host copy of each gradient as backward produces it (GraphEngine.Read,
+// which waits for the stream) and uploads the sums back before the update
+// (model/gradsync.go); with one installed a step may have no samples
+// (n = 0, a rank's empty slice of a short last batch). Steps in flight
+// finish first.
 func (b *Backend) SetGradSync(s model.GradSync) {
 	b.drain()
 	b.m.SetGradSync(s)
