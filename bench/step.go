@@ -83,9 +83,18 @@ func Step(opt StepOptions, out io.Writer) error {
 		defer f.Close()
 		defer pprof.StopCPUProfile()
 	}
+	const lr = float32(1e-3) // small: the weights stay sane over many steps
+	in := model.Input{X: x, Labels: labels, N: batch}
+	step := func() error {
+		p, err := m.Start(in, lr)
+		if err == nil {
+			_, _, err = p.Wait()
+		}
+		return err
+	}
 	for _, n := range threads {
 		runtime.GOMAXPROCS(n)
-		t, err := timeSteps(m, x, labels, batch, opt)
+		t, err := timeSteps(step, opt)
 		if err != nil {
 			return err
 		}
@@ -148,12 +157,11 @@ type stepTiming struct {
 	load        Load
 }
 
-// timeSteps runs opt.Warmup untimed training steps on (x, labels), then
-// times opt.Steps more.
-func timeSteps(m *model.Model, x []float32, labels []int32, batch int, opt StepOptions) (stepTiming, error) {
-	lr := float32(1e-3) // small: the weights stay sane over many steps
+// timeSteps runs opt.Warmup untimed training steps (step), then times
+// opt.Steps more.
+func timeSteps(step func() error, opt StepOptions) (stepTiming, error) {
 	for i := 0; i < opt.Warmup; i++ {
-		if _, err := m.TrainStep(x, labels, batch, lr); err != nil {
+		if err := step(); err != nil {
 			return stepTiming{}, err
 		}
 	}
@@ -162,7 +170,7 @@ func timeSteps(m *model.Model, x []float32, labels []int32, batch int, opt StepO
 	best := time.Duration(math.MaxInt64)
 	for i := 0; i < opt.Steps; i++ {
 		t0 := time.Now()
-		if _, err := m.TrainStep(x, labels, batch, lr); err != nil {
+		if err := step(); err != nil {
 			return stepTiming{}, err
 		}
 		best = min(best, time.Since(t0))

@@ -169,7 +169,7 @@ func (p *problems) model(c *Config) {
 	}
 
 	// Every arch runs on both devices: the cuda engine (cudaops.GraphEngine)
-	// is a model.Engine, which has every layer.
+	// is a model.Engine's Layers, which has every layer.
 	knownArch := slices.Contains(model.Archs, c.Model.Arch)
 	if !knownArch {
 		hint := ""

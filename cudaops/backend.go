@@ -127,7 +127,7 @@ func NewBackend(d *Device, spec model.Spec, opt model.Options, nonBlocking bool,
 		return b.compute.Synchronize()
 	})
 	if err == nil {
-		b.m, err = model.NewOn(b.ge, spec, opt)
+		b.m, err = model.NewOn(b.ge.Engine(), spec, opt)
 	}
 	if err != nil {
 		b.Close()
@@ -328,24 +328,14 @@ func (pd *Pending) Wait() (model.StepResult, model.StepTimes, error) {
 
 func ms(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
 
-// TrainStep is Start on a float32 batch then Wait: one step, synchronously,
-// as model.Model.TrainStep takes it (the parity tests line the two up).
-func (b *Backend) TrainStep(x []float32, labels []int32, n int, lr float32) (model.StepResult, error) {
-	pd, err := b.Start(model.Input{X: x, Labels: labels, N: n}, lr)
-	if err != nil {
-		return model.StepResult{}, err
-	}
-	res, _, err := pd.Wait()
-	return res, err
-}
-
 // SetGradSync installs s (nil removes it) between backward and the update
 // of the following steps, as model.Model.SetGradSync does: data-parallel
-// training sums the ranks' gradients there. On a GPU the model hands it
-// host copies of the gradients once backward has run and uploads the sums
-// back before the update (model's stagedGradients); with one installed a
-// step may have no samples (n = 0, a rank's empty slice of a short last
-// batch). Steps in flight finish first.
+// training sums the ranks' gradients there. On a GPU the model hands it a
+// host copy of each gradient as backward produces it (GraphEngine.Read,
+// which waits for the stream) and uploads the sums back before the update
+// (model/gradsync.go); with one installed a step may have no samples
+// (n = 0, a rank's empty slice of a short last batch). Steps in flight
+// finish first.
 func (b *Backend) SetGradSync(s model.GradSync) {
 	b.drain()
 	b.m.SetGradSync(s)
@@ -383,30 +373,6 @@ func (b *Backend) Eval(in model.Input) (model.EvalResult, error) {
 	runtime.KeepAlive(in.X)
 	runtime.KeepAlive(in.U8)
 	return r, err
-}
-
-// Logits returns the first n rows of logits for x (the parity tests).
-func (b *Backend) Logits(x []float32, n int) ([]float32, error) {
-	var out []float32
-	err := b.input(unsafe.Pointer(unsafe.SliceData(x)), 4*len(x), false, nil, n, func(xv G.Value) error {
-		var err error
-		out, err = b.m.LogitsValue(xv, n)
-		return err
-	})
-	runtime.KeepAlive(x)
-	return out, err
-}
-
-// LogitsU8 is Logits for a uint8 batch.
-func (b *Backend) LogitsU8(x []uint8, n int) ([]float32, error) {
-	var out []float32
-	err := b.input(unsafe.Pointer(unsafe.SliceData(x)), len(x), true, nil, n, func(xv G.Value) error {
-		var err error
-		out, err = b.m.LogitsValue(xv, n)
-		return err
-	})
-	runtime.KeepAlive(x)
-	return out, err
 }
 
 // input puts a batch of bytes (float32s, or uint8 when u8) into the first

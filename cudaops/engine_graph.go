@@ -14,7 +14,7 @@ import (
 	"stoke/model"
 )
 
-// GraphEngine is model.Engine on a GPU: the gorgonia graph's ops launch
+// GraphEngine is a model.Engine on a GPU (Engine), all three roles: the gorgonia graph's ops launch
 // kernels.cu's kernels, in order, on one stream, on values that are device
 // memory (float32 *gtensor.Dense over a cuMemAlloc pointer, which gorgonia
 // only reads the shape of). Every call makes the device's context current on
@@ -38,7 +38,11 @@ type GraphEngine struct {
 	wsNeed int           // its size: the largest conv's Workspace
 }
 
-var _ model.Engine = (*GraphEngine)(nil)
+var (
+	_ model.Values  = (*GraphEngine)(nil)
+	_ model.Layers  = (*GraphEngine)(nil)
+	_ model.Updater = (*GraphEngine)(nil)
+)
 
 // NewGraphEngine loads the kernels on d and makes the engine's stream.
 // Close it after the models built on it.
@@ -77,8 +81,6 @@ func (g *GraphEngine) Close() {
 		return nil
 	})
 }
-
-func (g *GraphEngine) Host() bool { return false }
 
 func (g *GraphEngine) do(f func() error) error {
 	if g.closed {

@@ -21,7 +21,7 @@ import (
 // one conv call at a time and no call keeps anything in it for another
 // (the filter gradient redoes the im2col).
 
-var _ model.Engine = (*GraphEngine)(nil)
+var _ model.Layers = (*GraphEngine)(nil)
 
 // workspace returns the shared conv workspace, (re)allocated to the largest
 // size asked for so far. The old one stays allocated until Close (the

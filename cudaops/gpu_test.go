@@ -61,8 +61,9 @@ func withEngine(t *testing.T, d *Device, flags cu.StreamFlags, f func(s cu.Strea
 // skipOnStandIn skips a test that measures the hardware itself (speed,
 // overlap in time) when the driver is the CPU stand-in: its clocks are the
 // host's, so such a figure would mean nothing.
-// state reads a backend's parameters and optimizer state, failing t on error.
-func state(t *testing.T, b *Backend) (params, optState []model.NamedTensor) {
+// state reads a backend's (or a model's) parameters and optimizer state,
+// failing t on error.
+func state(t *testing.T, b stater) (params, optState []model.NamedTensor) {
 	t.Helper()
 	p, o, err := b.State()
 	if err != nil {
@@ -223,26 +224,26 @@ func TestGPUNetMatchesModel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := b.Load(m.Params(), m.OptimizerState()); err != nil {
+		if err := b.Load(state(t, m)); err != nil {
 			t.Fatal(err)
 		}
 		rng := rand.New(rand.NewPCG(11, uint64(len(t.Name()))))
 		S := gpuSpec.InputSize
 		ref, _ := model.New(gpuSpec, opt)
-		ref.Load(m.Params(), m.OptimizerState())
+		ref.Load(state(t, m))
 		for step, n := range []int{16, 11, 16} {
 			x := randBatch(rng, opt.Batch*3*S*S)
 			labels := make([]int32, opt.Batch)
 			for i := range labels {
 				labels[i] = int32(rng.IntN(gpuSpec.Classes))
 			}
-			want, _ := ref.Logits(x, n)
+			want, _ := logits(ref, x, n)
 			got, err := b.Logits(x, n)
 			if err != nil {
 				t.Fatal(err)
 			}
 			close32(t, "logits", got, want, 1e-4)
-			wr, err1 := ref.TrainStep(x, labels, n, 0.05)
+			wr, err1 := trainStep(ref, x, labels, n, 0.05)
 			gr, times, err2 := runStep(b, model.Input{X: x, Labels: labels, N: n}, 0.05)
 			if err := first(err1, err2); err != nil {
 				t.Fatal(err)
@@ -250,7 +251,7 @@ func TestGPUNetMatchesModel(t *testing.T) {
 			if math.Abs(gr.Loss-wr.Loss) > 1e-4 || gr.Correct != wr.Correct {
 				t.Fatalf("non_blocking=%v step %d: GPU %+v, CPU model %+v", nonBlocking, step, gr, wr)
 			}
-			wp, wv := ref.Params(), ref.OptimizerState()
+			wp, wv := state(t, ref)
 			gp, gv := state(t, b)
 			for i := range wp {
 				close32(t, wp[i].Name, gp[i].Data, wp[i].Data, 1e-4)
@@ -534,7 +535,7 @@ func TestGPUU8MatchesFloat(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, b := range []*Backend{b32, b8} {
-			if err := b.Load(m.Params(), m.OptimizerState()); err != nil {
+			if err := b.Load(state(t, m)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -710,7 +711,7 @@ func TestStandInCatchesMissingCopyWait(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer ref.Close()
-		if err := b.Load(ref.Params(), ref.OptimizerState()); err != nil {
+		if err := b.Load(state(t, ref)); err != nil {
 			t.Fatal(err)
 		}
 		testSkipCopyWait = skipWait
@@ -725,7 +726,7 @@ func TestStandInCatchesMissingCopyWait(t *testing.T) {
 			}
 			// One step at a time: the compute stream is idle when the copy is
 			// queued, so only the event orders the step after its batch.
-			want, err1 := ref.TrainStep(x, labels, opt.Batch, 0.05)
+			want, err1 := trainStep(ref, x, labels, opt.Batch, 0.05)
 			got, err2 := b.TrainStep(x, labels, opt.Batch, 0.05)
 			if err := first(err1, err2); err != nil {
 				t.Fatal(err)
@@ -766,8 +767,9 @@ func TestGPUStateError(t *testing.T) {
 	}
 	defer m.Close()
 	params, optState := state(t, b)
-	if len(params) != len(m.Params()) || len(optState) != len(m.OptimizerState()) {
-		t.Fatalf("state: %d params, %d optimizer tensors; the model has %d, %d", len(params), len(optState), len(m.Params()), len(m.OptimizerState()))
+	mp, mo := state(t, m)
+	if len(params) != len(mp) || len(optState) != len(mo) {
+		t.Fatalf("state: %d params, %d optimizer tensors; the model has %d, %d", len(params), len(optState), len(mp), len(mo))
 	}
 	b.Close()
 	p, o, err := b.State()

@@ -54,7 +54,7 @@ func TestGPUGraphMatchesCPU(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		gpu, err := model.NewOn(eng, spec, opt)
+		gpu, err := model.NewOn(eng.Engine(), spec, opt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -69,16 +69,16 @@ func TestGPUGraphMatchesCPU(t *testing.T) {
 			for i := range labels {
 				labels[i] = int32(rng.IntN(spec.Classes))
 			}
-			want, err1 := cpu.TrainStep(x, labels, n, 0.05)
-			got, err2 := gpu.TrainStep(x, labels, n, 0.05)
+			want, err1 := trainStep(cpu, x, labels, n, 0.05)
+			got, err2 := trainStep(gpu, x, labels, n, 0.05)
 			if err := first(err1, err2); err != nil {
 				t.Fatal(err)
 			}
 			if math.Abs(got.Loss-want.Loss) > 1e-5*(1+math.Abs(want.Loss)) || got.Correct != want.Correct {
 				t.Fatalf("input %d, n=%d step %d: GPU graph %+v, CPU graph %+v", S, n, step, got, want)
 			}
-			wl, err1 := cpu.Logits(x, n)
-			gl, err2 := gpu.Logits(x, n)
+			wl, err1 := logits(cpu, x, n)
+			gl, err2 := logits(gpu, x, n)
 			if err := first(err1, err2); err != nil {
 				t.Fatal(err)
 			}
@@ -126,7 +126,7 @@ func TestGPUGraphU8MatchesCPU(t *testing.T) {
 		rng := rand.New(rand.NewPCG(9, 9))
 		for step, n := range []int{6, 5, 2} {
 			u8, x, labels := u8Batch(rng, graphSpec, opt.Batch, n, true)
-			want, err1 := cpu.TrainStep(x, labels, n, 0.05)
+			want, err1 := trainStep(cpu, x, labels, n, 0.05)
 			got, _, err2 := runStep(b, model.Input{U8: u8, Labels: labels, N: n}, 0.05)
 			if err := first(err1, err2); err != nil {
 				t.Fatal(err)

@@ -26,6 +26,6 @@ func TestGPUParityWithPyTorch(t *testing.T) {
 	}
 	defer eng.Close()
 	for _, c := range paritytest.Cases() {
-		paritytest.Run(t, eng, c)
+		paritytest.Run(t, eng.Engine(), c)
 	}
 }

@@ -76,12 +76,12 @@ func TestGPUResNetGraphMatchesCPU(t *testing.T) {
 	defer eng.Close()
 	for _, tc := range resnetCases() {
 		ctap := &paritytest.Tap{Engine: model.CPUEngine(), Raw: true}
-		gtap := &paritytest.Tap{Engine: eng, Raw: true, Follow: ctap, Within: 1e-5}
-		cpu, err := model.NewOn(ctap, tc.spec, tc.opt)
+		gtap := &paritytest.Tap{Engine: eng.Engine(), Raw: true, Follow: ctap, Within: 1e-5}
+		cpu, err := model.NewOn(ctap.Tapped(), tc.spec, tc.opt)
 		if err != nil {
 			t.Fatal(err)
 		}
-		gpu, err := model.NewOn(gtap, tc.spec, tc.opt)
+		gpu, err := model.NewOn(gtap.Tapped(), tc.spec, tc.opt)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
@@ -99,10 +99,10 @@ func TestGPUResNetGraphMatchesCPU(t *testing.T) {
 				labels[i] = int32(rng.IntN(tc.spec.Classes))
 			}
 			ctap.Record(true)
-			want, err1 := cpu.TrainStep(x, labels, n, tc.lr)
+			want, err1 := trainStep(cpu, x, labels, n, tc.lr)
 			ctap.Record(false)
 			gtap.Record(true)
-			got, err2 := gpu.TrainStep(x, labels, n, tc.lr)
+			got, err2 := trainStep(gpu, x, labels, n, tc.lr)
 			gtap.Record(false)
 			if err := first(err1, err2, ctap.Err, gtap.Err); err != nil {
 				t.Fatalf("%s step %d: %v", tc.name, step, err)
@@ -111,8 +111,8 @@ func TestGPUResNetGraphMatchesCPU(t *testing.T) {
 			if math.Abs(got.Loss-want.Loss) > 1e-5*(1+math.Abs(want.Loss)) || got.Correct != want.Correct {
 				t.Fatalf("%s step %d n=%d: GPU graph %+v, CPU graph %+v", tc.name, step, n, got, want)
 			}
-			wl, err1 := cpu.Logits(x, n)
-			gl, err2 := gpu.Logits(x, n)
+			wl, err1 := logits(cpu, x, n)
+			gl, err2 := logits(gpu, x, n)
 			if err := first(err1, err2); err != nil {
 				t.Fatal(err)
 			}
@@ -192,7 +192,7 @@ func TestGPUResNetU8MatchesCPU(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 31))
 	for step, n := range []int{3, 2, 3} {
 		u8, x, labels := u8Batch(rng, spec, opt.Batch, n, true)
-		want, err1 := cpu.TrainStep(x, labels, n, 0.05)
+		want, err1 := trainStep(cpu, x, labels, n, 0.05)
 		got, _, err2 := runStep(b, model.Input{U8: u8, Labels: labels, N: n}, 0.05)
 		if err := first(err1, err2); err != nil {
 			t.Fatal(err)
@@ -200,7 +200,7 @@ func TestGPUResNetU8MatchesCPU(t *testing.T) {
 		if math.Abs(got.Loss-want.Loss) > 1e-5*(1+math.Abs(want.Loss)) || got.Correct != want.Correct {
 			t.Fatalf("step %d n=%d: uint8 on the GPU %+v, CPU %+v", step, n, got, want)
 		}
-		we, err1 := cpu.EvalStep(x, labels, n)
+		we, err1 := evalStep(cpu, x, labels, n)
 		ge, err2 := b.Eval(model.Input{U8: u8, Labels: labels, N: n})
 		if err := first(err1, err2); err != nil {
 			t.Fatal(err)

@@ -6,15 +6,15 @@
 // the optimizers SGD, Nesterov and AdamW; and safetensors files for the
 // weights and the optimizer state, in torchvision's state_dict names.
 //
-// It knows nothing of where batches come from: a step takes a float32 NCHW
-// slice and int32 labels (TrainStep), or, through the trainer's seam
-// (Start, Eval: step.go), an Input holding either that slice or the same
-// pixels as uint8, normalized here with Options.Mean and Options.Std.
+// It knows nothing of where batches come from: a step (Start, Eval, Logits:
+// step.go, the trainer's seam) takes an Input holding a float32 NCHW slice,
+// the same pixels as uint8 (normalized here with Options.Mean and
+// Options.Std) or a value already in the engine's memory, and int32 labels.
 //
 // The graph has a fixed batch size B and is built once, in New, with two
 // tape machines over it: one runs every node (forward, loss, backward) for
-// TrainStep, the other only the subgraph that computes the logits, for
-// EvalStep and Logits. A short last batch is fed as B rows with a target
+// Start, the other only the subgraph that computes the logits, for Eval and
+// Logits. A short last batch is fed as B rows with a target
 // that weights the n valid rows 1/n and the padding 0, so the padding adds
 // nothing to the loss or the gradients.
 //
@@ -30,9 +30,14 @@
 // resnet_ops.go, loss.go), forward and gradient alike, but gorgonia's
 // elementwise Add where a value has two consumers (the gradient sum at a
 // residual block's input, and the cnn's Spec.Skip adds). Each op's work is
-// a call on the model's Engine (engine.go): CPUEngine runs package cpuops's
-// kernels, whose matrix multiplies are package gemm's (Kernel names the one
-// in use); cudaops's GraphEngine runs the same graph on a GPU. Each op's
+// a call on the model's Engine (values.go), three roles the model calls
+// apart: Values (memory), Layers (engine.go: the layers' kernels) and
+// Updater (optim.go). CPUEngine runs package cpuops's kernels, whose matrix
+// multiplies are package gemm's (Kernel names the one in use); cudaops's
+// GraphEngine runs the same graph on a GPU. The model keeps a host slice
+// beside each value it reads or writes and moves it through Values
+// (Upload, Read), which on the CPU are the same memory: no branch of the
+// model is for one device. Each op's
 // output buffer is allocated once and reused, so a step allocates only
 // gorgonia's own bookkeeping. gorgonia's built-in layers are not used: its
 // Conv2d and MaxPool2D are correct but slow (transposes and fresh buffers
@@ -56,10 +61,11 @@
 //	ops.go           the ops (conv block, global average pool, linear) and their gradients; Kernel
 //	resnet_ops.go    the ResNets' ops (conv, BatchNorm, BatchNorm + add + ReLU, max-pool)
 //	loss.go          softmax cross-entropy, forward and gradient
-//	engine.go        Engine (Values, Layers, Updater), CPUEngine
+//	values.go        Engine (Values, Layers, Updater), Values and the CPU's
+//	engine.go        Layers, CPUEngine
 //	engine_resnet.go the ResNets' layer kernels on the CPU
-//	optim.go         Optimizer, SGD, Nesterov, AdamW, the update, OptimizerState
-//	params.go        Params, State, Load and the state dict's checks
+//	optim.go         Optimizer, SGD, Nesterov, AdamW, the update, the optimizer state
+//	params.go        State, Load and the state dict's checks
 //	gradsync.go      GradSync: the data-parallel hook between backward and update
 //	estimate.go      the memory estimate
 //	safetensors.go   checkpoint files

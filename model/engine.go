@@ -4,47 +4,9 @@ import (
 	"fmt"
 
 	G "gorgonia.org/gorgonia"
-	"gorgonia.org/tensor"
 
 	"stoke/cpuops"
 )
-
-// Engine runs the graph's layers on one device: every op (ops.go,
-// resnet_ops.go, loss.go) calls it, so the same gorgonia graph — its
-// gradient and its order of execution — runs on the CPU (CPUEngine,
-// cpuops's kernels) and on a GPU (cudaops's GraphEngine, kernels.cu on
-// device memory). It is three small interfaces: its memory (Values), its layers'
-// kernels (factories of one layer of a fixed shape each) and its
-// optimizers' updates.
-//
-// Values are float32 *tensor.Dense made by NewValue: host slices on the CPU,
-// device memory elsewhere (tensor.FromMemory; gorgonia only reads their
-// shapes, see docs/cuda.md "What gorgonia does to device values"). An
-// engine must accept being called from any goroutine (the tape machine runs
-// ops on one of its own): a GPU engine makes its context current itself.
-// Calls on one engine are never concurrent.
-type Engine interface {
-	Values
-	Layers
-	Updater
-}
-
-// Values is an engine's memory: its values, their copies to and from
-// the host and between values.
-type Values interface {
-	// Host says values are host slices: the model then reads and writes
-	// them in place instead of copying through Upload and Download.
-	Host() bool
-	NewValue(shape tensor.Shape) (*tensor.Dense, error) // zeroed
-	Upload(dst G.Value, src []float32) error
-	Download(dst []float32, src G.Value) error // complete when it returns
-	Copy(dst, src G.Value) error               // same sizes
-	// TensorEngine is what gorgonia's own ops compute with on this
-	// engine's values: the Add that Backpropagate inserts where a node has
-	// two consumers (a residual block's input) calls its tensor.Adder.
-	// nil on the host: gorgonia's standard engine.
-	TensorEngine() tensor.Engine
-}
 
 // Layers makes the kernels of one layer of a fixed shape: each keeps what
 // its backward needs of its forward (a max-pool's argmax), and its
@@ -108,39 +70,13 @@ type ConvKernel interface {
 // Each call returns an engine of its own, whose ResNet convolutions share
 // their filter-gradient scratch (cpuops.Conv2dShared): one model's, whose
 // calls are never concurrent.
-func CPUEngine() Engine { return cpuEngine{conv: new(cpuops.Conv2dShared)} }
+func CPUEngine() Engine {
+	c := cpuEngine{conv: new(cpuops.Conv2dShared)}
+	return Engine{Values: c, Layers: c, Updater: c}
+}
 
 type cpuEngine struct {
 	conv *cpuops.Conv2dShared // nil: each conv its own
-}
-
-func (cpuEngine) Host() bool { return true }
-
-func (cpuEngine) TensorEngine() tensor.Engine { return nil }
-
-func (cpuEngine) NewValue(shape tensor.Shape) (*tensor.Dense, error) {
-	return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(make([]float32, shape.TotalSize()))), nil
-}
-
-func (cpuEngine) Upload(dst G.Value, src []float32) error {
-	d, err := f32(dst)
-	if err != nil {
-		return err
-	}
-	if len(d) != len(src) {
-		return fmt.Errorf("upload of %d floats into %d", len(src), len(d))
-	}
-	copy(d, src)
-	return nil
-}
-
-func (cpuEngine) Download(dst []float32, src G.Value) error {
-	s, err := f32(src)
-	if err != nil {
-		return err
-	}
-	copy(dst, s)
-	return nil
 }
 
 // host unpacks up to 5 values into slices, stopping at the first that is

@@ -44,7 +44,11 @@ type MaxPoolKernel interface {
 	Backward(dy, dx G.Value) error
 }
 
-var _ Engine = cpuEngine{}
+var (
+	_ Values  = cpuEngine{}
+	_ Layers  = cpuEngine{}
+	_ Updater = cpuEngine{}
+)
 
 func (e cpuEngine) NewConv2d(B, Cin, H, W, Cout, K, stride, pad int) (Conv2dKernel, error) {
 	k, err := cpuops.NewConv2d(B, Cin, H, W, Cout, K, stride, pad)

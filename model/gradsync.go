@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	G "gorgonia.org/gorgonia"
 )
 
 // GradSync stands between backward and the optimizer update of a training
@@ -33,7 +35,7 @@ type GradSync interface {
 
 // GradSizes is the length of each gradient a GradSync is handed, in
 // Ready's order: the trainable parameters only, not the BatchNorm buffers
-// that Params and State also list.
+// that State also lists.
 func (m *Model) GradSizes() []int {
 	sizes := make([]int, len(m.params))
 	for i, p := range m.params {
@@ -42,30 +44,47 @@ func (m *Model) GradSizes() []int {
 	return sizes
 }
 
-// SetGradSync installs s (nil removes it) for the following TrainSteps.
-// With one installed, TrainStep also accepts n = 0.
+// SetGradSync installs s (nil removes it) for the following training
+// steps. With one installed, a step also accepts n = 0.
 func (m *Model) SetGradSync(s GradSync) { m.sync = s }
 
-// hookGradients makes each parameter's gradient op report to the GradSync
-// the moment it has run. Gradients that are not an op of ours (none today)
-// are handed over after backward instead.
+// hookGradients makes each parameter's gradient op hand its gradient to
+// the GradSync the moment it has run (from the goroutine that runs the
+// graph, while the rest of backward still runs). Gradients that are not an
+// op of ours (none today) are handed over after backward instead.
 func (m *Model) hookGradients() {
+	m.grads = make([][]float32, len(m.params))
 	for i, p := range m.params {
 		op, ok := p.grad.Op().(*kernelOp)
-		if !ok || op.outData == nil || len(op.outData) != len(p.data) {
+		if !ok {
 			continue
 		}
-		p.gradData = op.outData
-		op.after = func() {
-			if m.sync != nil {
-				m.sync.Ready(i, op.outData)
+		p.hooked = true
+		op.after = func() error {
+			if m.sync == nil {
+				return nil
 			}
+			return m.handOver(i, op.out)
 		}
 	}
 }
 
-// trainStepSync is TrainStep with a GradSync between backward and update.
-func (m *Model) trainStepSync(x []float32, labels []int32, n int, lr float32) (StepResult, error) {
+// handOver gives the GradSync parameter i's gradient v on the host
+// (Values.Read: the value's own memory on the CPU, a download on a device),
+// where Wait leaves the synchronized sum for putGradients.
+func (m *Model) handOver(i int, v G.Value) error {
+	h, err := m.eng.Read(m.grads[i], v)
+	if err != nil {
+		return fmt.Errorf("reading the gradient of %s: %w", m.params[i].name, err)
+	}
+	m.grads[i] = h
+	m.sync.Ready(i, h)
+	return nil
+}
+
+// trainStepSync is trainStep with a GradSync between backward and update.
+func (m *Model) trainStepSync(in Input, lr float32) (StepResult, error) {
+	n := in.N
 	if n < 0 || n > m.opt.Batch {
 		return StepResult{}, fmt.Errorf("model.TrainStep: n = %d valid samples, want 0..%d", n, m.opt.Batch)
 	}
@@ -73,13 +92,17 @@ func (m *Model) trainStepSync(x []float32, labels []int32, n int, lr float32) (S
 	var (
 		loss   float32
 		logits []float32
-		grads  [][]float32
 		err    error
 	)
-	if m.dev {
-		loss, logits, grads, err = m.stagedGradients(x, labels, n)
+	if n > 0 {
+		loss, logits, err = m.backward(in)
+		for i, p := range m.params {
+			if err == nil && !p.hooked {
+				err = m.handOver(i, p.grad.Value())
+			}
+		}
 	} else {
-		loss, logits, grads, err = m.hostGradients(x, labels, n)
+		err = m.handOverZeros()
 	}
 	if werr := m.sync.Wait(); werr != nil {
 		return StepResult{}, fmt.Errorf("model.TrainStep: synchronizing gradients: %w", werr)
@@ -88,87 +111,48 @@ func (m *Model) trainStepSync(x []float32, labels []int32, n int, lr float32) (S
 		return StepResult{}, fmt.Errorf("model.TrainStep: %w", err)
 	}
 	for i, p := range m.params {
-		if g := grads[i]; !finite(g) {
+		if !finite(m.grads[i]) {
 			return StepResult{}, fmt.Errorf("model.TrainStep: %w in the synchronized gradient of %s (another rank's loss diverged); parameters not updated", ErrNonFiniteLoss, p.name)
 		}
 	}
-	if m.dev {
-		if err := m.uploadGradients(grads); err != nil {
-			return StepResult{}, fmt.Errorf("model.TrainStep: %w", err)
-		}
+	if err := m.putGradients(); err != nil {
+		return StepResult{}, fmt.Errorf("model.TrainStep: %w", err)
 	}
 	// Per-rank BatchNorm statistics, as PyTorch DDP keeps them.
-	return m.finishStep(loss, logits, grads, labels, n, lr)
+	return m.finishStep(loss, logits, in.Labels, n, lr)
 }
 
-// hostGradients is backward on the host engine, each gradient handed to
-// the GradSync by its op as soon as it has run (hookGradients); n = 0 hands
-// over zeros.
-func (m *Model) hostGradients(x []float32, labels []int32, n int) (loss float32, logits []float32, grads [][]float32, err error) {
-	if n > 0 {
-		loss, logits, grads, err = m.backward(x, labels, n)
-		if err == nil {
-			for i, p := range m.params {
-				if p.gradData == nil { // not hooked: hand it over now
-					m.sync.Ready(i, grads[i])
-				}
-			}
-		}
-		return loss, logits, grads, err
-	}
-	grads = make([][]float32, len(m.params))
+// handOverZeros is a step without samples on this rank (n = 0): no
+// backward runs, and every gradient handed over is zero, the output
+// layer's first, as backward would hand them over.
+func (m *Model) handOverZeros() error {
+	var err error
 	for i := len(m.params) - 1; i >= 0; i-- {
 		p := m.params[i]
-		if p.gradData == nil {
-			err = errors.Join(err, fmt.Errorf("gradient of %s has no buffer of its own", p.name))
+		v := p.gradValue()
+		if v == nil {
+			err = errors.Join(err, fmt.Errorf("gradient of %s has no value of its own before backward has run", p.name))
 			continue
 		}
-		clear(p.gradData)
-		grads[i] = p.gradData
-		m.sync.Ready(i, p.gradData)
-	}
-	return 0, nil, grads, err
-}
-
-// stagedGradients is backward on a device engine with the GradSync on host
-// copies of the gradients: once backward has run, each is downloaded
-// (output layer first) and handed over; uploadGradients puts the
-// synchronized sums back before the update. The collectives do not
-// overlap backward here, as they do on the host; n = 0 hands over zeros.
-func (m *Model) stagedGradients(x []float32, labels []int32, n int) (loss float32, logits []float32, grads [][]float32, err error) {
-	if m.staged == nil {
-		m.staged = make([][]float32, len(m.params))
-		for i, p := range m.params {
-			m.staged[i] = make([]float32, len(p.data))
+		h, rerr := m.eng.Read(m.grads[i], v)
+		if rerr != nil {
+			err = errors.Join(err, fmt.Errorf("reading the gradient of %s: %w", p.name, rerr))
+			continue
 		}
-	}
-	if n > 0 {
-		if loss, logits, _, err = m.backward(x, labels, n); err != nil {
-			return 0, nil, m.staged, err // every rank still calls the collectives (Wait)
-		}
-	}
-	for i := len(m.params) - 1; i >= 0; i-- {
-		h := m.staged[i]
-		if n == 0 {
-			clear(h)
-		} else if err = m.eng.Download(h, m.params[i].grad.Value()); err != nil {
-			return 0, nil, m.staged, fmt.Errorf("downloading the gradient of %s: %w", m.params[i].name, err)
-		}
+		m.grads[i] = h
+		clear(h)
 		m.sync.Ready(i, h)
 	}
-	return loss, logits, m.staged, nil
+	return err
 }
 
-// uploadGradients writes the synchronized gradients into the device
-// gradient values the update reads.
-func (m *Model) uploadGradients(grads [][]float32) error {
+// putGradients writes the synchronized gradients back into the values the
+// update reads (Values.Upload: nothing to copy on the CPU, where they are
+// those values' own memory).
+func (m *Model) putGradients() error {
 	for i, p := range m.params {
-		g := p.grad.Value()
-		if g == nil { // backward never ran: the first step had no samples
-			return fmt.Errorf("gradient of %s: this rank's first step had no samples, so the device holds no gradient buffer yet (use a smaller data.batch_size or fewer ranks)", p.name)
-		}
-		if err := m.eng.Upload(g, grads[i]); err != nil {
-			return fmt.Errorf("uploading the synchronized gradient of %s: %w", p.name, err)
+		if err := m.eng.Upload(p.gradValue(), m.grads[i]); err != nil {
+			return fmt.Errorf("writing the synchronized gradient of %s: %w", p.name, err)
 		}
 	}
 	return nil

@@ -66,13 +66,14 @@ type param struct {
 	node       *G.Node
 	grad       *G.Node
 	data       []float32
-	noDecay    bool      // a BatchNorm parameter or a bias
-	bn         *bnLayer  // set on a BatchNorm's bias: its buffers follow it in the state dict
-	gradData   []float32 // the gradient op's own output buffer (GradSync)
+	noDecay    bool     // a BatchNorm parameter or a bias
+	bn         *bnLayer // set on a BatchNorm's bias: its buffers follow it in the state dict
+	hooked     bool     // its gradient op hands it to the GradSync (hookGradients)
 	// slots are the optimizer's state (Optimizer.Slots: SGD's momentum
 	// buffer; AdamW's exp_avg, exp_avg_sq), in the graph's layout; slotV
-	// their engine values (on the host, the slices themselves; on a
-	// device, device copies, and slots are then host copies, as data is).
+	// their engine values (Values.ValueOf: on the host, the slices
+	// themselves; on a device, device copies, and slots are then host
+	// copies, as data is, brought up to date by State).
 	slots [][]float32
 	slotV []G.Value
 }
@@ -96,19 +97,16 @@ type Model struct {
 	steps   int64     // optimizer steps taken; the first one seeds momentum
 	closed  bool
 	sync    GradSync    // between backward and update (data parallel); nil = none
-	staged  [][]float32 // a device engine's gradients on the host, for sync
+	grads   [][]float32 // with sync: each gradient on the host (Values.Read), as handed over
 
 	bns  []*bnLayer // the ResNets' BatchNorms, in state_dict order
 	mode bnMode
 
 	eng         Engine        // runs the ops; CPUEngine unless NewOn was given another
-	dev         bool          // eng's values are not host slices: x, target, logits go through it
-	xV, targetV *tensor.Dense // the inputs' values (on the device when dev)
+	xV, targetV *tensor.Dense // the inputs' values, over x and target (Values.ValueOf)
 	xNode       *G.Node
 	xBound      G.Value   // the value xNode is bound to: xV, or a caller's (Input.Value)
-	in          G.Value   // set during a step on an Input.Value, or LogitsValue: the input value
-	hostLogits  []float32 // dev: the logits, downloaded after each run
-	stale       bool      // dev: the host copies of the weights and momentum are behind the device's
+	logitsBuf   []float32 // where Values.Read puts the logits when they are not host memory
 }
 
 // buildMu serialises graph construction: gorgonia's builders share
@@ -139,7 +137,7 @@ func NewOn(eng Engine, spec Spec, opt Options) (*Model, error) {
 	if err := opt.validate(); err != nil {
 		return nil, err
 	}
-	m := &Model{spec: spec, opt: opt, optim: opt.optimizer(), eng: eng, dev: !eng.Host()}
+	m := &Model{spec: spec, opt: opt, optim: opt.optimizer(), eng: eng}
 	var err error
 	buildMu.Lock()
 	err = m.build()
@@ -200,7 +198,7 @@ func (m *Model) build() error {
 }
 
 // inputNodes makes the batch's and the target's buffers, their values
-// (on the device when the engine's are) and their nodes.
+// (Values.ValueOf) and their nodes.
 func (m *Model) inputNodes() (x, target *G.Node, err error) {
 	B, S, K := m.opt.Batch, m.spec.InputSize, m.spec.Classes
 	m.x = make([]float32, B*3*S*S)
@@ -211,9 +209,7 @@ func (m *Model) inputNodes() (x, target *G.Node, err error) {
 	if m.targetV, err = m.value(m.target, B, K); err != nil {
 		return nil, nil, err
 	}
-	if m.dev {
-		m.hostLogits = make([]float32, B*K)
-	}
+	m.logitsBuf = make([]float32, B*K)
 	x = G.NewTensor(m.g, tensor.Float32, 4, G.WithShape(B, 3, S, S), G.WithName("x"), G.WithValue(m.xV))
 	m.xNode, m.xBound = x, m.xV
 	target = G.NewMatrix(m.g, tensor.Float32, G.WithShape(B, K), G.WithName("target"), G.WithValue(m.targetV))
@@ -269,8 +265,6 @@ func (m *Model) compile() (err error) {
 	var vmOpts []G.VMOpt
 	if te := m.eng.TensorEngine(); te != nil {
 		vmOpts = append(vmOpts, G.WithEngine(te))
-	} else if m.dev {
-		return errors.New("the engine's values are not host slices but it has no TensorEngine for gorgonia's own ops")
 	}
 	m.train = G.NewTapeMachine(m.g, vmOpts...)
 	m.forward = G.NewTapeMachine(m.g.SubgraphRoots(m.logits), vmOpts...)
@@ -278,28 +272,29 @@ func (m *Model) compile() (err error) {
 	return nil
 }
 
-// TrainStep runs forward, backward and one SGD step on a batch whose first
-// n rows are valid: x is B·3·S·S floats in NCHW order (rows ≥ n are
-// ignored), labels holds at least n class indices. Padded rows add nothing
-// to the loss or the gradients. On error the weights are unchanged.
-func (m *Model) TrainStep(x []float32, labels []int32, n int, lr float32) (StepResult, error) {
+// trainStep runs forward, backward and one optimizer step on a batch (X or
+// Value: hostInput has normalized a U8 one) whose first N rows are valid.
+// Padded rows add nothing to the loss or the gradients. On error the
+// weights are unchanged.
+func (m *Model) trainStep(in Input, lr float32) (StepResult, error) {
 	if !(lr >= 0) || math.IsInf(float64(lr), 0) {
 		return StepResult{}, fmt.Errorf("model.TrainStep: learning rate must be finite and >= 0, got %v", lr)
 	}
 	if m.sync != nil {
-		return m.trainStepSync(x, labels, n, lr)
+		return m.trainStepSync(in, lr)
 	}
-	loss, logits, grads, err := m.backward(x, labels, n)
+	loss, logits, err := m.backward(in)
 	if err != nil {
 		return StepResult{}, fmt.Errorf("model.TrainStep: %w", err)
 	}
-	return m.finishStep(loss, logits, grads, labels, n, lr)
+	return m.finishStep(loss, logits, in.Labels, in.N, lr)
 }
 
 // finishStep ends a training step whose backward has run: it keeps the
 // BatchNorm running statistics staged by this rank's samples (none when
-// n = 0), applies the update from grads and scores the n valid rows.
-func (m *Model) finishStep(loss float32, logits []float32, grads [][]float32, labels []int32, n int, lr float32) (StepResult, error) {
+// n = 0), applies the update from the gradient values and scores the n
+// valid rows.
+func (m *Model) finishStep(loss float32, logits []float32, labels []int32, n int, lr float32) (StepResult, error) {
 	if n > 0 {
 		if err := m.commitBN(); err != nil {
 			return StepResult{}, fmt.Errorf("model.TrainStep: %w", err)
@@ -319,52 +314,46 @@ func (m *Model) finishStep(loss float32, logits []float32, grads [][]float32, la
 	return r, nil
 }
 
-// backward runs the training machine on a batch and returns the loss, the
-// logits and each parameter's gradient. The slices belong to the graph's
-// values and are valid until the next run.
-func (m *Model) backward(x []float32, labels []int32, n int) (loss float32, logits []float32, grads [][]float32, err error) {
-	if labels == nil {
-		return 0, nil, nil, errors.New("labels are missing")
+// backward runs the training machine on a batch and returns the loss and
+// the logits, which are valid until the next run; the gradients are left
+// in their nodes' values, for the update.
+func (m *Model) backward(in Input) (loss float32, logits []float32, err error) {
+	if in.Labels == nil {
+		return 0, nil, errors.New("labels are missing")
 	}
-	if err := m.load(x, labels, n); err != nil {
-		return 0, nil, nil, err
+	if err := m.loadInput(in); err != nil {
+		return 0, nil, err
 	}
-	m.mode = bnMode{training: true, n: n}
+	m.mode = bnMode{training: true, n: in.N}
 	if err := m.stageBN(); err != nil {
-		return 0, nil, nil, err
+		return 0, nil, err
 	}
 	if err := run(m.train); err != nil {
-		return 0, nil, nil, err
+		return 0, nil, err
 	}
 	if loss, err = scalarF32(m.loss.Value()); err != nil {
-		return 0, nil, nil, fmt.Errorf("reading the loss: %w", err)
+		return 0, nil, fmt.Errorf("reading the loss: %w", err)
 	}
 	if math.IsNaN(float64(loss)) || math.IsInf(float64(loss), 0) {
-		return 0, nil, nil, fmt.Errorf("%w: %v; parameters not updated", ErrNonFiniteLoss, loss)
+		return 0, nil, fmt.Errorf("%w: %v; parameters not updated", ErrNonFiniteLoss, loss)
 	}
 	if logits, err = m.logitsData(); err != nil {
-		return 0, nil, nil, err
+		return 0, nil, err
 	}
-	if m.dev {
-		return loss, logits, nil, nil // the gradients stay on the device for update
-	}
-	grads = make([][]float32, len(m.params))
-	for i, p := range m.params {
-		if grads[i], err = nodeData(p.grad); err != nil {
-			return 0, nil, nil, fmt.Errorf("gradient of %s: %w", p.name, err)
-		}
-	}
-	return loss, logits, grads, nil
+	return loss, logits, nil
 }
 
-// EvalStep runs the forward pass only and scores the first n rows.
-func (m *Model) EvalStep(x []float32, labels []int32, n int) (EvalResult, error) {
-	logits, err := m.runForward(x, labels, n)
+// evalStep runs the forward pass only and scores the first N rows.
+func (m *Model) evalStep(in Input) (EvalResult, error) {
+	if in.Labels == nil {
+		return EvalResult{}, errors.New("model.EvalStep: labels are missing")
+	}
+	logits, err := m.runForward(in)
 	if err != nil {
 		return EvalResult{}, fmt.Errorf("model.EvalStep: %w", err)
 	}
 	var r EvalResult
-	K := m.spec.Classes
+	K, n, labels := m.spec.Classes, in.N, in.Labels
 	r.Pred = make([]int32, n)
 	for i := 0; i < n; i++ {
 		row, y := logits[i*K:(i+1)*K], int(labels[i])
@@ -385,83 +374,39 @@ func (m *Model) EvalStep(x []float32, labels []int32, n int) (EvalResult, error)
 	return r, nil
 }
 
-// Logits runs the forward pass and returns a copy of the first n rows of
-// logits, n·Classes floats.
-func (m *Model) Logits(x []float32, n int) ([]float32, error) {
-	logits, err := m.runForward(x, nil, n)
-	if err != nil {
-		return nil, fmt.Errorf("model.Logits: %w", err)
-	}
-	return append([]float32(nil), logits[:n*m.spec.Classes]...), nil
-}
-
-func (m *Model) runForward(x []float32, labels []int32, n int) ([]float32, error) {
-	if err := m.load(x, labels, n); err != nil {
+func (m *Model) runForward(in Input) ([]float32, error) {
+	if err := m.loadInput(in); err != nil {
 		return nil, err
 	}
-	m.mode = bnMode{training: false, n: n}
+	m.mode = bnMode{training: false, n: in.N}
 	if err := run(m.forward); err != nil {
 		return nil, err
 	}
 	return m.logitsData()
 }
 
-// LastLogits returns a copy of the logits of the last run, all B rows: a
-// training step's are the train-mode ones (batch statistics), which
-// Logits cannot give. The PyTorch parity checks compare them.
-func (m *Model) LastLogits() ([]float32, error) {
-	if m.closed {
-		return nil, errors.New("model.LastLogits: model is closed")
-	}
-	l, err := m.logitsData()
-	if err != nil {
-		return nil, fmt.Errorf("model.LastLogits: %w", err)
-	}
-	return append([]float32(nil), l...), nil
-}
-
-// logitsData is the last run's logits, downloaded when on a device.
+// logitsData is the last run's logits on the host (Values.Read).
 func (m *Model) logitsData() ([]float32, error) {
-	if !m.dev {
-		return nodeData(m.logits)
-	}
-	if err := m.eng.Download(m.hostLogits, m.logits.Value()); err != nil {
-		return nil, fmt.Errorf("downloading the logits: %w", err)
-	}
-	return m.hostLogits, nil
-}
-
-// value makes a float32 value of shape over data: data itself on the host;
-// on a device, a device value holding a copy of data.
-func (m *Model) value(data []float32, shape ...int) (*tensor.Dense, error) {
-	if !m.dev {
-		return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(data)), nil
-	}
-	v, err := m.eng.NewValue(tensor.Shape(shape))
+	l, err := m.eng.Read(m.logitsBuf, m.logits.Value())
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("reading the logits: %w", err)
 	}
-	return v, m.eng.Upload(v, data)
+	return l, nil
 }
 
-// load checks a batch and copies it into the graph's inputs: the first n
-// rows of x (the rest zeroed, so that stale or non-finite padding cannot
-// leak into the gradients as 0·NaN), and the weighted one-hot target.
-// labels may be nil (Logits): the target is then left as zero.
-func (m *Model) load(x []float32, labels []int32, n int) error {
-	return m.loadInput(x, m.in, labels, n)
+// value makes a float32 value of shape holding data (Values.ValueOf).
+func (m *Model) value(data []float32, shape ...int) (*tensor.Dense, error) {
+	return m.eng.ValueOf(data, tensor.Shape(shape))
 }
 
-// LogitsValue is Logits on a batch in the engine's memory (Input.Value).
-func (m *Model) LogitsValue(x G.Value, n int) ([]float32, error) {
-	m.in = x
-	defer func() { m.in = nil }()
-	return m.Logits(nil, n)
-}
-
-// loadInput is load with the input either host floats x or, when xv is not
-// nil, a value of the engine's already holding the batch (padding zeroed).
-func (m *Model) loadInput(x []float32, xv G.Value, labels []int32, n int) error {
+// loadInput checks a batch and puts it into the graph's inputs: the first
+// N rows of in.X (the rest zeroed, so that stale or non-finite padding
+// cannot leak into the gradients as 0·NaN), or in.Value, a value of the
+// engine's already holding the batch (padding zeroed), bound to the input
+// node; and the weighted one-hot target. in.Labels may be nil (Logits):
+// the target is then left as zero.
+func (m *Model) loadInput(in Input) error {
+	x, xv, labels, n := in.X, in.Value, in.Labels, in.N
 	if m.closed {
 		return errors.New("model is closed")
 	}
@@ -517,15 +462,13 @@ func (m *Model) loadInput(x []float32, xv G.Value, labels []int32, n int) error 
 		copy(m.x, x[:n*per])
 		clear(m.x[n*per:])
 	}
-	if m.dev {
-		if xv == nil {
-			if err := m.eng.Upload(m.xV, m.x); err != nil {
-				return fmt.Errorf("uploading the batch: %w", err)
-			}
+	if xv == nil {
+		if err := m.eng.Upload(m.xV, m.x); err != nil {
+			return fmt.Errorf("uploading the batch: %w", err)
 		}
-		if err := m.eng.Upload(m.targetV, m.target); err != nil {
-			return fmt.Errorf("uploading the target: %w", err)
-		}
+	}
+	if err := m.eng.Upload(m.targetV, m.target); err != nil {
+		return fmt.Errorf("uploading the target: %w", err)
 	}
 	return nil
 }
@@ -543,14 +486,6 @@ func run(vm G.VM) (err error) {
 		return fmt.Errorf("running the graph: %w", err)
 	}
 	return nil
-}
-
-func nodeData(n *G.Node) ([]float32, error) {
-	d, err := f32(n.Value())
-	if err != nil {
-		return nil, fmt.Errorf("node %s: %w", n.Name(), err)
-	}
-	return d, nil
 }
 
 // Rank is how many classes score above label y in a row of logits, ties

@@ -41,7 +41,7 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 			rng := rand.New(rand.NewPCG(1, 2))
 			x := randomInput(rng, 2*3*6*6)
 			labels := []int32{2, 0}
-			_, _, grads, err := m.backward(x, labels, tc.n)
+			_, _, grads, err := m.backwardGrads(x, labels, tc.n)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -86,7 +86,7 @@ func TestLogitsMatchReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	x := randomInput(rng, 3*3*5*5)
-	got, err := m.Logits(x, 2)
+	got, err := m.Logits(Input{X: x, N: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestTrainStepAppliesSGD(t *testing.T) {
 	var v [][]float32
 	for step := 0; step < 2; step++ {
 		before := m.Params()
-		_, _, grads, err := m.backward(x, labels, 2)
+		_, _, grads, err := m.backwardGrads(x, labels, 2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -299,8 +299,8 @@ func TestResumeIsExact(t *testing.T) {
 	if err := b.Load(params, state); err != nil {
 		t.Fatal(err)
 	}
-	la, _ := a.Logits(x, 2)
-	lb, _ := b.Logits(x, 2)
+	la, _ := a.Logits(Input{X: x, N: 2})
+	lb, _ := b.Logits(Input{X: x, N: 2})
 	if !slices.Equal(la, lb) {
 		t.Fatalf("logits differ after Load: %v vs %v", la, lb)
 	}
@@ -411,7 +411,7 @@ func TestBadInputIsAnError(t *testing.T) {
 			}
 		}
 	}
-	if _, err := m.Logits(x, 3); err == nil {
+	if _, err := m.Logits(Input{X: x, N: 3}); err == nil {
 		t.Error("Logits n > B: no error")
 	}
 	// Non-finite input gives a non-finite loss: refused, weights kept.

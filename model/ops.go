@@ -26,20 +26,19 @@ func Kernel() string { return gemm.Name() }
 //
 // kernelOp is the one Op type; what it computes is its do function.
 type kernelOp struct {
-	name    string
-	id      int   // unique in the model: gorgonia hash-conses nodes by op hash and children
-	inDims  []int // dims of each input, for the type
-	shape   tensor.Shape
-	out     G.Value // *tensor.Dense, or *G.F32 for a scalar
-	outData []float32
-	do      func(in []G.Value) error
-	diff    func(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error) // nil: not differentiable
-	wrt     []bool
-	after   func() // called once do has run (a gradient op: hand it to the GradSync)
+	name   string
+	id     int   // unique in the model: gorgonia hash-conses nodes by op hash and children
+	inDims []int // dims of each input, for the type
+	shape  tensor.Shape
+	out    G.Value // *tensor.Dense, or *G.F32 for a scalar
+	do     func(in []G.Value) error
+	diff   func(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error) // nil: not differentiable
+	wrt    []bool
+	after  func() error // called once do has run (a gradient op: hand it to the GradSync)
 }
 
 // opSet makes the model's ops, numbering them, with their output values
-// on eng (nil: the CPU engine). The first failed allocation is kept in err.
+// on eng. The first failed allocation is kept in err.
 type opSet struct {
 	n   int
 	eng Engine
@@ -52,9 +51,6 @@ func (s *opSet) op(name string, inDims []int, shape tensor.Shape) *kernelOp {
 	switch {
 	case len(shape) == 0:
 		op.out = G.NewF32(0)
-	case s.eng == nil || s.eng.Host():
-		op.outData = make([]float32, shape.TotalSize())
-		op.out = tensor.New(tensor.WithShape(shape...), tensor.WithBacking(op.outData))
 	default:
 		v, err := s.eng.NewValue(shape)
 		if err != nil {
@@ -111,7 +107,9 @@ func (op *kernelOp) Do(vals ...G.Value) (G.Value, error) {
 		return nil, fmt.Errorf("%s: %w", op.name, err)
 	}
 	if op.after != nil {
-		op.after()
+		if err := op.after(); err != nil {
+			return nil, fmt.Errorf("%s: %w", op.name, err)
+		}
 	}
 	return op.out, nil
 }
@@ -220,8 +218,8 @@ func (s *opSet) avgPool(x *G.Node) (*G.Node, error) {
 
 // engine is the set's engine, the CPU's when none was given.
 func (s *opSet) engine() Engine {
-	if s.eng == nil {
-		return cpuEngine{}
+	if s.eng.Layers == nil {
+		return CPUEngine()
 	}
 	return s.eng
 }

@@ -121,7 +121,6 @@ func (o Options) optimizer() Optimizer {
 // values: the weights, the gradient nodes' values (left there by backward,
 // or by a GradSync) and the optimizer's slots.
 func (m *Model) update(lr float32) error {
-	m.stale = m.dev
 	for _, p := range m.params {
 		wd := m.opt.WeightDecay
 		if m.opt.NoDecayNormAndBias && p.noDecay {
@@ -208,12 +207,13 @@ func SGDUpdate(w, grad, v []float32, lr, momentum, wd float32, first bool) {
 	}
 }
 
-// OptimizerState returns copies of the optimizer state needed for an exact
-// resume, named as PyTorch's per-parameter state: each parameter's slots
-// ("<param>.momentum_buffer" for SGD; ".exp_avg", ".exp_avg_sq" for
+// optimizerTensors returns copies of the optimizer state needed for an
+// exact resume, named as PyTorch's per-parameter state: each parameter's
+// slots ("<param>.momentum_buffer" for SGD; ".exp_avg", ".exp_avg_sq" for
 // AdamW), in the parameter's layout, then "optimizer.step" (shape [1]), the
-// number of steps taken.
-func (m *Model) OptimizerState() []NamedTensor {
+// number of steps taken. They are the host copies, as of the last pull or
+// Load.
+func (m *Model) optimizerTensors() []NamedTensor {
 	slots := m.optim.Slots()
 	out := make([]NamedTensor, 0, len(slots)*len(m.params)+1)
 	for _, p := range m.params {

@@ -64,7 +64,7 @@ func TestOptimizerParityWithPyTorch(t *testing.T) {
 			must(t, err)
 			defer m.Close()
 			tap := &paritytest.Tap{Engine: model.CPUEngine()}
-			probe, err := model.NewOn(tap, spec, model.Options{Batch: B, Seed: 1, Momentum: 0.9, LabelSmoothing: opt.LabelSmoothing})
+			probe, err := model.NewOn(tap.Tapped(), spec, model.Options{Batch: B, Seed: 1, Momentum: 0.9, LabelSmoothing: opt.LabelSmoothing})
 			must(t, err)
 			defer probe.Close()
 			rng := rand.New(rand.NewPCG(22, 23))

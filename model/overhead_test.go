@@ -47,7 +47,7 @@ func (nopXent) Backward(_, _ G.Value, _ float32, _ G.Value) error { return nil }
 func BenchmarkGraphOverhead(b *testing.B) {
 	spec := Spec{InputSize: 8, Classes: 10, Conv: []ConvSpec{
 		{Channels: 2, Kernel: 3, Pool: true}, {Channels: 2, Kernel: 3, Pool: true}, {Channels: 2, Kernel: 3}}}
-	m, err := NewOn(nopEngine{}, spec, Options{Batch: 32, Momentum: 0.9})
+	m, err := NewOn(engineOf(nopEngine{}), spec, Options{Batch: 32, Momentum: 0.9})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func BenchmarkGraphOverhead(b *testing.B) {
 
 func TestNopEngineRunsTheGraph(t *testing.T) {
 	spec := Spec{InputSize: 8, Classes: 3, Conv: []ConvSpec{{Channels: 2, Kernel: 3}}}
-	m, err := NewOn(nopEngine{}, spec, Options{Batch: 2})
+	m, err := NewOn(engineOf(nopEngine{}), spec, Options{Batch: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

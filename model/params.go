@@ -54,15 +54,13 @@ func transpose(a []float32, rows, cols int) []float32 {
 	return t
 }
 
-// Params returns copies of the parameters, named and laid out as PyTorch's
-// state_dict of the equivalent nn.Sequential-like net: conv<i>.weight
-// (Cout,Cin,K,K), conv<i>.bias, fc.weight (Classes,C), fc.bias.
-// The ResNets' BatchNorm buffers (running_mean, running_var,
+// paramTensors returns copies of the parameters, named and laid out as
+// PyTorch's state_dict of the equivalent nn.Sequential-like net:
+// conv<i>.weight (Cout,Cin,K,K), conv<i>.bias, fc.weight (Classes,C),
+// fc.bias. The ResNets' BatchNorm buffers (running_mean, running_var,
 // num_batches_tracked) follow their layer's bias, as in torchvision's.
-//
-// On a device engine they are the host copies as of the last State or
-// Load: call State there, which downloads them first and reports errors.
-func (m *Model) Params() []NamedTensor {
+// They are the host copies, as of the last pull or Load.
+func (m *Model) paramTensors() []NamedTensor {
 	out := make([]NamedTensor, 0, len(m.params)+3*len(m.bns))
 	for _, p := range m.params {
 		out = append(out, NamedTensor{Name: p.name, Shape: slices.Clone(p.shape), Data: p.get(p.data)})
@@ -73,46 +71,49 @@ func (m *Model) Params() []NamedTensor {
 	return out
 }
 
-// State returns Params and OptimizerState together: the trainer's Backend
-// contract, where a device backend's read can fail. On the CPU it cannot.
+// State returns copies of the parameters and of the optimizer state, as
+// Load takes them: params named and laid out as PyTorch's state_dict
+// (conv<i>.weight (Cout,Cin,K,K), conv<i>.bias, fc.weight (Classes,C),
+// fc.bias; the ResNets' BatchNorm buffers running_mean, running_var and
+// num_batches_tracked after their layer's bias, as in torchvision's), and
+// optState each parameter's optimizer slots then the step count
+// (optimizerTensors). A device read can fail (the error says so); on the
+// CPU it cannot.
 func (m *Model) State() (params, optState []NamedTensor, err error) {
 	if err := m.pull(); err != nil {
 		return nil, nil, fmt.Errorf("model.State: %w", err)
 	}
-	return m.Params(), m.OptimizerState(), nil
+	return m.paramTensors(), m.optimizerTensors(), nil
 }
 
-// pull brings a device model's host copies of the weights and optimizer
-// state up to date (nothing to do on the CPU).
+// pull brings the host copies of the weights, the optimizer state and the
+// running statistics up to date (Values.Read into them: nothing to copy on
+// the CPU, where they are the values' own memory).
 func (m *Model) pull() error {
-	if !m.dev || !m.stale {
-		return nil
-	}
 	slots := m.optim.Slots()
 	for _, p := range m.params {
-		if err := m.eng.Download(p.data, p.node.Value()); err != nil {
-			return fmt.Errorf("downloading %s: %w", p.name, err)
+		if _, err := m.eng.Read(p.data, p.node.Value()); err != nil {
+			return fmt.Errorf("reading %s: %w", p.name, err)
 		}
 		for i, v := range p.slotV {
-			if err := m.eng.Download(p.slots[i], v); err != nil {
-				return fmt.Errorf("downloading %s%s: %w", p.name, slots[i], err)
+			if _, err := m.eng.Read(p.slots[i], v); err != nil {
+				return fmt.Errorf("reading %s%s: %w", p.name, slots[i], err)
 			}
 		}
 	}
 	for _, b := range m.bns {
-		if err := cmpErr(m.eng.Download(b.mean, b.meanV), m.eng.Download(b.vari, b.variV)); err != nil {
-			return fmt.Errorf("downloading %s's running statistics: %w", b.name, err)
+		_, err1 := m.eng.Read(b.mean, b.meanV)
+		_, err2 := m.eng.Read(b.vari, b.variV)
+		if err := cmpErr(err1, err2); err != nil {
+			return fmt.Errorf("reading %s's running statistics: %w", b.name, err)
 		}
 	}
-	m.stale = false
 	return nil
 }
 
-// push uploads a device model's host copies after Load.
+// push writes the host copies into the engine's values after Load
+// (Values.Upload: nothing to copy on the CPU).
 func (m *Model) push() error {
-	if !m.dev {
-		return nil
-	}
 	slots := m.optim.Slots()
 	for _, p := range m.params {
 		if err := m.eng.Upload(p.node.Value(), p.data); err != nil {
@@ -129,12 +130,11 @@ func (m *Model) push() error {
 			return fmt.Errorf("uploading %s's running statistics: %w", b.name, err)
 		}
 	}
-	m.stale = false
 	return nil
 }
 
-// Load restores parameters and optimizer state as returned by Params and
-// OptimizerState (or read back from a checkpoint). Every parameter must be
+// Load restores parameters and optimizer state as State returns them (or
+// as read back from a checkpoint). Every parameter must be
 // present with its exact shape. An empty optState loads weights only and
 // resets the optimizer to its fresh state; a non-empty one must be
 // complete. Unknown tensors are rejected, as PyTorch's strict
@@ -184,8 +184,8 @@ type State struct {
 	Steps    int64
 }
 
-// CheckState checks params and optState (as Params and OptimizerState return
-// them for SGD, or as read from a checkpoint) against the parameters a
+// CheckState checks params and optState (as State returns them for SGD, or
+// as read from a checkpoint) against the parameters a
 // network has: every parameter present with its exact shape; optState empty
 // (a fresh optimizer) or complete, with a whole step count; nothing unknown,
 // as PyTorch's strict load_state_dict. Errors name the tensor.

@@ -137,9 +137,10 @@ func (l resnetLayout) lastSide(input int) int {
 // bnLayer is one BatchNorm2d: its affine parameters are params of the
 // model; its running statistics are buffers, staged during a training
 // step and kept only when the step succeeds. The ops read and write them as
-// engine values (the *V fields): on the host those are the slices
-// themselves; on a device, device copies, and the slices are host copies
-// brought up to date by pull (checkpoints) and uploaded by push (Load).
+// engine values (the *V fields, Values.ValueOf of the slices): on the host
+// those are the slices themselves; on a device, device copies, and the
+// slices are host copies brought up to date by pull (State) and uploaded by
+// push (Load).
 type bnLayer struct {
 	name                  string
 	gamma, beta           *param
@@ -224,32 +225,21 @@ func (m *Model) bnBuffers() []NamedTensor {
 }
 
 // stageBN copies the running statistics to where a training step updates
-// them; commitBN keeps the step's update. On a device the copies are the
-// engine's, of its values.
+// them; commitBN keeps the step's update. The copies are the engine's, of
+// its values.
 func (m *Model) stageBN() error {
 	for _, b := range m.bns {
-		if m.dev {
-			if err := cmpErr(m.eng.Copy(b.stageMeanV, b.meanV), m.eng.Copy(b.stageVarV, b.variV)); err != nil {
-				return fmt.Errorf("staging %s's running statistics: %w", b.name, err)
-			}
-			continue
+		if err := cmpErr(m.eng.Copy(b.stageMeanV, b.meanV), m.eng.Copy(b.stageVarV, b.variV)); err != nil {
+			return fmt.Errorf("staging %s's running statistics: %w", b.name, err)
 		}
-		copy(b.stageMean, b.mean)
-		copy(b.stageVar, b.vari)
 	}
 	return nil
 }
 
 func (m *Model) commitBN() error {
 	for _, b := range m.bns {
-		if m.dev {
-			m.stale = true
-			if err := cmpErr(m.eng.Copy(b.meanV, b.stageMeanV), m.eng.Copy(b.variV, b.stageVarV)); err != nil {
-				return fmt.Errorf("keeping %s's running statistics: %w", b.name, err)
-			}
-		} else {
-			copy(b.mean, b.stageMean)
-			copy(b.vari, b.stageVar)
+		if err := cmpErr(m.eng.Copy(b.meanV, b.stageMeanV), m.eng.Copy(b.variV, b.stageVarV)); err != nil {
+			return fmt.Errorf("keeping %s's running statistics: %w", b.name, err)
 		}
 		b.tracked++
 	}

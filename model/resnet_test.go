@@ -91,13 +91,13 @@ func TestResNetGradientsMatchFiniteDifferences(t *testing.T) {
 			x := randomInput(rng, B*3*spec.InputSize*spec.InputSize)
 			labels := []int32{0, 2, 1, 2}
 			loss := func() float64 {
-				l, _, _, err := m.backward(x, labels, 3) // one padded row
+				l, _, _, err := m.backwardGrads(x, labels, 3) // one padded row
 				if err != nil {
 					t.Fatal(err)
 				}
 				return float64(l)
 			}
-			_, _, grads, err := m.backward(x, labels, 3)
+			_, _, grads, err := m.backwardGrads(x, labels, 3)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -169,13 +169,13 @@ func TestBatchNormBuffers(t *testing.T) {
 	}
 	// Eval uses the running statistics: the same image gives the same
 	// logits whatever else is in the batch (in training it would not).
-	l1, err := m.Logits(x, 2)
+	l1, err := m.Logits(Input{X: x, N: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	y := slices.Clone(x)
 	copy(y[3*8*8:], randomInput(rng, 3*8*8))
-	l2, err := m.Logits(y, 2)
+	l2, err := m.Logits(Input{X: y, N: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +269,7 @@ func TestLabelSmoothingLoss(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	x := randomInput(rng, 2*3*6*6)
 	labels := []int32{2, 0}
-	loss, logits, _, err := m.backward(x, labels, 2)
+	loss, logits, _, err := m.backwardGrads(x, labels, 2)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,9 +11,10 @@ import (
 )
 
 // The trainer's seam (trainer.Backend) is a step on an Input: Start begins
-// one and returns a Pending to wait on, Eval scores one, State and Load move
-// the weights and optimizer state, Close releases it all. *Model is the CPU
-// backend; cudaops.Backend the CUDA one, with the same methods.
+// one and returns a Pending to wait on, Eval scores one (Logits returns its
+// logits), State and Load move the weights and optimizer state, Close
+// releases it all. *Model is the CPU backend; cudaops.Backend the CUDA
+// one, with the same methods.
 
 // Input is one batch for a step, one of: X, float32 already normalized
 // (B·3·S·S, NCHW); U8, the same pixels as round(255·v) in CHW order, which
@@ -61,18 +62,17 @@ type done struct {
 func (d done) Wait() (StepResult, StepTimes, error) { return d.res, d.times, d.err }
 func (d done) Queued() bool                         { return false }
 
-// Start runs one training step on in (TrainStep, after normalizing a uint8
-// batch): on the CPU the step is done when Start returns, and its error,
-// also one about the input, comes from Wait. The whole of it counts as
-// compute.
+// Start runs one training step on in: forward, backward and one optimizer
+// step, on a batch whose first in.N rows are valid (padded rows add nothing
+// to the loss or the gradients; on error the weights are unchanged). On
+// the CPU the step is done when Start returns, and its error, also one
+// about the input, comes from Wait. The whole of it counts as compute.
 func (m *Model) Start(in Input, lr float32) (Pending, error) {
 	t := time.Now()
 	var d done
-	x, err := m.hostInput(in)
+	in, err := m.hostInput(in)
 	if err == nil {
-		m.in = in.Value
-		d.res, err = m.TrainStep(x, in.Labels, in.N, lr)
-		m.in = nil
+		d.res, err = m.trainStep(in, lr)
 	} else {
 		err = fmt.Errorf("model.TrainStep: %w", err)
 	}
@@ -81,35 +81,50 @@ func (m *Model) Start(in Input, lr float32) (Pending, error) {
 	return d, nil
 }
 
-// Eval is EvalStep on an Input.
+// Eval runs the forward pass on in, BatchNorm on its running statistics,
+// and scores the first in.N rows.
 func (m *Model) Eval(in Input) (EvalResult, error) {
-	x, err := m.hostInput(in)
+	in, err := m.hostInput(in)
 	if err != nil {
 		return EvalResult{}, fmt.Errorf("model.EvalStep: %w", err)
 	}
-	m.in = in.Value
-	defer func() { m.in = nil }()
-	return m.EvalStep(x, in.Labels, in.N)
+	return m.evalStep(in)
 }
 
-// hostInput is in's batch as float32s: X itself, or U8 normalized (as
+// Logits runs the forward pass on in as Eval does and returns a copy of
+// the first in.N rows of logits, in.N·Classes floats; in.Labels is not
+// read.
+func (m *Model) Logits(in Input) ([]float32, error) {
+	in, err := m.hostInput(in)
+	if err == nil {
+		in.Labels = nil
+		var logits []float32
+		if logits, err = m.runForward(in); err == nil {
+			return append([]float32(nil), logits[:in.N*m.spec.Classes]...), nil
+		}
+	}
+	return nil, fmt.Errorf("model.Logits: %w", err)
+}
+
+// hostInput checks in and returns it with a U8 batch normalized (as
 // augment.NormalizeU8 does, bit for bit) into the graph's own input buffer,
-// which TrainStep and EvalStep then copy onto themselves; nil for a Value.
-func (m *Model) hostInput(in Input) ([]float32, error) {
+// as X: what the steps take.
+func (m *Model) hostInput(in Input) (Input, error) {
 	if err := in.Check(); err != nil {
-		return nil, err
+		return in, err
 	}
 	if in.U8 == nil {
-		return in.X, nil
+		return in, nil
 	}
 	if m.opt.Std == [3]float32{} {
-		return nil, errors.New("a uint8 batch needs Options.Mean and Options.Std to normalize it")
+		return in, errors.New("a uint8 batch needs Options.Mean and Options.Std to normalize it")
 	}
 	if len(in.U8) != len(m.x) {
-		return nil, fmt.Errorf("x has %d bytes, want %d (B=%d x 3 x %d x %d)", len(in.U8), len(m.x), m.opt.Batch, m.spec.InputSize, m.spec.InputSize)
+		return in, fmt.Errorf("x has %d bytes, want %d (B=%d x 3 x %d x %d)", len(in.U8), len(m.x), m.opt.Batch, m.spec.InputSize, m.spec.InputSize)
 	}
 	augment.NormalizeU8(m.x, in.U8, m.spec.InputSize, m.opt.Mean, m.opt.Std)
-	return m.x, nil
+	in.X, in.U8 = m.x, nil
+	return in, nil
 }
 
 // Check says whether in holds exactly one kind of batch.

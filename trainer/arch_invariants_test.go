@@ -370,13 +370,18 @@ func TestResNetIgnoresPaddedRows(t *testing.T) {
 				}
 				var o outcome
 				for step := range steps {
-					res, err := m.TrainStep(xp, labels, n, 0.05)
+					in := model.Input{X: xp, Labels: labels, N: n}
+					p, err := m.Start(in, 0.05)
+					if err != nil {
+						t.Fatal(err)
+					}
+					res, _, err := p.Wait()
 					if err != nil {
 						t.Fatal(err)
 					}
 					o.loss = append(o.loss, res.Loss)
 					if step == evalAt {
-						ev, err := m.EvalStep(xp, labels, n)
+						ev, err := m.Eval(in)
 						if err != nil {
 							t.Fatal(err)
 						}

@@ -61,7 +61,7 @@ func Predict(ctx context.Context, from string, files []string, k int) ([]Predict
 		if len(slot) == 0 {
 			return nil
 		}
-		logits, err := m.Logits(s.batch(len(slot)), len(slot))
+		logits, err := m.Logits(model.Input{X: s.batch(len(slot)), N: len(slot)})
 		if err != nil {
 			return err
 		}

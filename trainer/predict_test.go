@@ -127,7 +127,7 @@ func TestPredictSeesWhatEvalSees(t *testing.T) {
 					x = make([]float32, len(b.U8))
 					augment.NormalizeU8(x, b.U8, cfg.Data.ImageSize, opt.Mean, opt.Std)
 				}
-				logits, err := m.Logits(x, b.N)
+				logits, err := m.Logits(model.Input{X: x, N: b.N})
 				b.Release()
 				if err != nil {
 					t.Fatal(err)

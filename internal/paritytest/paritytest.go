@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -71,16 +72,16 @@ func Skip(t *testing.T) {
 
 // Run checks c on eng, a subtest of t. What stoke computes is read through
 // the model's public API: eval logits from Logits on running statistics set
-// away from (0, 1); then one TrainStep at lr 0 with momentum and no weight
-// decay, after which each momentum buffer is the gradient itself (SGD's
-// first step: v = g), LastLogits the train-mode logits and State the updated
-// running statistics. STOKE_PARITY_KEEP=DIR keeps each case's files in
+// away from (0, 1); then one training step at lr 0 with momentum and no
+// weight decay, after which each momentum buffer is the gradient itself
+// (SGD's first step: v = g) and State holds the updated running statistics;
+// the train-mode logits are the tap's (Tap.Logits). STOKE_PARITY_KEEP=DIR keeps each case's files in
 // DIR/<case>, to rerun the script by hand.
 func Run(t *testing.T, eng model.Engine, c Case) {
 	t.Run(c.String(), func(t *testing.T) {
 		dir := CaseDir(t, c.String())
 		tap := &Tap{Engine: eng}
-		m, err := model.NewOn(tap, c.Spec, model.Options{Batch: c.Batch, Seed: 11, Momentum: 0.9, LabelSmoothing: c.Smoothing})
+		m, err := model.NewOn(tap.Tapped(), c.Spec, model.Options{Batch: c.Batch, Seed: 11, Momentum: 0.9, LabelSmoothing: c.Smoothing})
 		must(t, err)
 		defer m.Close()
 		rng := rand.New(rand.NewPCG(12, 13))
@@ -112,7 +113,7 @@ func Run(t *testing.T, eng model.Engine, c Case) {
 			labels[i] = int32(rng.IntN(K))
 			fl[i] = float32(labels[i])
 		}
-		evalLogits, err := m.Logits(x, c.Batch)
+		evalLogits, err := m.Logits(model.Input{X: x, N: c.Batch})
 		must(t, err)
 		out, err := Step(m, tap, x, labels, c.Batch)
 		if err != nil {
@@ -134,7 +135,7 @@ func Run(t *testing.T, eng model.Engine, c Case) {
 }
 
 // Step takes one training step at lr 0 on m, a fresh SGD model with
-// momentum and no weight decay built on tap (model.NewOn), whose first step
+// momentum and no weight decay built on tap (model.NewOn(tap.Tapped())), whose first step
 // leaves each momentum buffer holding the gradient itself (v = g), and
 // returns what scripts/parity_pytorch.py checks: the train-mode logits
 // ("train_logits"), the loss, each parameter's gradient ("grad.<name>") and
@@ -143,7 +144,7 @@ func Run(t *testing.T, eng model.Engine, c Case) {
 // before each Step to keep the optimizer fresh.
 func Step(m *model.Model, tap *Tap, x []float32, labels []int32, n int) ([]model.NamedTensor, error) {
 	tap.Record(true)
-	r, err := m.TrainStep(x, labels, n, 0)
+	r, err := TrainStep(m, x, labels, n, 0)
 	tap.Record(false)
 	if err != nil {
 		return nil, err
@@ -151,10 +152,7 @@ func Step(m *model.Model, tap *Tap, x []float32, labels []int32, n int) ([]model
 	if tap.Err != nil {
 		return nil, fmt.Errorf("reading the branch: %w", tap.Err)
 	}
-	logits, err := m.LastLogits()
-	if err != nil {
-		return nil, err
-	}
+	logits := tap.Logits
 	after, opt, err := m.State()
 	if err != nil {
 		return nil, err
@@ -205,11 +203,14 @@ func RunScript(t *testing.T, name, dir string) {
 	}
 }
 
-// Tap is a model.Engine that, while recording, keeps the branch each
-// non-smooth layer took: the mask (1 where open) of every ReLU it runs —
-// the BatchNorms with a fused ReLU (training forward) and the residual
-// add+ReLUs — as relu.<k>, and every max-pool's input as maxpool.<k>, k
-// counting each kind in call order. Everything else is the wrapped engine.
+// Tap wraps an engine's Layers (a model built on Tapped) and, while
+// recording, keeps the branch each non-smooth layer took: the mask (1 where
+// open) of every ReLU it runs — the BatchNorms with a fused ReLU (training
+// forward) and the residual add+ReLUs — as relu.<k>, and every max-pool's
+// input as maxpool.<k>, k counting each kind in call order; and the logits
+// of the head's linear layer (Logits: a training step's are the train-mode
+// ones, which Model.Logits cannot give). Everything else is the wrapped
+// engine.
 //
 // With Follow set (to a Raw tap that recorded the same step on another
 // engine), a Raw tap makes its engine take Follow's side of every ReLU where
@@ -224,26 +225,51 @@ type Tap struct {
 	Within   float64
 	Followed int
 	Branch   []model.NamedTensor
-	Err      error // the first failed read, or a branch Follow's beyond rounding
+	Logits   []float32 // the last linear layer's output while recording, all B rows
+	Err      error     // the first failed read, or a branch Follow's beyond rounding
 	on       bool
 	relus    int
 	pools    int
 }
 
+// Tapped is the engine with t as its Layers: what a tapped model is built
+// on (model.NewOn).
+func (t *Tap) Tapped() model.Engine {
+	e := t.Engine
+	e.Layers = t
+	return e
+}
+
+// TrainStep is one training step on a float32 batch, run to its end.
+func TrainStep(m *model.Model, x []float32, labels []int32, n int, lr float32) (model.StepResult, error) {
+	p, err := m.Start(model.Input{X: x, Labels: labels, N: n}, lr)
+	if err != nil {
+		return model.StepResult{}, err
+	}
+	r, _, err := p.Wait()
+	return r, err
+}
+
 // Record starts (clearing what was kept) or stops recording.
 func (t *Tap) Record(on bool) {
 	if on {
-		t.Branch, t.Err, t.relus, t.pools, t.Followed = nil, nil, 0, 0, 0
+		t.Branch, t.Logits, t.Err, t.relus, t.pools, t.Followed = nil, nil, nil, 0, 0, 0
 	}
 	t.on = on
+}
+
+// read is a copy of v's values on the host.
+func (t *Tap) read(v G.Value) ([]float32, error) {
+	d, err := t.Read(nil, v)
+	return slices.Clone(d), err
 }
 
 func (t *Tap) keep(kind string, k *int, v G.Value, relu bool) {
 	if !t.on || t.Err != nil {
 		return
 	}
-	d := make([]float32, v.Shape().TotalSize())
-	if err := t.Download(d, v); err != nil {
+	d, err := t.read(v)
+	if err != nil {
 		t.Err = err
 		return
 	}
@@ -295,6 +321,28 @@ func (t *Tap) follow(name string, d []float32, v G.Value) error {
 		return t.Upload(v, d)
 	}
 	return nil
+}
+
+// NewLinear taps the head: its output, the logits, is kept in Logits.
+func (t *Tap) NewLinear(B, C, N int) (model.LinearKernel, error) {
+	k, err := t.Engine.NewLinear(B, C, N)
+	if err != nil {
+		return nil, err
+	}
+	return tapLinear{k, t}, nil
+}
+
+type tapLinear struct {
+	model.LinearKernel
+	t *Tap
+}
+
+func (l tapLinear) Forward(h, w, b, z G.Value) error {
+	err := l.LinearKernel.Forward(h, w, b, z)
+	if t := l.t; err == nil && t.on && t.Err == nil {
+		t.Logits, t.Err = t.read(z)
+	}
+	return err
 }
 
 // NewBatchNormAddReLU taps a BasicBlock's end, ReLU(BatchNorm(x) + s): its

@@ -11,7 +11,7 @@ import (
 
 func tapped(t *testing.T, tap *Tap) *model.Model {
 	t.Helper()
-	m, err := model.NewOn(tap, model.Spec{Arch: "resnet20", InputSize: 8, Classes: 3}, model.Options{Batch: 2, Seed: 5, Momentum: 0.9})
+	m, err := model.NewOn(tap.Tapped(), model.Spec{Arch: "resnet20", InputSize: 8, Classes: 3}, model.Options{Batch: 2, Seed: 5, Momentum: 0.9})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +27,7 @@ func step(t *testing.T, m *model.Model, tap *Tap) error {
 		x[i] = float32(rng.NormFloat64())
 	}
 	tap.Record(true)
-	_, err := m.TrainStep(x, []int32{0, 2}, 2, 0)
+	_, err := TrainStep(m, x, []int32{0, 2}, 2, 0)
 	tap.Record(false)
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +41,7 @@ func step(t *testing.T, m *model.Model, tap *Tap) error {
 func TestTapRecordsTheBranch(t *testing.T) {
 	tap := &Tap{Engine: model.CPUEngine()}
 	m := tapped(t, tap)
-	if _, err := m.Logits(make([]float32, 2*3*8*8), 2); err != nil || len(tap.Branch) != 0 {
+	if _, err := m.Logits(model.Input{X: make([]float32, 2*3*8*8), N: 2}); err != nil || len(tap.Branch) != 0 {
 		t.Fatalf("eval forward, not recording: %d tensors kept (err %v)", len(tap.Branch), err)
 	}
 	if err := step(t, m, tap); err != nil {
