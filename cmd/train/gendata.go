@@ -31,6 +31,7 @@ func genData(args []string, stdout, stderr io.Writer) int {
 	if err := opt.Check(); errors.As(err, &fe) {
 		return c.badValue(fe.Field, fe.Value, fe.Want)
 	}
+	fmt.Fprintf(stdout, "generating %d classes x (%d train + %d val) images of %d px in %s...\n", *classes, *ntrain, *nval, *size, *out)
 	t0 := time.Now()
 	ctx, stop := interruptContext(stderr)
 	defer stop()
