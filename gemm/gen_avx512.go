@@ -35,43 +35,62 @@ func main() {
 }
 
 func gen(w *bytes.Buffer, rows, cols int) {
+	t := newTile(w, rows, cols)
+	t.prologue()
+	t.loop()
+	t.epilogue()
+}
+
+// tile writes one RxC kernel: its registers (the accumulators Z0.., then
+// the B loads, then the A broadcasts) and its A and B panel pointers.
+type tile struct {
+	w                  *bytes.Buffer
+	rows, cols, ra, cb int
+	nacc, nbc          int
+	apan, bpan         []string
+	name               string
+}
+
+func newTile(w *bytes.Buffer, rows, cols int) *tile {
 	ra, cb := rows/6, cols/16
 	nacc := rows * cb
 	if ra*6 != rows || cb*16 != cols || nacc+cb+2 > 32 || ra > 2 || cb > 4 {
 		panic(fmt.Sprintf("tile %dx%d", rows, cols))
 	}
-	p := func(format string, args ...any) { fmt.Fprintf(w, "\t"+format+"\n", args...) }
-	acc := func(i, j int) string { return fmt.Sprintf("Z%d", i*cb+j) }
-	breg := func(j int) string { return fmt.Sprintf("Z%d", nacc+j) }
-	nbc := 32 - nacc - cb // broadcast registers
-	if nbc > 4 {
-		nbc = 4
-	}
-	bc := func(i int) string { return fmt.Sprintf("Z%d", nacc+cb+i%nbc) }
-	apan := []string{"AX", "SI"}
-	bpan := []string{"BX", "DI", "R11", "R12"}
-	name := fmt.Sprintf("kernel%dx%dAVX512", rows, cols)
+	nbc := min(32-nacc-cb, 4) // broadcast registers
+	return &tile{w: w, rows: rows, cols: cols, ra: ra, cb: cb, nacc: nacc, nbc: nbc,
+		apan: []string{"AX", "SI"}, bpan: []string{"BX", "DI", "R11", "R12"}, name: fmt.Sprintf("kernel%dx%dAVX512", rows, cols)}
+}
 
-	fmt.Fprintf(w, "\n// func %s(k int, a, b, c *float32, ldc int, alpha, beta float32)\n//\n", name)
-	fmt.Fprintf(w, "// Z0..Z%d hold the %dx%d tile (row i, columns 16j..16j+15 in Z(%d·i+j));\n", nacc-1, rows, cols, cb)
-	fmt.Fprintf(w, "// per step of k, %d loads of B and %d broadcasts of A feed %d FMAs.\n", cb, rows, nacc)
-	fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $0-48\n", name)
+func (t *tile) p(format string, args ...any) { fmt.Fprintf(t.w, "\t"+format+"\n", args...) }
+func (t *tile) acc(i, j int) string          { return fmt.Sprintf("Z%d", i*t.cb+j) }
+func (t *tile) breg(j int) string            { return fmt.Sprintf("Z%d", t.nacc+j) }
+func (t *tile) bc(i int) string              { return fmt.Sprintf("Z%d", t.nacc+t.cb+i%t.nbc) }
+
+// prologue: the comment, the arguments, the panel pointers, beta's test
+// and the zeroed accumulators.
+func (t *tile) prologue() {
+	w, p := t.w, t.p
+	fmt.Fprintf(w, "\n// func %s(k int, a, b, c *float32, ldc int, alpha, beta float32)\n//\n", t.name)
+	fmt.Fprintf(w, "// Z0..Z%d hold the %dx%d tile (row i, columns 16j..16j+15 in Z(%d·i+j));\n", t.nacc-1, t.rows, t.cols, t.cb)
+	fmt.Fprintf(w, "// per step of k, %d loads of B and %d broadcasts of A feed %d FMAs.\n", t.cb, t.rows, t.nacc)
+	fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $0-48\n", t.name)
 	p("MOVQ k+0(FP), CX")
 	p("MOVQ a+8(FP), AX")
 	p("MOVQ b+16(FP), BX")
 	p("MOVQ c+24(FP), DX")
 	p("MOVQ ldc+32(FP), R8")
 	p("SHLQ $2, R8")
-	if ra > 1 { // A panel stride: 6·k floats
+	if t.ra > 1 { // A panel stride: 6·k floats
 		p("LEAQ (CX)(CX*2), R9")
 		p("SHLQ $3, R9")
 		p("LEAQ (AX)(R9*1), SI")
 	}
-	if cb > 1 { // B panel stride: 16·k floats
+	if t.cb > 1 { // B panel stride: 16·k floats
 		p("MOVQ CX, R10")
 		p("SHLQ $6, R10")
-		for j := 1; j < cb; j++ {
-			p("LEAQ (%s)(R10*1), %s", bpan[j-1], bpan[j])
+		for j := 1; j < t.cb; j++ {
+			p("LEAQ (%s)(R10*1), %s", t.bpan[j-1], t.bpan[j])
 		}
 	}
 	// beta == 0 (compared as kernel6x16AVX2 does, NaN as equal) is decided
@@ -81,74 +100,86 @@ func gen(w *bytes.Buffer, rows, cols int) {
 	p("XORQ R13, R13")
 	p("UCOMISS X1, X0")
 	p("SETNE R13B")
-	for i := 0; i < nacc; i++ {
+	for i := 0; i < t.nacc; i++ {
 		p("VPXORD Z%d, Z%d, Z%d", i, i, i)
 	}
+}
+
+// step is one k step at offset s: the B loads, then per row a broadcast
+// of A and its FMAs, in k order.
+func (t *tile) step(s int) {
+	for j := 0; j < t.cb; j++ {
+		t.p("VMOVUPS %d(%s), %s", 64*s, t.bpan[j], t.breg(j))
+	}
+	for i := 0; i < t.rows; i++ {
+		t.p("VBROADCASTSS %d(%s), %s", 24*s+4*(i%6), t.apan[i/6], t.bc(i))
+		for j := 0; j < t.cb; j++ {
+			t.p("VFMADD231PS %s, %s, %s", t.breg(j), t.bc(i), t.acc(i, j))
+		}
+	}
+}
+
+// loop: k steps two at a time, then the odd one.
+func (t *tile) loop() {
+	p := t.p
 	p("TESTQ CX, CX")
 	p("JZ done")
 	p("MOVQ CX, R9")
 	p("SHRQ $1, R9")
 	p("JZ tail")
-	step := func(s int) { // one k step at offset s
-		for j := 0; j < cb; j++ {
-			p("VMOVUPS %d(%s), %s", 64*s, bpan[j], breg(j))
-		}
-		for i := 0; i < rows; i++ {
-			p("VBROADCASTSS %d(%s), %s", 24*s+4*(i%6), apan[i/6], bc(i))
-			for j := 0; j < cb; j++ {
-				p("VFMADD231PS %s, %s, %s", breg(j), bc(i), acc(i, j))
-			}
-		}
+	fmt.Fprintf(t.w, "loop2:\n")
+	t.step(0)
+	t.step(1)
+	for a := 0; a < t.ra; a++ {
+		p("ADDQ $%d, %s", 24*2, t.apan[a])
 	}
-	advance := func(s int) {
-		for a := 0; a < ra; a++ {
-			p("ADDQ $%d, %s", 24*s, apan[a])
-		}
-		for j := 0; j < cb; j++ {
-			p("ADDQ $%d, %s", 64*s, bpan[j])
-		}
+	for j := 0; j < t.cb; j++ {
+		p("ADDQ $%d, %s", 64*2, t.bpan[j])
 	}
-	fmt.Fprintf(w, "loop2:\n")
-	step(0)
-	step(1)
-	advance(2)
 	p("DECQ R9")
 	p("JNZ loop2")
-	fmt.Fprintf(w, "tail:\n")
+	fmt.Fprintf(t.w, "tail:\n")
 	p("ANDQ $1, CX")
 	p("JZ done")
-	step(0)
-	fmt.Fprintf(w, "done:\n")
-	t := breg(0) // free now
-	p("VBROADCASTSS alpha+40(FP), %s", t)
-	for i := 0; i < nacc; i++ {
-		p("VMULPS %s, Z%d, Z%d", t, i, i)
+	t.step(0)
+}
+
+// epilogue: times alpha, then stored, or (beta != 0) added to beta·C by
+// one FMA each and stored.
+func (t *tile) epilogue() {
+	p := t.p
+	fmt.Fprintf(t.w, "done:\n")
+	a := t.breg(0) // free now
+	p("VBROADCASTSS alpha+40(FP), %s", a)
+	for i := 0; i < t.nacc; i++ {
+		p("VMULPS %s, Z%d, Z%d", a, i, i)
 	}
 	p("TESTQ R13, R13")
 	p("JNZ withbeta")
-	for i := 0; i < rows; i++ {
-		if i > 0 {
-			p("ADDQ R8, DX")
-		}
-		for j := 0; j < cb; j++ {
-			p("VMOVUPS %s, %d(DX)", acc(i, j), 64*j)
-		}
-	}
+	t.rowsOfC(func(i, j int) { p("VMOVUPS %s, %d(DX)", t.acc(i, j), 64*j) })
 	p("VZEROUPPER")
 	p("RET")
-	fmt.Fprintf(w, "withbeta:\n")
-	beta, tmp := breg(0), bc(0)
+	fmt.Fprintf(t.w, "withbeta:\n")
+	beta, tmp := t.breg(0), t.bc(0)
 	p("VBROADCASTSS beta+44(FP), %s", beta)
-	for i := 0; i < rows; i++ {
-		if i > 0 {
-			p("ADDQ R8, DX")
-		}
-		for j := 0; j < cb; j++ {
-			p("VMOVUPS %d(DX), %s", 64*j, tmp)
-			p("VFMADD231PS %s, %s, %s", tmp, beta, acc(i, j))
-			p("VMOVUPS %s, %d(DX)", acc(i, j), 64*j)
-		}
-	}
+	t.rowsOfC(func(i, j int) {
+		p("VMOVUPS %d(DX), %s", 64*j, tmp)
+		p("VFMADD231PS %s, %s, %s", tmp, beta, t.acc(i, j))
+		p("VMOVUPS %s, %d(DX)", t.acc(i, j), 64*j)
+	})
 	p("VZEROUPPER")
 	p("RET")
+}
+
+// rowsOfC calls f for each 16-column block of each row of C, moving DX
+// one row (ldc) down before every row but the first.
+func (t *tile) rowsOfC(f func(i, j int)) {
+	for i := 0; i < t.rows; i++ {
+		if i > 0 {
+			t.p("ADDQ R8, DX")
+		}
+		for j := 0; j < t.cb; j++ {
+			f(i, j)
+		}
+	}
 }
