@@ -208,7 +208,10 @@ struct Pool {
 	std::vector<std::thread> helpers;
 	bool started = false;
 };
-static Pool pool;
+// Never destroyed, as driver.cc's state: a program may exit while the helper
+// threads wait for work, and a static destructor would wait for them (or
+// end the process on their joinable std::threads).
+static Pool &pool = *new Pool;
 
 int block_threads() {
 	static int n = [] {
