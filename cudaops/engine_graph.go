@@ -170,7 +170,7 @@ type gpuConv struct {
 }
 
 func (g *GraphEngine) NewConv(B, Cin, H, W, Cout, K int, pool bool) (model.ConvKernel, error) {
-	if _, err := cpuops.NewConv(B, Cin, H, W, Cout, K, pool); err != nil { // the shape check
+	if _, err := cpuops.NewConvBlock(B, Cin, H, W, Cout, K, pool); err != nil { // the shape check
 		return nil, err
 	}
 	s := convShape{B: B, Cin: Cin, H: H, W: W, Cout: Cout, K: K, Stride: 1, Pad: K / 2}

@@ -268,7 +268,7 @@ func (e *gpuEngine) bnBackward(x, gamma, y, dy, saved, dx, dgamma, dbeta buffer,
 }
 
 // poolShape is MaxPool2d(K, Stride, Pad) over (B·C = BC, H, W) planes, as
-// cpuops.NewMaxPoolK takes it (pad at most K/2).
+// cpuops.NewMaxPool takes it (pad at most K/2).
 type poolShape struct{ BC, H, W, K, Stride, Pad int }
 
 // Out is the output's height and width.
@@ -295,7 +295,7 @@ func (e *gpuEngine) poolLaunch(name string, total int, s poolShape, a, b, c buff
 	return e.launch1D(name, total, p(a), p(b), p(c), i(s.BC), i(s.H), i(s.W), i(s.K), i(s.Stride), i(s.Pad), i(ho), i(wo))
 }
 
-// maxPool is cpuops.MaxPoolK.Forward: reads x (InLen), writes y and arg
+// maxPool is cpuops.MaxPool.Forward: reads x (InLen), writes y and arg
 // (OutLen each; arg from allocInt32: each output's argmax in its H·W plane,
 // the first maximum of its window, NaN winning). All B samples.
 func (e *gpuEngine) maxPool(s poolShape, x, y, arg buffer) error {
@@ -305,7 +305,7 @@ func (e *gpuEngine) maxPool(s poolShape, x, y, arg buffer) error {
 	return e.poolLaunch("max_pool", s.OutLen(), s, x, y, arg)
 }
 
-// maxPoolBackward is cpuops.MaxPoolK.Backward: reads dy (OutLen) and the
+// maxPoolBackward is cpuops.MaxPool.Backward: reads dy (OutLen) and the
 // forward's arg, writes all of dx (InLen; overlapping windows' gradients
 // summed in the CPU's order, no atomics).
 func (e *gpuEngine) maxPoolBackward(s poolShape, dy, arg, dx buffer) error {

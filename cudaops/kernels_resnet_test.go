@@ -14,7 +14,7 @@ import (
 )
 
 // The ResNets' kernels (kernels_resnet.go) against the host functions they
-// must match: cpuops's Conv2d, BatchNorm, MaxPoolK, AddReLU, ReLUBackward
+// must match: cpuops's Conv2d, BatchNorm, MaxPool, AddReLU, ReLUBackward
 // and model's optimizer updates, on small random inputs (the stand-in runs
 // kernels on the CPU, slowly). Tolerances are relative, as close32 reads
 // them: |got - want| <= tol·(1 + |want|).
@@ -265,7 +265,7 @@ func TestGPUBatchNorm(t *testing.T) {
 }
 
 // TestGPUMaxPoolK: MaxPool2d(3, 2, 1) (the imagenet stem's) and others
-// against cpuops.MaxPoolK, on values with many ties (the first maximum
+// against cpuops.MaxPool, on values with many ties (the first maximum
 // wins), a NaN (it wins) and ±0; the backward sums overlapping windows.
 func TestGPUMaxPoolK(t *testing.T) {
 	withKernels(t, 4, func(kb *kernelBench) {
@@ -276,8 +276,8 @@ func TestGPUMaxPoolK(t *testing.T) {
 			{1, 2, 5, 6, 3, 1, 1},
 		} {
 			ps := poolShape{BC: s.B * s.C, H: s.H, W: s.W, K: s.K, Stride: s.S, Pad: s.P}
-			mp, err := cpuops.NewMaxPoolK(s.B, s.C, s.H, s.W, s.K, s.S, s.P)
-			kb.must("NewMaxPoolK", err)
+			mp, err := cpuops.NewMaxPool(s.B, s.C, s.H, s.W, s.K, s.S, s.P)
+			kb.must("NewMaxPool", err)
 			if mp.OutLen() != ps.OutLen() {
 				t.Fatalf("%+v: OutLen %d, cpuops says %d", s, ps.OutLen(), mp.OutLen())
 			}
