@@ -56,6 +56,15 @@ type Conv2d struct {
 	x, y, dy []float32 // the running job's arguments
 	dx       []float32
 
+	// The cnn's conv block (NewConvBlock): the bias + ReLU epilogue, and
+	// with pool the 2x2 max-pool after it; y is then the block's output.
+	block  bool
+	pool   bool
+	arg    []uint8   // with pool: the argmax of each output (pool2x2's)
+	bias   []float32 // the running ForwardBlock's b
+	yBlock []float32 // the running backward's y (the block's output)
+	ownDB  []float32 // BackwardFilterBlock's per-group bias-gradient sums
+
 	// back is, at stride 1, BackwardData as a forward convolution: dx =
 	// conv(dy, wflip) with padding K−1−Pad, wflip (Cin,Cout,K,K) the
 	// weights with in and out swapped and the kernel turned by 180°. Its
@@ -79,9 +88,15 @@ func (c *Conv2d) Share(s *Conv2dShared) { c.shared = s }
 
 type conv2dScratch struct {
 	pad, out, col, dxpad, dyT []float32
+	dpre                      []float32 // a conv block's gradient before its ReLU, for a group
 	panels                    gatherPanels
 	panelsT                   gatherTPanels
 }
+
+// filterGroups is how many partial sums the filter gradient is split into:
+// a fixed number, so that the summation order, and the result to the last
+// bit, do not depend on the number of cores.
+const filterGroups = 8
 
 // Samples per GEMM: enough for this many columns (output pixels).
 const (
@@ -99,6 +114,36 @@ func NewConv2d(b, cin, h, w, cout, k, stride, pad int) (*Conv2d, error) {
 		c.wflip = make([]float32, cout*cin*k*k)
 	}
 	return c, err
+}
+
+// NewConvBlock returns the kernels of the cnn's conv block: a KxK Conv2d
+// (K odd) with stride 1 and padding K/2, then the epilogue: a per-channel
+// bias and ReLU, and with pool a 2x2 stride-2 max-pool (floor; the first
+// maximum of a window, a NaN winning, as MaxPool), all fused. Its output
+// y is (B,Cout,H,W), or (B,Cout,H/2,W/2) with pool; ForwardBlock,
+// BackwardDataBlock and BackwardFilterBlock are its passes.
+//
+// With pool the full-size activations are never stored: each group's conv
+// output lives in a worker's scratch until it is pooled, and its gradient
+// is rebuilt there from the pooled gradient and the argmax (the ReLU's
+// derivative folded in: a pooled 0 passes nothing). Its backward sums as
+// the unfused layers would in order: dx through col2im, never the
+// flipped-kernel convolution, and the filter gradient one sample per GEMM
+// (bit for bit the kernels the block had before it was a Conv2d).
+func NewConvBlock(b, cin, h, w, cout, k int, pool bool) (*Conv2d, error) {
+	if b < 1 || cin < 1 || h < 1 || w < 1 || cout < 1 || k < 1 || k%2 == 0 || (pool && (h < 2 || w < 2)) {
+		return nil, fmt.Errorf("cpuops.NewConvBlock: bad shape B=%d Cin=%d H=%d W=%d Cout=%d K=%d pool=%v (K odd; H, W >= 2 to pool)", b, cin, h, w, cout, k, pool)
+	}
+	c, err := newConv2d(b, cin, h, w, cout, k, 1, k/2)
+	if err != nil {
+		return nil, err
+	}
+	c.block, c.pool = true, pool
+	c.perF = 1
+	if pool {
+		c.arg = make([]uint8, b*cout*(h/2)*(w/2))
+	}
+	return c, nil
 }
 
 func newConv2d(b, cin, h, w, cout, k, stride, pad int) (*Conv2d, error) {
@@ -153,9 +198,18 @@ func newConv2d(b, cin, h, w, cout, k, stride, pad int) (*Conv2d, error) {
 	return c, nil
 }
 
-// InLen and OutLen are the sizes of x (B·Cin·H·W) and y (B·Cout·Ho·Wo).
+// InLen and OutLen are the sizes of x (B·Cin·H·W) and y (B·Cout·Ho·Wo;
+// a pooling conv block's, B·Cout·(H/2)·(W/2)).
 func (c *Conv2d) InLen() int  { return c.B * c.Cin * c.H * c.W }
-func (c *Conv2d) OutLen() int { return c.B * c.Cout * c.Ho * c.Wo }
+func (c *Conv2d) OutLen() int { return c.B * c.Cout * c.outHW() }
+
+// outHW is the pixels of one output plane.
+func (c *Conv2d) outHW() int {
+	if c.pool {
+		return (c.H / 2) * (c.W / 2)
+	}
+	return c.Ho * c.Wo
+}
 
 func (c *Conv2d) ckk() int { return c.Cin * c.K * c.K }
 
@@ -196,11 +250,39 @@ func (c *Conv2d) padded(s *conv2dScratch, i0, i1 int) []float32 {
 
 // Forward computes y = conv(x, w), w (Cout,Cin,K,K).
 func (c *Conv2d) Forward(x, w, y []float32) {
+	c.plain("Forward")
+	c.forward(x, w, nil, y)
+}
+
+// ForwardBlock is a conv block's forward (NewConvBlock): y = ReLU(conv(x,
+// w) + b), max-pooled with pool, the argmax kept.
+func (c *Conv2d) ForwardBlock(x, w, b, y []float32) {
+	c.isBlock("ForwardBlock")
+	if len(b) != c.Cout {
+		panic(fmt.Sprintf("cpuops.Conv2d.ForwardBlock: bias has %d values, want %d", len(b), c.Cout))
+	}
+	c.forward(x, w, b, y)
+}
+
+func (c *Conv2d) forward(x, w, b, y []float32) {
 	c.check("Forward", x, w, y)
 	gemm.PackA(&c.wA, false, c.Cout, c.ckk(), w, c.ckk())
-	c.x, c.y = x, y
+	c.x, c.y, c.bias = x, y, b
 	c.fwd.run(c.start(c.fwd.n))
-	c.x, c.y = nil, nil
+	c.x, c.y, c.bias = nil, nil, nil
+}
+
+// plain and isBlock check that a pass matches the kind of conv.
+func (c *Conv2d) plain(what string) {
+	if c.block {
+		panic("cpuops.Conv2d." + what + " on a conv block: call " + what + "Block")
+	}
+}
+
+func (c *Conv2d) isBlock(what string) {
+	if !c.block {
+		panic("cpuops.Conv2d." + what + " on a Conv2d that is not a conv block (NewConvBlock)")
+	}
 }
 
 func (c *Conv2d) forwardGroup(worker, g int) {
@@ -208,23 +290,56 @@ func (c *Conv2d) forwardGroup(worker, g int) {
 	ohw, n := c.Ho*c.Wo, (i1-i0)*c.Ho*c.Wo
 	s := &c.scratch[worker]
 	s.panels = gatherPanels{src: c.padded(s, i0, i1), rows: c.taps, cols: c.pixels[:n], kind: c.kindFwd}
-	y := c.y[i0*c.Cout*ohw : i1*c.Cout*ohw]
-	if i1-i0 == 1 {
+	if i1-i0 == 1 && !c.pool {
+		y := c.y[i0*c.Cout*ohw : i1*c.Cout*ohw]
 		gemm.SgemmPackedPanels(&c.wA, n, 1, &s.panels, 0, y, ohw)
+		for o, b := range c.bias {
+			biasReLU(y[o*ohw:(o+1)*ohw], b)
+		}
 	} else {
 		s.out = grow(s.out, c.Cout*n)
 		gemm.SgemmPackedPanels(&c.wA, n, 1, &s.panels, 0, s.out, n)
+		o1 := c.outHW()
 		for t := 0; t < i1-i0; t++ {
 			for o := 0; o < c.Cout; o++ {
-				copy(y[(t*c.Cout+o)*ohw:(t*c.Cout+o+1)*ohw], s.out[o*n+t*ohw:])
+				plane := s.out[o*n+t*ohw : o*n+(t+1)*ohw]
+				if c.bias != nil {
+					biasReLU(plane, c.bias[o])
+				}
+				at := ((i0+t)*c.Cout + o) * o1
+				if c.pool {
+					pool2x2(plane, 1, c.H, c.W, c.y[at:at+o1], c.arg[at:at+o1])
+				} else {
+					copy(c.y[at:at+o1], plane)
+				}
 			}
 		}
 	}
 	s.panels = gatherPanels{}
 }
 
+// preReLU returns the gradient before a conv block's ReLU (and pool) for
+// samples [i0, i1), side by side as dy's samples are, in the worker's
+// scratch: dy where the block's output y is not 0; with pool, dy routed
+// back through the argmax first (unpool2x2, the mask folded in).
+func (c *Conv2d) preReLU(s *conv2dScratch, i0, i1 int) []float32 {
+	n, o := c.Cout*c.Ho*c.Wo, c.Cout*c.outHW()
+	s.dpre = grow(s.dpre, (i1-i0)*n)
+	for i := i0; i < i1; i++ {
+		d := s.dpre[(i-i0)*n : (i-i0+1)*n]
+		y, dy := c.yBlock[i*o:(i+1)*o], c.dy[i*o:(i+1)*o]
+		if c.pool {
+			unpool2x2(dy, y, c.arg[i*o:(i+1)*o], c.Cout, c.H, c.W, d)
+		} else {
+			reluMask(d, y, dy)
+		}
+	}
+	return s.dpre
+}
+
 // BackwardData computes dx from the weights and the output gradient dy.
 func (c *Conv2d) BackwardData(w, dy, dx []float32) {
+	c.plain("BackwardData")
 	c.check("BackwardData", dx, w, dy)
 	if c.back != nil {
 		K := c.K
@@ -246,11 +361,32 @@ func (c *Conv2d) BackwardData(w, dy, dx []float32) {
 	c.dy, c.dx = nil, nil
 }
 
+// BackwardDataBlock is a conv block's dx from the weights, the block's
+// output y (the ReLU's mask; with pool, the pooled values) and its
+// gradient dy, both as ForwardBlock's y.
+func (c *Conv2d) BackwardDataBlock(w, y, dy, dx []float32) {
+	c.isBlock("BackwardData")
+	c.check("BackwardDataBlock", dx, w, y)
+	if len(dy) != len(y) {
+		panic(fmt.Sprintf("cpuops.Conv2d.BackwardDataBlock: dy has %d values, want %d", len(dy), len(y)))
+	}
+	gemm.PackA(&c.wT, true, c.ckk(), c.Cout, w, c.ckk())
+	c.yBlock, c.dy, c.dx = y, dy, dx
+	c.bwdData.run(c.start(c.bwdData.n))
+	c.yBlock, c.dy, c.dx = nil, nil, nil
+}
+
 func (c *Conv2d) backwardDataGroup(worker, g int) {
 	i0, i1 := g*c.per, min(c.B, (g+1)*c.per)
 	ohw, n, ckk := c.Ho*c.Wo, (i1-i0)*c.Ho*c.Wo, c.ckk()
 	s := &c.scratch[worker]
-	s.panels = gatherPanels{src: c.dy[i0*c.Cout*ohw : i1*c.Cout*ohw], rows: c.dyRows, cols: c.dyCols[:n], kind: c.kindDy}
+	var dy []float32
+	if c.block {
+		dy = c.preReLU(s, i0, i1)
+	} else {
+		dy = c.dy[i0*c.Cout*ohw : i1*c.Cout*ohw]
+	}
+	s.panels = gatherPanels{src: dy, rows: c.dyRows, cols: c.dyCols[:n], kind: c.kindDy}
 	s.col = grow(s.col, ckk*n)
 	gemm.SgemmPackedPanels(&c.wT, n, 1, &s.panels, 0, s.col, n)
 	s.panels = gatherPanels{}
@@ -298,6 +434,29 @@ func (c *Conv2d) col2im(s *conv2dScratch, col []float32, ld int, dx []float32) {
 
 // BackwardFilter computes dw, summed over the batch, from x and dy.
 func (c *Conv2d) BackwardFilter(x, dy, dw []float32) {
+	c.plain("BackwardFilter")
+	c.backwardFilter(x, dy, dw)
+}
+
+// BackwardFilterBlock is a conv block's weight and bias gradients, summed
+// over the batch, from the input x, the block's output y and its gradient
+// dy (as ForwardBlock's y).
+func (c *Conv2d) BackwardFilterBlock(x, y, dy, dw, db []float32) {
+	c.isBlock("BackwardFilter")
+	if len(dy) != len(y) || len(db) != c.Cout {
+		panic(fmt.Sprintf("cpuops.Conv2d.BackwardFilterBlock: dy has %d values (want %d), db %d (want %d)", len(dy), len(y), len(db), c.Cout))
+	}
+	c.ownDB = grow(c.ownDB, c.groups*c.Cout)
+	c.yBlock = y
+	c.backwardFilter(x, dy, dw)
+	copy(db, c.ownDB[:c.Cout])
+	for g := 1; g < c.groups; g++ {
+		addTo(db, c.ownDB[g*c.Cout:(g+1)*c.Cout])
+	}
+	c.yBlock = nil
+}
+
+func (c *Conv2d) backwardFilter(x, dy, dw []float32) {
 	c.check("BackwardFilter", x, dw, dy)
 	c.x, c.dy = x, dy
 	n := c.Cout * c.ckk()
@@ -323,10 +482,27 @@ func (c *Conv2d) backwardFilterGroup(worker, g int) {
 	dw := c.groupDW[g*c.Cout*ckk : (g+1)*c.Cout*ckk]
 	s := &c.scratch[worker]
 	end := min(c.B, (g+1)*c.perGroup)
+	var db []float32 // a conv block's: the group's bias-gradient sums
+	if c.block {
+		db = c.ownDB[g*c.Cout : (g+1)*c.Cout]
+		clear(db)
+	}
 	for i0 := g * c.perGroup; i0 < end; i0 += c.perF {
 		i1 := min(end, i0+c.perF)
 		k := (i1 - i0) * ohw
-		a := c.dy[i0*c.Cout*ohw : i1*c.Cout*ohw]
+		var a []float32
+		if c.block { // perF is 1
+			a = c.preReLU(s, i0, i1)
+			for o := range db {
+				var sum float32
+				for _, v := range a[o*ohw : (o+1)*ohw] {
+					sum += v
+				}
+				db[o] += sum
+			}
+		} else {
+			a = c.dy[i0*c.Cout*ohw : i1*c.Cout*ohw]
+		}
 		if i1-i0 > 1 {
 			s.dyT = grow(s.dyT, c.Cout*k)
 			for t := 0; t < i1-i0; t++ {

@@ -264,10 +264,10 @@ func ReLUBackward(y, dy, d []float32) {
 	reluMask(d, y, dy)
 }
 
-// MaxPoolK is PyTorch's MaxPool2d(K, stride, padding) over (B,C,H,W):
+// MaxPool is PyTorch's MaxPool2d(K, stride, padding) over (B,C,H,W):
 // padding never wins (it is −∞), the first maximum in a window is kept,
 // and Backward adds dy to it (windows overlap when stride < K).
-type MaxPoolK struct {
+type MaxPool struct {
 	B, C, H, W, K, Stride, Pad int
 	Ho, Wo                     int
 
@@ -276,15 +276,15 @@ type MaxPoolK struct {
 	x, y     []float32
 }
 
-// NewMaxPoolK returns the kernels for a max-pool of this shape.
-func NewMaxPoolK(b, c, h, w, k, stride, pad int) (*MaxPoolK, error) {
+// NewMaxPool returns the kernels for a max-pool of this shape.
+func NewMaxPool(b, c, h, w, k, stride, pad int) (*MaxPool, error) {
 	if b < 1 || c < 1 || h < 1 || w < 1 || k < 1 || stride < 1 || pad < 0 || 2*pad > k {
-		return nil, fmt.Errorf("cpuops.NewMaxPoolK: bad shape B=%d C=%d H=%d W=%d K=%d stride=%d pad=%d (pad at most K/2)", b, c, h, w, k, stride, pad)
+		return nil, fmt.Errorf("cpuops.NewMaxPool: bad shape B=%d C=%d H=%d W=%d K=%d stride=%d pad=%d (pad at most K/2)", b, c, h, w, k, stride, pad)
 	}
-	p := &MaxPoolK{B: b, C: c, H: h, W: w, K: k, Stride: stride, Pad: pad}
+	p := &MaxPool{B: b, C: c, H: h, W: w, K: k, Stride: stride, Pad: pad}
 	p.Ho, p.Wo = (h+2*pad-k)/stride+1, (w+2*pad-k)/stride+1
 	if p.Ho < 1 || p.Wo < 1 {
-		return nil, fmt.Errorf("cpuops.NewMaxPoolK: a %dx%d input is smaller than the %dx%d window", h, w, k, k)
+		return nil, fmt.Errorf("cpuops.NewMaxPool: a %dx%d input is smaller than the %dx%d window", h, w, k, k)
 	}
 	p.arg = make([]int32, b*c*p.Ho*p.Wo)
 	p.fwd.fn, p.fwd.n = p.forwardSample, b
@@ -293,20 +293,20 @@ func NewMaxPoolK(b, c, h, w, k, stride, pad int) (*MaxPoolK, error) {
 }
 
 // InLen and OutLen are the sizes of x and y.
-func (p *MaxPoolK) InLen() int  { return p.B * p.C * p.H * p.W }
-func (p *MaxPoolK) OutLen() int { return len(p.arg) }
+func (p *MaxPool) InLen() int  { return p.B * p.C * p.H * p.W }
+func (p *MaxPool) OutLen() int { return len(p.arg) }
 
 // Forward computes y from x and records the argmax.
-func (p *MaxPoolK) Forward(x, y []float32) {
+func (p *MaxPool) Forward(x, y []float32) {
 	if len(x) != p.InLen() || len(y) != p.OutLen() {
-		panic(fmt.Sprintf("cpuops.MaxPoolK.Forward: %d inputs, %d outputs; want %d, %d", len(x), len(y), p.InLen(), p.OutLen()))
+		panic(fmt.Sprintf("cpuops.MaxPool.Forward: %d inputs, %d outputs; want %d, %d", len(x), len(y), p.InLen(), p.OutLen()))
 	}
 	p.x, p.y = x, y
 	p.fwd.run(workers(p.B))
 	p.x, p.y = nil, nil
 }
 
-func (p *MaxPoolK) forwardSample(_, i int) {
+func (p *MaxPool) forwardSample(_, i int) {
 	hw, ohw := p.H*p.W, p.Ho*p.Wo
 	for c := 0; c < p.C; c++ {
 		plane := p.x[(i*p.C+c)*hw : (i*p.C+c+1)*hw]
@@ -338,16 +338,16 @@ func (p *MaxPoolK) forwardSample(_, i int) {
 }
 
 // Backward computes dx from dy and the argmax of the last Forward.
-func (p *MaxPoolK) Backward(dy, dx []float32) {
+func (p *MaxPool) Backward(dy, dx []float32) {
 	if len(dx) != p.InLen() || len(dy) != p.OutLen() {
-		panic(fmt.Sprintf("cpuops.MaxPoolK.Backward: %d outputs, %d inputs; want %d, %d", len(dy), len(dx), p.OutLen(), p.InLen()))
+		panic(fmt.Sprintf("cpuops.MaxPool.Backward: %d outputs, %d inputs; want %d, %d", len(dy), len(dx), p.OutLen(), p.InLen()))
 	}
 	p.x, p.y = dx, dy
 	p.bwd.run(workers(p.B))
 	p.x, p.y = nil, nil
 }
 
-func (p *MaxPoolK) backwardSample(_, i int) {
+func (p *MaxPool) backwardSample(_, i int) {
 	hw, ohw := p.H*p.W, p.Ho*p.Wo
 	for c := 0; c < p.C; c++ {
 		dx := p.x[(i*p.C+c)*hw : (i*p.C+c+1)*hw]

@@ -92,7 +92,7 @@ func TestConvMatchesReference(t *testing.T) {
 		{3, 2, 5, 4, 3, 3}, {2, 3, 3, 3, 2, 1}, {2, 2, 3, 2, 2, 5}, {9, 1, 4, 4, 2, 3},
 	} {
 		rng := rand.New(rand.NewPCG(uint64(s.B*100+s.K), 1))
-		c, err := NewConv(s.B, s.cin, s.H, s.W, s.cout, s.K, false)
+		c, err := NewConvBlock(s.B, s.cin, s.H, s.W, s.cout, s.K, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -101,15 +101,15 @@ func TestConvMatchesReference(t *testing.T) {
 		b := randF32(rng, s.cout)
 		r := randF32(rng, s.B*s.cout*s.H*s.W)
 		y := make([]float32, len(r))
-		c.Forward(x, w, b, y)
+		c.ForwardBlock(x, w, b, y)
 		x64, w64, b64 := f64(x), f64(w), f64(b)
 		checkClose(t, "conv y", y, refConvReLU(s.B, s.cin, s.H, s.W, s.cout, s.K, x64, w64, b64))
 
 		dx := make([]float32, len(x))
 		dw := make([]float32, len(w))
 		db := make([]float32, len(b))
-		c.BackwardData(w, y, r, dx)
-		c.BackwardFilter(x, y, r, dw, db)
+		c.BackwardDataBlock(w, y, r, dx)
+		c.BackwardFilterBlock(x, y, r, dw, db)
 		r64 := f64(r)
 		loss := func() float64 {
 			var l float64
@@ -131,16 +131,16 @@ func TestConvSameOnAnyCoreCount(t *testing.T) {
 	for _, pool := range []bool{false, true} {
 		rng := rand.New(rand.NewPCG(5, 5))
 		const B, cin, H, cout = 11, 3, 6, 4
-		c, _ := NewConv(B, cin, H, H, cout, 3, pool)
+		c, _ := NewConvBlock(B, cin, H, H, cout, 3, pool)
 		x, w, b := randF32(rng, B*cin*H*H), randF32(rng, cout*cin*9), randF32(rng, cout)
 		dy := randF32(rng, c.OutLen())
 		run := func(procs int) [][]float32 {
 			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
 			y, dx := make([]float32, len(dy)), make([]float32, len(x))
 			dw, db := make([]float32, len(w)), make([]float32, cout)
-			c.Forward(x, w, b, y)
-			c.BackwardData(w, y, dy, dx)
-			c.BackwardFilter(x, y, dy, dw, db)
+			c.ForwardBlock(x, w, b, y)
+			c.BackwardDataBlock(w, y, dy, dx)
+			c.BackwardFilterBlock(x, y, dy, dw, db)
 			return [][]float32{y, dx, dw, db}
 		}
 		one, two := run(1), run(2)
@@ -173,7 +173,7 @@ func TestMaxPoolMatchesReference(t *testing.T) {
 	for _, s := range [][4]int{{2, 3, 4, 4}, {1, 2, 5, 7}, {3, 1, 2, 3}} {
 		B, C, H, W := s[0], s[1], s[2], s[3]
 		rng := rand.New(rand.NewPCG(uint64(H*W), 2))
-		p, err := NewMaxPool(B, C, H, W)
+		p, err := NewMaxPool(B, C, H, W, 2, 2, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -198,7 +198,7 @@ func TestMaxPoolMatchesReference(t *testing.T) {
 		}))
 	}
 	// Ties go to the first input, as in PyTorch.
-	p, _ := NewMaxPool(1, 1, 2, 2)
+	p, _ := NewMaxPool(1, 1, 2, 2, 2, 2, 0)
 	y, dx := make([]float32, 1), make([]float32, 4)
 	p.Forward([]float32{1, 3, 3, 2}, y)
 	p.Backward([]float32{1}, dx)
@@ -321,21 +321,21 @@ func TestStepAllocatesNothing(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(7, 7))
 	const B, cin, H, cout = 4, 3, 8, 4
-	c, _ := NewConv(B, cin, H, H, cout, 3, false)
-	cp, _ := NewConv(B, cin, H, H, cout, 3, true)
-	p, _ := NewMaxPool(B, cout, H, H)
+	c, _ := NewConvBlock(B, cin, H, H, cout, 3, false)
+	cp, _ := NewConvBlock(B, cin, H, H, cout, 3, true)
+	p, _ := NewMaxPool(B, cout, H, H, 2, 2, 0)
 	x, w, b := randF32(rng, B*cin*H*H), randF32(rng, cout*cin*9), randF32(rng, cout)
 	y, dy, dx := make([]float32, B*cout*H*H), randF32(rng, B*cout*H*H), make([]float32, len(x))
 	dw, db, py := make([]float32, len(w)), make([]float32, cout), make([]float32, p.OutLen())
 	step := func() {
-		c.Forward(x, w, b, y)
+		c.ForwardBlock(x, w, b, y)
 		p.Forward(y, py)
 		p.Backward(py, dy)
-		c.BackwardData(w, y, dy, dx)
-		c.BackwardFilter(x, y, dy, dw, db)
-		cp.Forward(x, w, b, py)
-		cp.BackwardData(w, py, py, dx)
-		cp.BackwardFilter(x, py, py, dw, db)
+		c.BackwardDataBlock(w, y, dy, dx)
+		c.BackwardFilterBlock(x, y, dy, dw, db)
+		cp.ForwardBlock(x, w, b, py)
+		cp.BackwardDataBlock(w, py, py, dx)
+		cp.BackwardFilterBlock(x, py, py, dw, db)
 	}
 	step()
 	// A collection empties the GEMM's scratch pool by design; what must not
@@ -353,7 +353,7 @@ func TestConvWithPoolMatchesReference(t *testing.T) {
 		{2, 2, 4, 4, 3, 3}, {3, 1, 5, 3, 2, 3}, {9, 2, 2, 2, 2, 1},
 	} {
 		rng := rand.New(rand.NewPCG(uint64(s.B*10+s.H), 3))
-		c, err := NewConv(s.B, s.cin, s.H, s.W, s.cout, s.K, true)
+		c, err := NewConvBlock(s.B, s.cin, s.H, s.W, s.cout, s.K, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -362,7 +362,7 @@ func TestConvWithPoolMatchesReference(t *testing.T) {
 		b := randF32(rng, s.cout)
 		b[0] = -10 // a channel that is all zeros after the ReLU: ties in every pool window
 		y := make([]float32, c.OutLen())
-		c.Forward(x, w, b, y)
+		c.ForwardBlock(x, w, b, y)
 		x64, w64, b64 := f64(x), f64(w), f64(b)
 		ref := func() []float64 {
 			return refMaxPool(s.B, s.cout, s.H, s.W, refConvReLU(s.B, s.cin, s.H, s.W, s.cout, s.K, x64, w64, b64))
@@ -370,8 +370,8 @@ func TestConvWithPoolMatchesReference(t *testing.T) {
 		checkClose(t, "conv+pool y", y, ref())
 		r := randF32(rng, len(y))
 		dx, dw, db := make([]float32, len(x)), make([]float32, len(w)), make([]float32, len(b))
-		c.BackwardData(w, y, r, dx)
-		c.BackwardFilter(x, y, r, dw, db)
+		c.BackwardDataBlock(w, y, r, dx)
+		c.BackwardFilterBlock(x, y, r, dw, db)
 		r64 := f64(r)
 		loss := func() float64 {
 			var l float64

@@ -5,67 +5,6 @@ import (
 	"math"
 )
 
-// MaxPool is a 2x2 max-pool with stride 2 over (B,C,H,W), flooring odd
-// sizes as PyTorch's MaxPool2d(2) does. Forward keeps, for each output,
-// which of its four inputs was the maximum (the first on ties, and a NaN
-// wins, as in PyTorch), and Backward routes the gradient there. The model
-// fuses the pool into the conv block before it (Conv.Pool); this op is the
-// pool alone.
-type MaxPool struct {
-	B, C, H, W int
-
-	arg      []uint8 // per output: 2·dy + dx of the maximum
-	fwd, bwd job
-	x, y     []float32 // the running job's arguments
-}
-
-// NewMaxPool returns the kernels for a max-pool of this input shape.
-func NewMaxPool(b, c, h, w int) (*MaxPool, error) {
-	if b < 1 || c < 1 || h < 2 || w < 2 {
-		return nil, fmt.Errorf("cpuops.NewMaxPool: bad shape B=%d C=%d H=%d W=%d (H, W >= 2)", b, c, h, w)
-	}
-	p := &MaxPool{B: b, C: c, H: h, W: w, arg: make([]uint8, b*c*(h/2)*(w/2))}
-	p.fwd.fn, p.fwd.n = p.forwardSample, b
-	p.bwd.fn, p.bwd.n = p.backwardSample, b
-	return p, nil
-}
-
-// OutLen is the number of outputs, B·C·(H/2)·(W/2).
-func (p *MaxPool) OutLen() int { return len(p.arg) }
-
-// Forward computes y from x and records the argmax.
-func (p *MaxPool) Forward(x, y []float32) {
-	p.check("Forward", x, y)
-	p.x, p.y = x, y
-	p.fwd.run(workers(p.B))
-	p.x, p.y = nil, nil
-}
-
-func (p *MaxPool) forwardSample(_, i int) {
-	n, o := p.C*p.H*p.W, p.C*(p.H/2)*(p.W/2)
-	pool2x2(p.x[i*n:(i+1)*n], p.C, p.H, p.W, p.y[i*o:(i+1)*o], p.arg[i*o:(i+1)*o])
-}
-
-// Backward computes dx from dy and the argmax of the last Forward; inputs
-// that were not a maximum (and rows or columns dropped by flooring) get 0.
-func (p *MaxPool) Backward(dy, dx []float32) {
-	p.check("Backward", dx, dy)
-	p.x, p.y = dx, dy
-	p.bwd.run(workers(p.B))
-	p.x, p.y = nil, nil
-}
-
-func (p *MaxPool) backwardSample(_, i int) {
-	n, o := p.C*p.H*p.W, p.C*(p.H/2)*(p.W/2)
-	unpool2x2(p.y[i*o:(i+1)*o], nil, p.arg[i*o:(i+1)*o], p.C, p.H, p.W, p.x[i*n:(i+1)*n])
-}
-
-func (p *MaxPool) check(what string, x, y []float32) {
-	if len(x) != p.B*p.C*p.H*p.W || len(y) != len(p.arg) {
-		panic(fmt.Sprintf("cpuops.MaxPool.%s: got %d inputs and %d outputs, want %d and %d", what, len(x), len(y), p.B*p.C*p.H*p.W, len(p.arg)))
-	}
-}
-
 // pool2x2 max-pools C planes of H×W from x into out, recording the argmax.
 func pool2x2(x []float32, C, H, W int, out []float32, arg []uint8) {
 	oh, ow := H/2, W/2
@@ -103,25 +42,16 @@ func pool2x2(x []float32, C, H, W int, out []float32, arg []uint8) {
 	}
 }
 
-// unpool2x2 is pool2x2's adjoint: dx (C planes of H×W) gets dy at each
-// argmax and 0 elsewhere. With y (the pooled values of a ReLU's output)
-// not nil, outputs where y is 0 pass nothing: the ReLU's derivative,
-// folded in (y ≥ 0 or NaN, so y > 0 is "bits not zero").
+// unpool2x2 is pool2x2's adjoint with a ReLU's derivative folded in: dx
+// (C planes of H×W) gets dy at each argmax and 0 elsewhere, and outputs
+// where y (the pooled values of a ReLU's output) is 0 pass nothing (y ≥ 0
+// or NaN, so y > 0 is "bits not zero").
 func unpool2x2(dy, y []float32, arg []uint8, C, H, W int, dx []float32) {
 	oh, ow := H/2, W/2
 	clear(dx[:C*H*W])
 	for c := 0; c < C; c++ {
 		plane := dx[c*H*W : (c+1)*H*W]
 		d, a := dy[c*oh*ow:(c+1)*oh*ow], arg[c*oh*ow:(c+1)*oh*ow]
-		if y == nil {
-			for oy := 0; oy < oh; oy++ {
-				for ox := 0; ox < ow; ox++ {
-					m := int(a[oy*ow+ox])
-					plane[(2*oy+m>>1)*W+2*ox+m&1] = d[oy*ow+ox]
-				}
-			}
-			continue
-		}
 		yc := y[c*oh*ow : (c+1)*oh*ow]
 		for oy := 0; oy < oh; oy++ {
 			for ox := 0; ox < ow; ox++ {

@@ -225,7 +225,7 @@ func TestMaxPoolKMatchesReference(t *testing.T) {
 		{2, 3, 8, 8, 3, 2, 1}, {2, 2, 7, 5, 3, 2, 1}, {1, 2, 6, 6, 2, 2, 0}, {2, 1, 5, 5, 3, 1, 1},
 	} {
 		rng := rand.New(rand.NewPCG(uint64(s.H*10+s.W), 4))
-		p, err := NewMaxPoolK(s.B, s.C, s.H, s.W, s.K, s.S, s.P)
+		p, err := NewMaxPool(s.B, s.C, s.H, s.W, s.K, s.S, s.P)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,10 +17,14 @@
 //
 // The network is model's gorgonia graph, the same as on the CPU: its ops
 // call a model.Engine at the level of layers, and GraphEngine (engine_graph.go)
-// implements it by launching the kernels on device values. Each kernel is
-// checked against its CPU mirror (ref_kernels_test.go, TestGPUKernelParity)
-// and the graph on the GPU engine against the graph on the CPU engine
-// (graph_test.go), on a GPU or under the stand-in (scripts/gpu-sim.sh).
+// implements it by launching the kernels on device values: one kernel
+// family per layer (the cnn's conv block is the ResNets' convolution with
+// a bias + ReLU epilogue). Each kernel is checked against its CPU mirror
+// (ref_kernels_test.go, TestGPUKernelParity) or against cpuops
+// (kernels_resnet_test.go), the graph on the GPU engine against the graph
+// on the CPU engine (graph_test.go), and the state after 3 steps of each
+// arch against its hashes before the last refactor (statehash_gpu_test.go),
+// on a GPU or under the stand-in (scripts/gpu-sim.sh).
 //
 // The binary never links libcuda: driver.c loads libcuda.so.1 at the first
 // cuInit, and tramp_linux_amd64.S routes every driver function cu calls

@@ -10,6 +10,13 @@ import (
 // the GPU engine, for the tests that every machine runs.
 type cpuEngine struct{}
 
+var (
+	_ memory      = cpuEngine{}
+	_ gemmKernels = cpuEngine{}
+	_ poolKernels = cpuEngine{}
+	_ stepKernels = cpuEngine{}
+)
+
 func (cpuEngine) alloc(n int) (buffer, error)      { return make([]float32, n), nil }
 func (cpuEngine) allocInt32(n int) (buffer, error) { return make([]int32, n), nil }
 func (cpuEngine) allocU8(n int) (buffer, error)    { return make([]uint8, n), nil }
@@ -49,16 +56,6 @@ func (cpuEngine) zero(b buffer, off, n int) error {
 
 func f(b buffer) []float32 { return b.([]float32) }
 
-func (cpuEngine) im2col(x, col buffer, B, C, H, W, K, P int) error {
-	refIm2col(f(x), f(col), B, C, H, W, K, P)
-	return nil
-}
-
-func (cpuEngine) col2im(dcol, dx buffer, B, C, H, W, K, P int) error {
-	refCol2im(f(dcol), f(dx), B, C, H, W, K, P)
-	return nil
-}
-
 func (cpuEngine) sgemm(tA, tB bool, M, N, Kd int, a, b, c buffer) error {
 	refSgemm(tA, tB, M, N, Kd, f(a), f(b), f(c))
 	return nil
@@ -69,11 +66,6 @@ func (cpuEngine) biasReLU(z, bias, y buffer, B, Cout, HW int) error {
 	return nil
 }
 
-func (cpuEngine) reluBackward(dy, y, dz buffer, B, Cout, HW int) error {
-	refReLUBackward(f(dy), f(y), f(dz), B, Cout, HW)
-	return nil
-}
-
 func (cpuEngine) rowSums(a, out buffer, R, N int) error {
 	refRowSums(f(a), f(out), R, N)
 	return nil
@@ -81,16 +73,6 @@ func (cpuEngine) rowSums(a, out buffer, R, N int) error {
 
 func (cpuEngine) colSums(a, out buffer, R, N int) error {
 	refColSums(f(a), f(out), R, N)
-	return nil
-}
-
-func (cpuEngine) maxPool(x, y, arg buffer, BC, H, W int) error {
-	refMaxPool(f(x), f(y), arg.([]int32), BC, H, W)
-	return nil
-}
-
-func (cpuEngine) maxPoolBackward(dy, arg, dx buffer, BC, H, W int) error {
-	refMaxPoolBackward(f(dy), arg.([]int32), f(dx), BC, H, W)
 	return nil
 }
 

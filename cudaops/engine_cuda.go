@@ -39,6 +39,13 @@ type gpuEngine struct {
 	ptrs   [12]unsafe.Pointer
 }
 
+var (
+	_ memory      = (*gpuEngine)(nil)
+	_ gemmKernels = (*gpuEngine)(nil)
+	_ poolKernels = (*gpuEngine)(nil)
+	_ stepKernels = (*gpuEngine)(nil)
+)
+
 func newGPUEngine(s cu.Stream) (*gpuEngine, error) {
 	mod, err := cu.LoadData(kernelsPTX)
 	if err != nil {
@@ -148,14 +155,6 @@ func bl(v bool) uint64 {
 	return 0
 }
 
-func (e *gpuEngine) im2col(x, col buffer, B, C, H, W, K, P int) error {
-	return e.launch1D("im2col", C*K*K*B*H*W, p(x), p(col), i(B), i(C), i(H), i(W), i(K), i(P))
-}
-
-func (e *gpuEngine) col2im(dcol, dx buffer, B, C, H, W, K, P int) error {
-	return e.launch1D("col2im", B*C*H*W, p(dcol), p(dx), i(B), i(C), i(H), i(W), i(K), i(P))
-}
-
 // sgemm splits a long inner dimension over gridDim.z when the output alone
 // gives too few blocks to fill the GPU (the weight gradients: Cout x C·K·K
 // outputs over B·H·W products); the slices add into a zeroed C.
@@ -177,24 +176,12 @@ func (e *gpuEngine) biasReLU(z, bias, y buffer, B, Cout, HW int) error {
 	return e.launch1D("bias_relu", B*Cout*HW, p(z), p(bias), p(y), i(B), i(Cout), i(HW))
 }
 
-func (e *gpuEngine) reluBackward(dy, y, dz buffer, B, Cout, HW int) error {
-	return e.launch1D("relu_backward", B*Cout*HW, p(dy), p(y), p(dz), i(B), i(Cout), i(HW))
-}
-
 func (e *gpuEngine) rowSums(a, out buffer, R, N int) error {
 	return e.launch("row_sums", R, 1, 1, 256, p(a), p(out), i(R), i(N))
 }
 
 func (e *gpuEngine) colSums(a, out buffer, R, N int) error {
 	return e.launch1D("col_sums", N, p(a), p(out), i(R), i(N))
-}
-
-func (e *gpuEngine) maxPool(x, y, arg buffer, BC, H, W int) error {
-	return e.launch1D("max_pool", BC*(H/2)*(W/2), p(x), p(y), p(arg), i(BC), i(H), i(W))
-}
-
-func (e *gpuEngine) maxPoolBackward(dy, arg, dx buffer, BC, H, W int) error {
-	return e.launch1D("max_pool_backward", BC*(H/2)*(W/2), p(dy), p(arg), p(dx), i(BC), i(H), i(W))
 }
 
 func (e *gpuEngine) avgPool(x, y buffer, BC, HW int) error {

@@ -154,34 +154,39 @@ func (g *GraphEngine) Download(dst []float32, src G.Value) error {
 	}, src)
 }
 
-// gpuConv is one conv block's kernels and scratch: the im2col of its input
-// (kept for the filter gradient), the GEMM output, and with pool the
-// full-size activations and the argmax.
+// gpuConv is one conv block of the cnn: the Conv2d kernels (stride 1, pad
+// K/2; kernels_resnet.go) with the bias + ReLU epilogue, and with pool the
+// 2x2 max-pool (max_pool with K = S = 2). The im2col matrix and the GEMM
+// output live in the engine's shared conv workspace; the layer keeps the
+// gradient before the ReLU (dpre, NCHW), with pool the full-size
+// activations, and the argmax.
 type gpuConv struct {
-	g                   *GraphEngine
-	B, C, H, W, Cout, K int
-	pool                bool
-	col, dcol, z, dz    buffer
-	yFull, dyFull, arg  buffer // with pool
-	dzReady             bool   // dz holds this run's ReLU gradient
+	g      *GraphEngine
+	s      convShape
+	ps     poolShape // with pool
+	pool   bool
+	dpre   buffer // with pool, the full-size output's gradient, masked in place
+	yFull  buffer // with pool
+	arg    buffer // with pool
+	dReady bool   // dpre holds this run's gradient before the ReLU
 }
 
 func (g *GraphEngine) NewConv(B, Cin, H, W, Cout, K int, pool bool) (model.ConvKernel, error) {
-	if _, err := cpuops.NewConv(B, Cin, H, W, Cout, K, pool); err != nil { // the shape check
+	if _, err := cpuops.NewConvBlock(B, Cin, H, W, Cout, K, pool); err != nil { // the shape check
 		return nil, err
 	}
-	c := &gpuConv{g: g, B: B, C: Cin, H: H, W: W, Cout: Cout, K: K, pool: pool}
-	hw := H * W
+	s := convShape{B: B, Cin: Cin, H: H, W: W, Cout: Cout, K: K, Stride: 1, Pad: K / 2}
+	if err := s.validate(); err != nil {
+		return nil, err
+	}
+	g.wsNeed = max(g.wsNeed, s.Workspace())
+	c := &gpuConv{g: g, s: s, pool: pool, ps: poolShape{BC: B * Cout, H: H, W: W, K: 2, Stride: 2}}
 	err := g.do(func() error {
-		var errs [7]error
-		c.col, errs[0] = g.e.alloc(Cin * K * K * B * hw)
-		c.dcol, errs[1] = g.e.alloc(Cin * K * K * B * hw)
-		c.z, errs[2] = g.e.alloc(Cout * B * hw)
-		c.dz, errs[3] = g.e.alloc(Cout * B * hw)
+		var errs [3]error
+		c.dpre, errs[0] = g.e.alloc(s.OutLen())
 		if pool {
-			c.yFull, errs[4] = g.e.alloc(B * Cout * hw)
-			c.dyFull, errs[5] = g.e.alloc(B * Cout * hw)
-			c.arg, errs[6] = g.e.allocInt32(B * Cout * (H / 2) * (W / 2))
+			c.yFull, errs[1] = g.e.alloc(s.OutLen())
+			c.arg, errs[2] = g.e.allocInt32(c.ps.OutLen())
 		}
 		if err := first(errs[:]...); err != nil {
 			return err
@@ -195,67 +200,55 @@ func (g *GraphEngine) NewConv(B, Cin, H, W, Cout, K int, pool bool) (model.ConvK
 }
 
 func (c *gpuConv) Forward(x, w, b, y G.Value) error {
-	e, hw := c.g.e, c.H*c.W
-	return c.g.run(func(a [5]buffer) error {
-		c.dzReady = false
-		yFull := a[3]
-		if c.pool {
-			yFull = c.yFull
+	e := c.g.e
+	return c.g.runConv(func(a [5]buffer, ws buffer) error {
+		c.dReady = false
+		if !c.pool {
+			return e.conv2dForward(c.s, a[0], a[1], a[3], ws, a[2])
 		}
-		if err := first(
-			e.im2col(a[0], c.col, c.B, c.C, c.H, c.W, c.K, c.K/2),
-			e.sgemm(false, false, c.Cout, c.B*hw, c.C*c.K*c.K, a[1], c.col, c.z),
-			e.biasReLU(c.z, a[2], yFull, c.B, c.Cout, hw),
-		); err != nil || !c.pool {
+		if err := e.conv2dForward(c.s, a[0], a[1], c.yFull, ws, a[2]); err != nil {
 			return err
 		}
-		return e.maxPool(yFull, a[3], c.arg, c.B*c.Cout, c.H, c.W)
+		return e.maxPool(c.ps, c.yFull, a[3], c.arg)
 	}, x, w, b, y)
 }
 
-// reluGrad fills dz from the block's output gradient dy (and y), once per
-// run: BackwardData and BackwardFilter both start from it, in either order.
-func (c *gpuConv) reluGrad(y, dy buffer) error {
-	if c.dzReady {
+// grad fills dpre from the block's output y and its gradient dy, once per
+// run (BackwardData and BackwardFilter both start from it, in either
+// order): through the pool's argmax first with pool, then relu_grad.
+func (c *gpuConv) grad(y, dy buffer) error {
+	if c.dReady {
 		return nil
 	}
-	e, hw := c.g.e, c.H*c.W
-	yFull, dyFull := y, dy
+	e := c.g.e
 	if c.pool {
-		yFull, dyFull = c.yFull, c.dyFull
-		if err := first(
-			e.zero(dyFull, 0, c.B*c.Cout*hw),
-			e.maxPoolBackward(dy, c.arg, dyFull, c.B*c.Cout, c.H, c.W),
-		); err != nil {
+		if err := e.maxPoolBackward(c.ps, dy, c.arg, c.dpre); err != nil {
 			return err
 		}
+		y, dy = c.yFull, c.dpre
 	}
-	if err := e.reluBackward(dyFull, yFull, c.dz, c.B, c.Cout, hw); err != nil {
+	if err := e.reluGrad(y, dy, c.dpre, c.s.OutLen()); err != nil {
 		return err
 	}
-	c.dzReady = true
+	c.dReady = true
 	return nil
 }
 
 func (c *gpuConv) BackwardData(w, y, dy, dx G.Value) error {
-	e, hw, ckk := c.g.e, c.H*c.W, c.C*c.K*c.K
-	return c.g.run(func(a [5]buffer) error {
-		return first(
-			c.reluGrad(a[1], a[2]),
-			e.sgemm(true, false, ckk, c.B*hw, c.Cout, a[0], c.dz, c.dcol),
-			e.col2im(c.dcol, a[3], c.B, c.C, c.H, c.W, c.K, c.K/2),
-		)
+	return c.g.runConv(func(a [5]buffer, ws buffer) error {
+		if err := c.grad(a[1], a[2]); err != nil {
+			return err
+		}
+		return c.g.e.conv2dBackwardData(c.s, a[0], c.dpre, a[3], ws)
 	}, w, y, dy, dx)
 }
 
 func (c *gpuConv) BackwardFilter(x, y, dy, dw, db G.Value) error {
-	e, hw, ckk := c.g.e, c.H*c.W, c.C*c.K*c.K
-	return c.g.run(func(a [5]buffer) error {
-		return first(
-			c.reluGrad(a[1], a[2]),
-			e.rowSums(c.dz, a[4], c.Cout, c.B*hw),
-			e.sgemm(false, true, c.Cout, ckk, c.B*hw, c.dz, c.col, a[3]),
-		)
+	return c.g.runConv(func(a [5]buffer, ws buffer) error {
+		if err := c.grad(a[1], a[2]); err != nil {
+			return err
+		}
+		return c.g.e.conv2dBackwardFilter(c.s, a[0], c.dpre, a[3], ws, a[4])
 	}, x, y, dy, dw, db)
 }
 

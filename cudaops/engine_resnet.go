@@ -16,7 +16,8 @@ import (
 // Each layer is a small struct of its shape and device scratch; every call
 // makes the context current and enqueues on the engine's stream (run).
 //
-// The convolutions share one workspace (im2col matrix and GEMM output),
+// The convolutions (these and the cnn's conv blocks, engine_graph.go)
+// share one workspace (im2col matrix and GEMM output),
 // as large as the largest conv built on the engine needs: the stream runs
 // one conv call at a time and no call keeps anything in it for another
 // (the filter gradient redoes the im2col).
@@ -49,10 +50,10 @@ func (g *GraphEngine) NewConv2d(B, Cin, H, W, Cout, K, stride, pad int) (model.C
 	return &gpuConv2d{g: g, s: s}, nil
 }
 
-// conv runs f with the workspace.
-func (c *gpuConv2d) conv(f func(a [5]buffer, ws buffer) error, vals ...G.Value) error {
-	return c.g.run(func(a [5]buffer) error {
-		ws, err := c.g.workspace()
+// runConv runs f on vals with the shared conv workspace.
+func (g *GraphEngine) runConv(f func(a [5]buffer, ws buffer) error, vals ...G.Value) error {
+	return g.run(func(a [5]buffer) error {
+		ws, err := g.workspace()
 		if err != nil {
 			return err
 		}
@@ -61,15 +62,15 @@ func (c *gpuConv2d) conv(f func(a [5]buffer, ws buffer) error, vals ...G.Value) 
 }
 
 func (c *gpuConv2d) Forward(x, w, y G.Value) error {
-	return c.conv(func(a [5]buffer, ws buffer) error { return c.g.e.conv2dForward(c.s, a[0], a[1], a[2], ws) }, x, w, y)
+	return c.g.runConv(func(a [5]buffer, ws buffer) error { return c.g.e.conv2dForward(c.s, a[0], a[1], a[2], ws, nil) }, x, w, y)
 }
 
 func (c *gpuConv2d) BackwardData(w, dy, dx G.Value) error {
-	return c.conv(func(a [5]buffer, ws buffer) error { return c.g.e.conv2dBackwardData(c.s, a[0], a[1], a[2], ws) }, w, dy, dx)
+	return c.g.runConv(func(a [5]buffer, ws buffer) error { return c.g.e.conv2dBackwardData(c.s, a[0], a[1], a[2], ws) }, w, dy, dx)
 }
 
 func (c *gpuConv2d) BackwardFilter(x, dy, dw G.Value) error {
-	return c.conv(func(a [5]buffer, ws buffer) error { return c.g.e.conv2dBackwardFilter(c.s, a[0], a[1], a[2], ws) }, x, dy, dw)
+	return c.g.runConv(func(a [5]buffer, ws buffer) error { return c.g.e.conv2dBackwardFilter(c.s, a[0], a[1], a[2], ws, nil) }, x, dy, dw)
 }
 
 // gpuBatchNorm keeps what its backward needs of the last training forward:
@@ -223,11 +224,11 @@ func (g *GraphEngine) NewMaxPool(B, C, H, W, K, stride, pad int) (model.MaxPoolK
 }
 
 func (pk *gpuMaxPool) Forward(x, y G.Value) error {
-	return pk.g.run(func(a [5]buffer) error { return pk.g.e.maxPoolK(pk.s, a[0], a[1], pk.arg) }, x, y)
+	return pk.g.run(func(a [5]buffer) error { return pk.g.e.maxPool(pk.s, a[0], a[1], pk.arg) }, x, y)
 }
 
 func (pk *gpuMaxPool) Backward(dy, dx G.Value) error {
-	return pk.g.run(func(a [5]buffer) error { return pk.g.e.maxPoolKBackward(pk.s, a[0], pk.arg, a[1]) }, dy, dx)
+	return pk.g.run(func(a [5]buffer) error { return pk.g.e.maxPoolBackward(pk.s, a[0], pk.arg, a[1]) }, dy, dx)
 }
 
 // size is a value's element count.

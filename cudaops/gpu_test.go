@@ -109,15 +109,7 @@ func TestGPUKernelParity(t *testing.T) {
 			close32(t, name, got, want, tol)
 			t.Logf("%-18s ok (%d values)", name, len(want))
 		}
-		B, C, H, W, K, Co := 4, 5, 9, 7, 3, 6
-		x, col := mk(B*C*H*W), mk(C*K*K*B*H*W)
-		c.im2col(x.cpu, col.cpu, B, C, H, W, K, 1)
-		must("im2col", g.im2col(x.gpu, col.gpu, B, C, H, W, K, 1))
-		check("im2col", col, 0)
-		dx := mk(B * C * H * W)
-		c.col2im(col.cpu, dx.cpu, B, C, H, W, K, 1)
-		must("col2im", g.col2im(col.gpu, dx.gpu, B, C, H, W, K, 1))
-		check("col2im", dx, 1e-5)
+		B, H, W, Co := 4, 9, 7, 6
 		for _, gm := range []struct {
 			tA, tB   bool
 			M, N, Kd int
@@ -132,10 +124,7 @@ func TestGPUKernelParity(t *testing.T) {
 		c.biasReLU(z.cpu, bias.cpu, y.cpu, B, Co, HW)
 		must("biasReLU", g.biasReLU(z.gpu, bias.gpu, y.gpu, B, Co, HW))
 		check("bias_relu", y, 1e-6)
-		dy, dz := mk(B*Co*HW), mk(Co*B*HW)
-		c.reluBackward(dy.cpu, y.cpu, dz.cpu, B, Co, HW)
-		must("reluBackward", g.reluBackward(dy.gpu, y.gpu, dz.gpu, B, Co, HW))
-		check("relu_backward", dz, 0)
+		dz := mk(Co * B * HW)
 		rs, cs := mk(Co), mk(B*HW)
 		c.rowSums(dz.cpu, rs.cpu, Co, B*HW)
 		must("rowSums", g.rowSums(dz.gpu, rs.gpu, Co, B*HW))
@@ -143,21 +132,6 @@ func TestGPUKernelParity(t *testing.T) {
 		c.colSums(dz.cpu, cs.cpu, Co, B*HW)
 		must("colSums", g.colSums(dz.gpu, cs.gpu, Co, B*HW))
 		check("col_sums", cs, 1e-5)
-		OH, OW := H/2, W/2
-		py := mk(B * Co * OH * OW)
-		pa := make([]int32, B*Co*OH*OW)
-		ga, err := g.allocInt32(len(pa))
-		must("alloc", err)
-		c.maxPool(y.cpu, py.cpu, pa, B*Co, H, W)
-		must("maxPool", g.maxPool(y.gpu, py.gpu, ga, B*Co, H, W))
-		check("max_pool", py, 0)
-		pdx := mk(B * Co * HW)
-		clear(pdx.cpu.([]float32))
-		must("zero", g.zero(pdx.gpu, 0, B*Co*HW))
-		dpy := mk(B * Co * OH * OW)
-		c.maxPoolBackward(dpy.cpu, pa, pdx.cpu, B*Co, H, W)
-		must("maxPoolBackward", g.maxPoolBackward(dpy.gpu, ga, pdx.gpu, B*Co, H, W))
-		check("max_pool_backward", pdx, 0)
 		ap, apd := mk(B*Co), mk(B*Co*HW)
 		c.avgPool(y.cpu, ap.cpu, B*Co, HW)
 		must("avgPool", g.avgPool(y.gpu, ap.gpu, B*Co, HW))

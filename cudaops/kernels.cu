@@ -6,16 +6,23 @@
 // ref_kernels_test.go (TestGPUKernelParity checks every kernel against it, on
 // a GPU or under the CPU stand-in for the driver). Change both together.
 //
-// Layouts: activations NCHW; a conv's im2col matrix is (C*K*K, B*H*W) with
-// row c*K*K + kh*K + kw and column b*H*W + oh*W + ow, so the conv is
-// W (Cout, C*K*K) · col = z (Cout, B*H*W). All matrices are row-major.
+// One kernel family per layer: every convolution (the cnn's and the
+// ResNets') is im2col, sgemm and col2im; the cnn's bias + ReLU is the
+// forward's epilogue (bias_relu, in place of swap01) and its 2x2 pool is
+// max_pool; every ReLU's gradient is relu_grad.
+//
+// Layouts: activations NCHW; a conv's im2col matrix is (C*K*K, B*Ho*Wo)
+// with row c*K*K + kh*K + kw and column b*Ho*Wo + oh*Wo + ow, so the conv
+// is W (Cout, C*K*K) · col = z (Cout, B*Ho*Wo). All matrices are row-major.
 
 #define GRID_STRIDE(i, total) \
 	for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < (total); i += (long long)gridDim.x * blockDim.x)
 
-// The ResNets' kernels (after normalize_u8) follow cpuops (conv2d.go,
-// norm.go) and model/optim.go instead of ref.go mirrors: their tests
-// (kernels_resnet_test.go) compare them with those host functions.
+// The kernels after normalize_u8 (the convolution, BatchNorm, max-pool, the
+// residual join, the ReLU gradient, Nesterov and AdamW) follow cpuops
+// (conv2d.go, norm.go) and model/optim.go instead of ref_kernels_test.go
+// mirrors: their tests (kernels_resnet_test.go) compare them with those
+// host functions.
 
 // block_sum is the sum of v over a block of 256 threads, added in a fixed
 // order (a tree over threadIdx.x), so the result does not depend on timing;
@@ -50,38 +57,6 @@ __device__ int order_key(float v) {
 }
 
 extern "C" {
-
-// im2col: x (B,C,H,W) -> col (C*K*K, B*H*W); stride 1, padding P, H x W out.
-__global__ void im2col(const float *x, float *col, int B, int C, int H, int W, int K, int P) {
-	long long N = (long long)B * H * W;
-	GRID_STRIDE(i, (long long)C * K * K * N) {
-		int row = (int)(i / N), j = (int)(i % N);
-		int c = row / (K * K), kh = (row % (K * K)) / K, kw = row % K;
-		int b = j / (H * W), p = j % (H * W), oh = p / W, ow = p % W;
-		int ih = oh + kh - P, iw = ow + kw - P;
-		col[i] = (ih >= 0 && ih < H && iw >= 0 && iw < W) ? x[(((long long)b * C + c) * H + ih) * W + iw] : 0.f;
-	}
-}
-
-// col2im: the adjoint of im2col, gathered (no atomics): dx (B,C,H,W) sums
-// every dcol entry that im2col read from its position.
-__global__ void col2im(const float *dcol, float *dx, int B, int C, int H, int W, int K, int P) {
-	long long N = (long long)B * H * W;
-	GRID_STRIDE(i, (long long)B * C * H * W) {
-		int iw = (int)(i % W), ih = (int)((i / W) % H), c = (int)((i / ((long long)H * W)) % C), b = (int)(i / ((long long)C * H * W));
-		float s = 0.f;
-		for (int kh = 0; kh < K; kh++) {
-			int oh = ih - kh + P;
-			if (oh < 0 || oh >= H) continue;
-			for (int kw = 0; kw < K; kw++) {
-				int ow = iw - kw + P;
-				if (ow < 0 || ow >= W) continue;
-				s += dcol[(long long)(c * K * K + kh * K + kw) * N + (long long)b * H * W + oh * W + ow];
-			}
-		}
-		dx[i] = s;
-	}
-}
 
 // sgemm: C (M,N) = op(A) · op(B), op(A) (M,Kd), op(B) (Kd,N); A is stored
 // (Kd,M) when tA, B is stored (N,Kd) when tB. Tiles of 64x64 per block of
@@ -132,20 +107,13 @@ __global__ void sgemm(int tA, int tB, int M, int N, int Kd, const float *A, cons
 		}
 }
 
-// bias_relu: z (Cout, B*HW) -> y (B, Cout, HW) = max(0, z + bias[c]).
+// bias_relu: the cnn's conv epilogue, z (Cout, B*HW) -> y (B, Cout, HW) =
+// max(0, z + bias[c]): swap01 with the bias added and the ReLU applied.
 __global__ void bias_relu(const float *z, const float *bias, float *y, int B, int Cout, int HW) {
 	GRID_STRIDE(i, (long long)B * Cout * HW) {
 		int p = (int)(i % HW), c = (int)((i / HW) % Cout), b = (int)(i / ((long long)Cout * HW));
 		float v = z[(long long)c * B * HW + (long long)b * HW + p] + bias[c];
 		y[i] = v > 0.f ? v : 0.f;
-	}
-}
-
-// relu_backward: dz (Cout, B*HW) = dy (B, Cout, HW) where y > 0, else 0.
-__global__ void relu_backward(const float *dy, const float *y, float *dz, int B, int Cout, int HW) {
-	GRID_STRIDE(i, (long long)B * Cout * HW) {
-		int p = (int)(i % HW), c = (int)((i / HW) % Cout), b = (int)(i / ((long long)Cout * HW));
-		dz[(long long)c * B * HW + (long long)b * HW + p] = y[i] > 0.f ? dy[i] : 0.f;
 	}
 }
 
@@ -171,35 +139,6 @@ __global__ void col_sums(const float *a, float *out, int R, int N) {
 		float s = 0.f;
 		for (int r = 0; r < R; r++) s += a[(long long)r * N + j];
 		out[j] = s;
-	}
-}
-
-// max_pool: 2x2 windows, stride 2, floor: x (BC, H, W) -> y (BC, H/2, W/2),
-// arg = the window's first maximum in row-major order, as an index into
-// x's H x W plane (what the backward scatters to).
-__global__ void max_pool(const float *x, float *y, int *arg, int BC, int H, int W) {
-	int OH = H / 2, OW = W / 2;
-	GRID_STRIDE(i, (long long)BC * OH * OW) {
-		int ow = (int)(i % OW), oh = (int)((i / OW) % OH);
-		long long bc = i / ((long long)OH * OW);
-		const float *plane = x + bc * H * W;
-		int best = (2 * oh) * W + 2 * ow;
-		for (int d = 1; d < 4; d++) {
-			int k = (2 * oh + d / 2) * W + 2 * ow + d % 2;
-			if (plane[k] > plane[best]) best = k;
-		}
-		y[i] = plane[best];
-		arg[i] = best;
-	}
-}
-
-// max_pool_backward: dx (BC, H, W), zeroed by the caller, gets dy at each
-// window's argmax (windows do not overlap: no two threads write one place).
-__global__ void max_pool_backward(const float *dy, const int *arg, float *dx, int BC, int H, int W) {
-	int OH = H / 2, OW = W / 2;
-	GRID_STRIDE(i, (long long)BC * OH * OW) {
-		long long bc = i / ((long long)OH * OW);
-		dx[bc * H * W + arg[i]] = dy[i];
 	}
 }
 
@@ -286,10 +225,10 @@ __global__ void swap01(const float *x, float *y, int D0, int D1, int HW) {
 	}
 }
 
-// im2col_s: x (B,C,H,W) -> col (C*K*K, B*Ho*Wo) for stride S, padding P:
+// im2col: x (B,C,H,W) -> col (C*K*K, B*Ho*Wo) for stride S, padding P:
 // row c*K*K + kh*K + kw, column b*Ho*Wo + oh*Wo + ow reads x at
 // (oh*S - P + kh, ow*S - P + kw), 0 outside.
-__global__ void im2col_s(const float *x, float *col, int B, int C, int H, int W, int K, int S, int P, int Ho, int Wo) {
+__global__ void im2col(const float *x, float *col, int B, int C, int H, int W, int K, int S, int P, int Ho, int Wo) {
 	long long N = (long long)B * Ho * Wo;
 	GRID_STRIDE(i, (long long)C * K * K * N) {
 		int row = (int)(i / N), j = (int)(i % N);
@@ -300,10 +239,10 @@ __global__ void im2col_s(const float *x, float *col, int B, int C, int H, int W,
 	}
 }
 
-// col2im_s: im2col_s's adjoint, gathered (no atomics): dx (B,C,H,W) sums
+// col2im: im2col's adjoint, gathered (no atomics): dx (B,C,H,W) sums
 // every dcol entry read from its position, in (kh, kw) order as cpuops's
 // col2im adds them.
-__global__ void col2im_s(const float *dcol, float *dx, int B, int C, int H, int W, int K, int S, int P, int Ho, int Wo) {
+__global__ void col2im(const float *dcol, float *dx, int B, int C, int H, int W, int K, int S, int P, int Ho, int Wo) {
 	long long N = (long long)B * Ho * Wo;
 	GRID_STRIDE(i, (long long)B * C * H * W) {
 		int iw = (int)(i % W), ih = (int)((i / W) % H), c = (int)((i / ((long long)H * W)) % C), b = (int)(i / ((long long)C * H * W));
@@ -408,10 +347,10 @@ __global__ void bn_backward(const float *x, const float *gamma, const float *y, 
 	__syncthreads(); // as in bn_forward: for build.sh
 }
 
-// maxpool_k: PyTorch's MaxPool2d(K, S, P) on x (BC, H, W) -> y (BC, Ho, Wo):
+// max_pool: PyTorch's MaxPool2d(K, S, P) on x (BC, H, W) -> y (BC, Ho, Wo):
 // padding never wins, the first maximum of a window in row-major order is
 // kept (order_key: NaN wins), arg = its index in x's H x W plane.
-__global__ void maxpool_k(const float *x, float *y, int *arg, int BC, int H, int W, int K, int S, int P, int Ho, int Wo) {
+__global__ void max_pool(const float *x, float *y, int *arg, int BC, int H, int W, int K, int S, int P, int Ho, int Wo) {
 	GRID_STRIDE(i, (long long)BC * Ho * Wo) {
 		int ow = (int)(i % Wo), oh = (int)((i / Wo) % Ho);
 		long long bc = i / ((long long)Ho * Wo);
@@ -435,10 +374,10 @@ __global__ void maxpool_k(const float *x, float *y, int *arg, int BC, int H, int
 	}
 }
 
-// maxpool_k_backward: dx (BC, H, W) = Σ dy over the windows whose argmax is
+// max_pool_backward: dx (BC, H, W) = Σ dy over the windows whose argmax is
 // each position, gathered (windows overlap when S < K) in row-major window
 // order, as cpuops adds them; every dx element is written.
-__global__ void maxpool_k_backward(const float *dy, const int *arg, float *dx, int BC, int H, int W, int K, int S, int P, int Ho,
+__global__ void max_pool_backward(const float *dy, const int *arg, float *dx, int BC, int H, int W, int K, int S, int P, int Ho,
 				   int Wo) {
 	GRID_STRIDE(i, (long long)BC * H * W) {
 		int j = (int)(i % ((long long)H * W)), ih = j / W, iw = j % W;

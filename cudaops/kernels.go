@@ -9,11 +9,15 @@ import (
 // buffer is an engine's array: device memory on the GPU, a slice on the CPU.
 type buffer any
 
-// engine is the set of kernels kernels.cu holds, one method per kernel. The
-// GPU engine (engine_cuda.go) launches them on its stream, in order; the
-// GraphEngine and the Backend call it. The tests' CPU mirror
-// (engine_cpu_test.go, ref_kernels_test.go) is the kernel parity reference.
-type engine interface {
+// The GPU engine (engine_cuda.go, kernels_resnet.go) launches kernels.cu's
+// kernels on its stream, in order; the GraphEngine and the Backend call it.
+// Its kernels whose index arithmetic the tests mirror on the CPU
+// (engine_cpu_test.go, ref_kernels_test.go: the kernel parity reference)
+// are these small interfaces, by role, which both implement; the ResNets'
+// kernels (kernels_resnet.go) are checked against cpuops instead.
+
+// memory is an engine's buffers and their copies to and from the host.
+type memory interface {
 	alloc(n int) (buffer, error)      // n float32s, zeroed
 	allocInt32(n int) (buffer, error) // n int32s, zeroed
 	allocU8(n int) (buffer, error)    // n bytes, zeroed
@@ -22,22 +26,30 @@ type engine interface {
 	uploadU8(dst buffer, src []uint8) error
 	download(dst []float32, src buffer) error
 	zero(b buffer, off, n int) error // float32s [off, off+n)
+}
 
-	im2col(x, col buffer, B, C, H, W, K, P int) error
-	col2im(dcol, dx buffer, B, C, H, W, K, P int) error
+// gemmKernels are the matrix products and what a linear layer or the cnn's
+// conv epilogue adds to them: the bias, the ReLU, the bias gradients.
+type gemmKernels interface {
 	sgemm(tA, tB bool, M, N, Kd int, a, b, c buffer) error
 	biasReLU(z, bias, y buffer, B, Cout, HW int) error
-	reluBackward(dy, y, dz buffer, B, Cout, HW int) error
+	addRows(y, bias buffer, R, N int) error
 	rowSums(a, out buffer, R, N int) error
 	colSums(a, out buffer, R, N int) error
-	maxPool(x, y, arg buffer, BC, H, W int) error
-	maxPoolBackward(dy, arg, dx buffer, BC, H, W int) error
+}
+
+// poolKernels are the global average pool and its gradient.
+type poolKernels interface {
 	avgPool(x, y buffer, BC, HW int) error
 	avgPoolBackward(dy, dx buffer, BC, HW int) error
-	addRows(y, bias buffer, R, N int) error
+}
+
+// stepKernels are what a step does around the network: the uint8 input's
+// normalization, the loss and SGD's update.
+type stepKernels interface {
+	normalizeU8(x, y buffer, B, HW int, mean, std [3]float32) error
 	softmaxXent(z, labels, loss, dz buffer, B, K, n int) error
 	sgd(w, grad, v buffer, n int, lr, mom, wd float32, first bool) error
-	normalizeU8(x, y buffer, B, HW int, mean, std [3]float32) error
 }
 
 // Normalize is the per-channel normalization of uint8 batches (values

@@ -9,7 +9,10 @@ import (
 	"gorgonia.org/cu"
 )
 
-// The ResNets' kernels (kernels.cu, after normalize_u8) and their launch
+// The layer kernels of every arch (kernels.cu, after normalize_u8: the
+// convolution, which is also the cnn's conv block with the bias + ReLU
+// epilogue, BatchNorm, max-pool, the residual join and the ReLU's
+// gradient) and the optimizers' updates beyond SGD, with their launch
 // wrappers on the GPU engine, with cpuops's semantics (conv2d.go, norm.go)
 // and model/optim.go's updates. Each wrapper checks its buffers' sizes and
 // only enqueues work on the engine's stream: the caller has made the
@@ -21,7 +24,7 @@ import (
 //
 // Determinism: everything here gives the same bits from run to run except
 // the convolution's filter gradient when sgemm splits its long inner
-// dimension (atomicAdd of the slices, as for the cnn's convs).
+// dimension (atomicAdd of the slices).
 
 // needs checks that each buffer (devBuf) holds at least the elements a
 // kernel will touch, so that a wrong shape is an error here rather than a
@@ -114,7 +117,7 @@ func (s convShape) parts(ws buffer) (col, z buffer) {
 	return sub(ws, 0, ckk*n), sub(ws, ckk*n, s.Cout*n)
 }
 
-// colLaunch runs im2col_s (a = x, b = col) or col2im_s (a = dcol, b = dx).
+// colLaunch runs im2col (a = x, b = col) or col2im (a = dcol, b = dx).
 func (e *gpuEngine) colLaunch(name string, total int, s convShape, a, b buffer) error {
 	ho, wo := s.Out()
 	return e.launch1D(name, total, p(a), p(b), i(s.B), i(s.Cin), i(s.H), i(s.W), i(s.K), i(s.Stride), i(s.Pad), i(ho), i(wo))
@@ -130,19 +133,27 @@ func (e *gpuEngine) convCheck(what string, s convShape, in, w, out, ws buffer, i
 // conv2dForward is y = conv(x, w), cpuops.Conv2d.Forward: reads x
 // (InLen) and w (WLen), writes y (OutLen), uses ws (Workspace). Every one
 // of the B samples is computed (a padded batch's rows are whatever x holds
-// there, as on the CPU).
-func (e *gpuEngine) conv2dForward(s convShape, x, w, y, ws buffer) error {
+// there, as on the CPU). With a bias (Cout floats; nil for none) the
+// epilogue is the cnn's y = ReLU(conv(x, w) + bias): bias_relu in place of
+// the swap from the GEMM's layout to NCHW.
+func (e *gpuEngine) conv2dForward(s convShape, x, w, y, ws, bias buffer) error {
 	if err := e.convCheck("forward", s, x, w, y, ws, s.InLen(), s.OutLen()); err != nil {
 		return err
 	}
 	ho, wo := s.Out()
 	n, ckk := s.B*ho*wo, s.Cin*s.K*s.K
 	col, z := s.parts(ws)
-	if err := e.colLaunch("im2col_s", ckk*n, s, x, col); err != nil {
+	if err := e.colLaunch("im2col", ckk*n, s, x, col); err != nil {
 		return err
 	}
 	if err := e.sgemm(false, false, s.Cout, n, ckk, w, col, z); err != nil {
 		return err
+	}
+	if bias != nil {
+		if err := needs("conv2d bias", bias, s.Cout); err != nil {
+			return err
+		}
+		return e.biasReLU(z, bias, y, s.B, s.Cout, ho*wo)
 	}
 	return e.swap01(z, y, s.Cout, s.B, ho*wo)
 }
@@ -163,14 +174,15 @@ func (e *gpuEngine) conv2dBackwardData(s convShape, w, dy, dx, ws buffer) error 
 	if err := e.sgemm(true, false, ckk, n, s.Cout, w, z, col); err != nil {
 		return err
 	}
-	return e.colLaunch("col2im_s", s.InLen(), s, col, dx)
+	return e.colLaunch("col2im", s.InLen(), s, col, dx)
 }
 
 // conv2dBackwardFilter is dw (WLen, overwritten), summed over the batch,
 // from x and dy, cpuops.Conv2d.BackwardFilter; uses ws. Rows of a padded
 // batch add their x·dy like any other (0 when dy is 0 there, as the
-// BatchNorm backward leaves it).
-func (e *gpuEngine) conv2dBackwardFilter(s convShape, x, dy, dw, ws buffer) error {
+// BatchNorm backward leaves it). With db (Cout floats; nil for none) it
+// also writes the bias gradient, dy summed over the batch and pixels.
+func (e *gpuEngine) conv2dBackwardFilter(s convShape, x, dy, dw, ws, db buffer) error {
 	if err := e.convCheck("backward filter", s, x, dw, dy, ws, s.InLen(), s.OutLen()); err != nil {
 		return err
 	}
@@ -180,7 +192,15 @@ func (e *gpuEngine) conv2dBackwardFilter(s convShape, x, dy, dw, ws buffer) erro
 	if err := e.swap01(dy, z, s.B, s.Cout, ho*wo); err != nil {
 		return err
 	}
-	if err := e.colLaunch("im2col_s", ckk*n, s, x, col); err != nil {
+	if db != nil {
+		if err := needs("conv2d bias gradient", db, s.Cout); err != nil {
+			return err
+		}
+		if err := e.rowSums(z, db, s.Cout, n); err != nil {
+			return err
+		}
+	}
+	if err := e.colLaunch("im2col", ckk*n, s, x, col); err != nil {
 		return err
 	}
 	return e.sgemm(false, true, s.Cout, ckk, n, z, col, dw)
@@ -248,7 +268,7 @@ func (e *gpuEngine) bnBackward(x, gamma, y, dy, saved, dx, dgamma, dbeta buffer,
 }
 
 // poolShape is MaxPool2d(K, Stride, Pad) over (B·C = BC, H, W) planes, as
-// cpuops.NewMaxPoolK takes it (pad at most K/2).
+// cpuops.NewMaxPool takes it (pad at most K/2).
 type poolShape struct{ BC, H, W, K, Stride, Pad int }
 
 // Out is the output's height and width.
@@ -275,24 +295,24 @@ func (e *gpuEngine) poolLaunch(name string, total int, s poolShape, a, b, c buff
 	return e.launch1D(name, total, p(a), p(b), p(c), i(s.BC), i(s.H), i(s.W), i(s.K), i(s.Stride), i(s.Pad), i(ho), i(wo))
 }
 
-// maxPoolK is cpuops.MaxPoolK.Forward: reads x (InLen), writes y and arg
+// maxPool is cpuops.MaxPool.Forward: reads x (InLen), writes y and arg
 // (OutLen each; arg from allocInt32: each output's argmax in its H·W plane,
 // the first maximum of its window, NaN winning). All B samples.
-func (e *gpuEngine) maxPoolK(s poolShape, x, y, arg buffer) error {
-	if err := s.check("maxPoolK", x, y, arg); err != nil {
+func (e *gpuEngine) maxPool(s poolShape, x, y, arg buffer) error {
+	if err := s.check("maxPool", x, y, arg); err != nil {
 		return err
 	}
-	return e.poolLaunch("maxpool_k", s.OutLen(), s, x, y, arg)
+	return e.poolLaunch("max_pool", s.OutLen(), s, x, y, arg)
 }
 
-// maxPoolKBackward is cpuops.MaxPoolK.Backward: reads dy (OutLen) and the
+// maxPoolBackward is cpuops.MaxPool.Backward: reads dy (OutLen) and the
 // forward's arg, writes all of dx (InLen; overlapping windows' gradients
 // summed in the CPU's order, no atomics).
-func (e *gpuEngine) maxPoolKBackward(s poolShape, dy, arg, dx buffer) error {
-	if err := s.check("maxPoolKBackward", dx, dy, arg); err != nil {
+func (e *gpuEngine) maxPoolBackward(s poolShape, dy, arg, dx buffer) error {
+	if err := s.check("maxPoolBackward", dx, dy, arg); err != nil {
 		return err
 	}
-	return e.poolLaunch("maxpool_k_backward", s.InLen(), s, dy, arg, dx)
+	return e.poolLaunch("max_pool_backward", s.InLen(), s, dy, arg, dx)
 }
 
 // addReLU is the residual join y = max(a + b, 0), cpuops.AddReLU, over n

@@ -14,7 +14,7 @@ import (
 )
 
 // The ResNets' kernels (kernels_resnet.go) against the host functions they
-// must match: cpuops's Conv2d, BatchNorm, MaxPoolK, AddReLU, ReLUBackward
+// must match: cpuops's Conv2d, BatchNorm, MaxPool, AddReLU, ReLUBackward
 // and model's optimizer updates, on small random inputs (the stand-in runs
 // kernels on the CPU, slowly). Tolerances are relative, as close32 reads
 // them: |got - want| <= tol·(1 + |want|).
@@ -153,9 +153,9 @@ func TestGPUConv2d(t *testing.T) {
 			gx, gw, gdy := kb.put(x), kb.put(w), kb.put(dy)
 			// Outputs start as garbage: every element must be written.
 			gy, gdx, gdw := kb.put(kb.rnd(len(y), 5, 1)), kb.put(kb.rnd(len(dx), 5, 1)), kb.put(kb.rnd(len(dw), 5, 1))
-			kb.must("conv2dForward", kb.g.conv2dForward(s, gx, gw, gy, ws))
+			kb.must("conv2dForward", kb.g.conv2dForward(s, gx, gw, gy, ws, nil))
 			kb.must("conv2dBackwardData", kb.g.conv2dBackwardData(s, gw, gdy, gdx, ws))
-			kb.must("conv2dBackwardFilter", kb.g.conv2dBackwardFilter(s, gx, gdy, gdw, ws))
+			kb.must("conv2dBackwardFilter", kb.g.conv2dBackwardFilter(s, gx, gdy, gdw, ws, nil))
 			name := func(what string) string {
 				return what + " " + itoa(s.K) + "x" + itoa(s.K) + "/" + itoa(s.Stride) + "/" + itoa(s.Pad)
 			}
@@ -171,10 +171,10 @@ func TestGPUConv2d(t *testing.T) {
 		small, err := kb.g.alloc(s.Workspace() - 1)
 		kb.must("alloc", err)
 		x, w, y := kb.put(make([]float32, s.InLen())), kb.put(make([]float32, s.WLen())), kb.put(make([]float32, s.OutLen()))
-		if err := kb.g.conv2dForward(s, x, w, y, small); err == nil {
+		if err := kb.g.conv2dForward(s, x, w, y, small, nil); err == nil {
 			t.Fatal("conv2dForward with a workspace one float short: no error")
 		}
-		if err := kb.g.conv2dForward(convShape{B: 1, Cin: 1, H: 2, W: 2, Cout: 1, K: 3, Stride: 1, Pad: 3}, x, w, y, small); err == nil {
+		if err := kb.g.conv2dForward(convShape{B: 1, Cin: 1, H: 2, W: 2, Cout: 1, K: 3, Stride: 1, Pad: 3}, x, w, y, small, nil); err == nil {
 			t.Fatal("conv2dForward with pad >= K: no error")
 		}
 	})
@@ -265,7 +265,7 @@ func TestGPUBatchNorm(t *testing.T) {
 }
 
 // TestGPUMaxPoolK: MaxPool2d(3, 2, 1) (the imagenet stem's) and others
-// against cpuops.MaxPoolK, on values with many ties (the first maximum
+// against cpuops.MaxPool, on values with many ties (the first maximum
 // wins), a NaN (it wins) and ±0; the backward sums overlapping windows.
 func TestGPUMaxPoolK(t *testing.T) {
 	withKernels(t, 4, func(kb *kernelBench) {
@@ -276,8 +276,8 @@ func TestGPUMaxPoolK(t *testing.T) {
 			{1, 2, 5, 6, 3, 1, 1},
 		} {
 			ps := poolShape{BC: s.B * s.C, H: s.H, W: s.W, K: s.K, Stride: s.S, Pad: s.P}
-			mp, err := cpuops.NewMaxPoolK(s.B, s.C, s.H, s.W, s.K, s.S, s.P)
-			kb.must("NewMaxPoolK", err)
+			mp, err := cpuops.NewMaxPool(s.B, s.C, s.H, s.W, s.K, s.S, s.P)
+			kb.must("NewMaxPool", err)
 			if mp.OutLen() != ps.OutLen() {
 				t.Fatalf("%+v: OutLen %d, cpuops says %d", s, ps.OutLen(), mp.OutLen())
 			}
@@ -295,8 +295,8 @@ func TestGPUMaxPoolK(t *testing.T) {
 			gy, gdx := kb.put(kb.rnd(len(y), 9, 1)), kb.put(kb.rnd(len(dx), 9, 1))
 			arg, err := kb.g.allocInt32(ps.OutLen())
 			kb.must("alloc", err)
-			kb.must("maxPoolK", kb.g.maxPoolK(ps, kb.put(x), gy, arg))
-			kb.must("maxPoolKBackward", kb.g.maxPoolKBackward(ps, kb.put(dy), arg, gdx))
+			kb.must("maxPool", kb.g.maxPool(ps, kb.put(x), gy, arg))
+			kb.must("maxPoolBackward", kb.g.maxPoolBackward(ps, kb.put(dy), arg, gdx))
 			name := "maxpool " + itoa(s.K) + "/" + itoa(s.S) + "/" + itoa(s.P) + " " + itoa(s.H) + "x" + itoa(s.W)
 			got := kb.get(gy)
 			for k := range y {
@@ -308,8 +308,8 @@ func TestGPUMaxPoolK(t *testing.T) {
 		}
 		ps := poolShape{BC: 1, H: 4, W: 4, K: 2, Stride: 2, Pad: 2}
 		b := kb.put(make([]float32, 16))
-		if err := kb.g.maxPoolK(ps, b, b, b); err == nil {
-			t.Fatal("maxPoolK with pad > K/2: no error")
+		if err := kb.g.maxPool(ps, b, b, b); err == nil {
+			t.Fatal("maxPool with pad > K/2: no error")
 		}
 	})
 }

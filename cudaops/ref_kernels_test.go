@@ -7,44 +7,6 @@ import "math"
 // The CPU engine (engine_cpu_test.go) runs them; TestGPUKernelParity checks
 // every kernel against it, on a GPU or under the stand-in.
 
-func refIm2col(x, col []float32, B, C, H, W, K, P int) {
-	N := B * H * W
-	for i := range C * K * K * N {
-		row, j := i/N, i%N
-		c, kh, kw := row/(K*K), (row%(K*K))/K, row%K
-		b, p := j/(H*W), j%(H*W)
-		oh, ow := p/W, p%W
-		ih, iw := oh+kh-P, ow+kw-P
-		if ih >= 0 && ih < H && iw >= 0 && iw < W {
-			col[i] = x[((b*C+c)*H+ih)*W+iw]
-		} else {
-			col[i] = 0
-		}
-	}
-}
-
-func refCol2im(dcol, dx []float32, B, C, H, W, K, P int) {
-	N := B * H * W
-	for i := range B * C * H * W {
-		iw, ih, c, b := i%W, (i/W)%H, (i/(H*W))%C, i/(C*H*W)
-		var s float32
-		for kh := range K {
-			oh := ih - kh + P
-			if oh < 0 || oh >= H {
-				continue
-			}
-			for kw := range K {
-				ow := iw - kw + P
-				if ow < 0 || ow >= W {
-					continue
-				}
-				s += dcol[(c*K*K+kh*K+kw)*N+b*H*W+oh*W+ow]
-			}
-		}
-		dx[i] = s
-	}
-}
-
 // refSgemm is C = op(A)·op(B) as the sgemm kernel computes it (its tiling
 // only changes the order of the float32 sums).
 func refSgemm(tA, tB bool, M, N, Kd int, A, B, C []float32) {
@@ -75,17 +37,6 @@ func refBiasReLU(z, bias, y []float32, B, Cout, HW int) {
 	}
 }
 
-func refReLUBackward(dy, y, dz []float32, B, Cout, HW int) {
-	for i := range B * Cout * HW {
-		p, c, b := i%HW, (i/HW)%Cout, i/(Cout*HW)
-		if y[i] > 0 {
-			dz[c*B*HW+b*HW+p] = dy[i]
-		} else {
-			dz[c*B*HW+b*HW+p] = 0
-		}
-	}
-}
-
 func refRowSums(a, out []float32, R, N int) {
 	for r := range R {
 		var s float32
@@ -103,31 +54,6 @@ func refColSums(a, out []float32, R, N int) {
 			s += a[r*N+j]
 		}
 		out[j] = s
-	}
-}
-
-func refMaxPool(x, y []float32, arg []int32, BC, H, W int) {
-	OH, OW := H/2, W/2
-	for i := range BC * OH * OW {
-		ow, oh, bc := i%OW, (i/OW)%OH, i/(OH*OW)
-		plane := x[bc*H*W : (bc+1)*H*W]
-		best := (2*oh)*W + 2*ow
-		for d := 1; d < 4; d++ {
-			k := (2*oh+d/2)*W + 2*ow + d%2
-			if plane[k] > plane[best] {
-				best = k
-			}
-		}
-		y[i] = plane[best]
-		arg[i] = int32(best)
-	}
-}
-
-func refMaxPoolBackward(dy []float32, arg []int32, dx []float32, BC, H, W int) {
-	OH, OW := H/2, W/2
-	for i := range BC * OH * OW {
-		bc := i / (OH * OW)
-		dx[bc*H*W+int(arg[i])] = dy[i]
 	}
 }
 

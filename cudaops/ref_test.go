@@ -34,60 +34,6 @@ func close32(t *testing.T, what string, got, want []float32, tol float64) {
 	}
 }
 
-// col2im must be im2col's adjoint: <im2col(x), c> = <x, col2im(c)>.
-func TestCol2imIsAdjoint(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	for _, g := range []struct{ B, C, H, W, K int }{{2, 3, 5, 5, 3}, {1, 2, 4, 6, 5}, {3, 1, 7, 3, 1}} {
-		x := randBatch(rng, g.B*g.C*g.H*g.W)
-		c := randBatch(rng, g.C*g.K*g.K*g.B*g.H*g.W)
-		col, dx := make([]float32, len(c)), make([]float32, len(x))
-		refIm2col(x, col, g.B, g.C, g.H, g.W, g.K, g.K/2)
-		refCol2im(c, dx, g.B, g.C, g.H, g.W, g.K, g.K/2)
-		var a, b float64
-		for i := range col {
-			a += float64(col[i]) * float64(c[i])
-		}
-		for i := range x {
-			b += float64(x[i]) * float64(dx[i])
-		}
-		if math.Abs(a-b) > 1e-3*(1+math.Abs(a)) {
-			t.Errorf("%+v: <im2col x, c> = %v, <x, col2im c> = %v", g, a, b)
-		}
-	}
-}
-
-// im2col + GEMM is a direct "same" convolution.
-func TestIm2colConv(t *testing.T) {
-	rng := rand.New(rand.NewPCG(5, 6))
-	B, C, H, W, K, Co := 2, 3, 6, 5, 3, 4
-	x, w := randBatch(rng, B*C*H*W), randBatch(rng, Co*C*K*K)
-	col, z := make([]float32, C*K*K*B*H*W), make([]float32, Co*B*H*W)
-	refIm2col(x, col, B, C, H, W, K, 1)
-	refSgemm(false, false, Co, B*H*W, C*K*K, w, col, z)
-	for b := range B {
-		for o := range Co {
-			for i := range H {
-				for j := range W {
-					var s float64
-					for c := range C {
-						for kh := range K {
-							for kw := range K {
-								ih, iw := i+kh-1, j+kw-1
-								if ih >= 0 && ih < H && iw >= 0 && iw < W {
-									s += float64(w[((o*C+c)*K+kh)*K+kw]) * float64(x[((b*C+c)*H+ih)*W+iw])
-								}
-							}
-						}
-					}
-					if got := z[o*B*H*W+b*H*W+i*W+j]; math.Abs(float64(got)-s) > 1e-4 {
-						t.Fatalf("conv b%d o%d (%d,%d) = %v, want %v", b, o, i, j, got, s)
-					}
-				}
-			}
-		}
-	}
-}
-
 func TestNormalizeU8(t *testing.T) {
 	x := []uint8{0, 255, 128, 10, 20, 30}
 	y := make([]float32, len(x))

@@ -13,7 +13,8 @@ import (
 // scratch.
 type Layers interface {
 	// NewConv is one conv block of the cnn: y = ReLU(conv(x, w) + b),
-	// KxK, stride 1, pad K/2, max-pooled 2x2 when pool (cpuops.Conv).
+	// KxK, stride 1, pad K/2, max-pooled 2x2 when pool: a Conv2d with
+	// the bias + ReLU (+ pool) epilogue (cpuops.NewConvBlock).
 	NewConv(B, Cin, H, W, Cout, K int, pool bool) (ConvKernel, error)
 	// NewConv2d is y = conv(x, w) over (B,Cin,H,W) with a (Cout,Cin,K,K)
 	// filter, stride and zero padding pad, no bias (cpuops.Conv2d).
@@ -25,7 +26,7 @@ type Layers interface {
 	// (B,C,HW), a BasicBlock's bn2 and residual join
 	// (cpuops.NewBatchNormAddReLU).
 	NewBatchNormAddReLU(B, C, HW int) (BatchNormAddReLUKernel, error)
-	// NewMaxPool is MaxPool2d(K, stride, pad) over (B,C,H,W) (cpuops.MaxPoolK).
+	// NewMaxPool is MaxPool2d(K, stride, pad) over (B,C,H,W) (cpuops.MaxPool).
 	NewMaxPool(B, C, H, W, K, stride, pad int) (MaxPoolKernel, error)
 	// NewAvgPool is the global average pool (B,C,H,W) → (B,C), BC = B·C
 	// rows of HW.
@@ -57,7 +58,7 @@ type XentKernel interface {
 	Backward(z, t G.Value, g float32, dz G.Value) error
 }
 
-// ConvKernel is one conv block's kernels (cpuops.Conv's contract): y is the
+// ConvKernel is one conv block's kernels (cpuops.NewConvBlock's): y is the
 // block's output, which the backward reads for the ReLU mask (and, pooled,
 // the kernel's own argmax); BackwardFilter computes db beside dw.
 type ConvKernel interface {
@@ -92,20 +93,23 @@ func host(vals ...G.Value) (out [5][]float32, err error) {
 	return out, nil
 }
 
-func (cpuEngine) NewConv(B, Cin, H, W, Cout, K int, pool bool) (ConvKernel, error) {
-	c, err := cpuops.NewConv(B, Cin, H, W, Cout, K, pool)
+func (e cpuEngine) NewConv(B, Cin, H, W, Cout, K int, pool bool) (ConvKernel, error) {
+	c, err := cpuops.NewConvBlock(B, Cin, H, W, Cout, K, pool)
 	if err != nil {
 		return nil, err
+	}
+	if e.conv != nil {
+		c.Share(e.conv)
 	}
 	return cpuConv{c}, nil
 }
 
-type cpuConv struct{ k *cpuops.Conv }
+type cpuConv struct{ k *cpuops.Conv2d }
 
 func (c cpuConv) Forward(x, w, b, y G.Value) error {
 	a, err := host(x, w, b, y)
 	if err == nil {
-		c.k.Forward(a[0], a[1], a[2], a[3])
+		c.k.ForwardBlock(a[0], a[1], a[2], a[3])
 	}
 	return err
 }
@@ -113,7 +117,7 @@ func (c cpuConv) Forward(x, w, b, y G.Value) error {
 func (c cpuConv) BackwardData(w, y, dy, dx G.Value) error {
 	a, err := host(w, y, dy, dx)
 	if err == nil {
-		c.k.BackwardData(a[0], a[1], a[2], a[3])
+		c.k.BackwardDataBlock(a[0], a[1], a[2], a[3])
 	}
 	return err
 }
@@ -121,7 +125,7 @@ func (c cpuConv) BackwardData(w, y, dy, dx G.Value) error {
 func (c cpuConv) BackwardFilter(x, y, dy, dw, db G.Value) error {
 	a, err := host(x, y, dy, dw, db)
 	if err == nil {
-		c.k.BackwardFilter(a[0], a[1], a[2], a[3], a[4])
+		c.k.BackwardFilterBlock(a[0], a[1], a[2], a[3], a[4])
 	}
 	return err
 }

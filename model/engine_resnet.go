@@ -164,14 +164,14 @@ func (b cpuBatchNormAddReLU) Backward(x, gamma, y, dy, dx, ds, dgamma, dbeta G.V
 }
 
 func (cpuEngine) NewMaxPool(B, C, H, W, K, stride, pad int) (MaxPoolKernel, error) {
-	k, err := cpuops.NewMaxPoolK(B, C, H, W, K, stride, pad)
+	k, err := cpuops.NewMaxPool(B, C, H, W, K, stride, pad)
 	if err != nil {
 		return nil, err
 	}
 	return cpuMaxPool{k}, nil
 }
 
-type cpuMaxPool struct{ k *cpuops.MaxPoolK }
+type cpuMaxPool struct{ k *cpuops.MaxPool }
 
 func (p cpuMaxPool) Forward(x, y G.Value) error {
 	a, err := host(x, y)

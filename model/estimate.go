@@ -29,7 +29,7 @@ const graphBytesPerBlock = 32 << 10
 // EstimateMemory estimates the memory a model of spec costs when trained
 // in batches of batch images with up to threads worker goroutines in its
 // kernels (GOMAXPROCS), following the CPU engine's allocations
-// (cpuops.Conv: the full-size conv output, its gradient and the im2col
+// (cpuops.NewConvBlock: the full-size conv output, its gradient and the im2col
 // panel per worker; one tap entry per row of the im2col matrix). It does
 // not validate spec; call it on a valid one. The CUDA engine holds about
 // the same tensors in device memory.

@@ -8,8 +8,10 @@
 #      the CPU and GPU engines (float32, uint8, padded), whole-step parity
 #      with the CPU model, uint8 path, pinned-buffer reuse, loss falls, copy
 #      order, the missing-copy-wait catch, the ResNets against the CPU graph
-#      and against PyTorch; only the tests that time real hardware, and the
-#      PyTorch parity where /usr/bin/python3 lacks torch, may skip; then the
+#      and against PyTorch, the state after 3 steps of each arch against
+#      testdata/state_hashes_gpu.json (bit for bit); only the tests that
+#      time real hardware, and the PyTorch parity where /usr/bin/python3
+#      lacks torch, may skip; then the
 #      trainer's GPU tests (trainer.test -test.run ^TestGPU): 2 and 3 ranks
 #      of data-parallel training on --device cuda against one rank; and
 #      dist's NCCL binding on the NCCL stand-in (3 ranks under mpirun);
@@ -106,7 +108,8 @@ for t in TestGPUKernelParity TestGPUNetMatchesModel TestGPUU8MatchesFloat TestGP
 	TestGPUCopyOrder TestStandInCatchesMissingCopyWait TestStandInCopySemantics TestStandInNullStream TestStandInReports \
 	TestGPUGraphMatchesCPU TestGPUGraphU8MatchesCPU TestGPUStateError \
 	TestGPUAdd TestGPUConv2d TestGPUBatchNorm TestGPUMaxPoolK TestGPUAddReLU TestGPUOptimizers \
-	TestGPUResNetGraphMatchesCPU TestGPUResNetU8MatchesCPU TestGPUCublasGemm TestGPUCublasMissingNamesWhereItLooked TestGPUDriverCounters; do
+	TestGPUResNetGraphMatchesCPU TestGPUResNetU8MatchesCPU \
+	TestGPUCublasGemm TestGPUCublasMissingNamesWhereItLooked TestGPUDriverCounters; do
 	grep -q "^--- PASS: $t " "$log" || missing+="$t "
 done
 extra_skips=$(echo "$skipped" | tr ' ' '\n' | grep -v -x -e '' -e TestGPUBandwidth -e TestGPUOverlap -e TestGPUParityWithPyTorch | tr '\n' ' ')

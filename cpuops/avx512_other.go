@@ -4,10 +4,6 @@ package cpuops
 
 const useAVX512 = false
 
-func gatherRows16AVX512(dst, base *float32, offs *[16]int32, n int) {
-	panic("cpuops: gatherRows16AVX512 without AVX-512")
-}
-
 func pool2x2RowAVX512(r0, r1, out *float32, arg *uint8, n int) {
 	panic("cpuops: pool2x2RowAVX512 without AVX-512")
 }
