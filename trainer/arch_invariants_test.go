@@ -53,6 +53,16 @@ var resnetVariants = []struct {
 	}},
 }
 
+// skipShort skips the resnet18 variant under -short: its every model costs
+// about 20 s of CPU under -race (its first step and evaluation on 11M
+// parameters, whatever the batch or the number of steps), the most of the
+// package. .ci/run and the README's `go test -race ./...` run it.
+func skipShort(t *testing.T, variant string) {
+	if testing.Short() && variant != "resnet20" {
+		t.Skip("-short: the resnet18 variant (resnet20 runs the same invariant)")
+	}
+}
+
 // batchLog stands between the loop and the model and keeps a copy of every
 // batch the model is given, and the loss of every step.
 type batchLog struct {
@@ -164,7 +174,9 @@ func sameMetrics(t *testing.T, what string, got, want []EpochMetrics) {
 // TestResNetSameWhateverWorkers: with truncated and corrupt JPEGs in the
 // data (bad_images: skip), resnet20 runs on 0, 1 and 4 workers are given
 // the same batches, bit for bit (training and evaluation), skip the same
-// files, and end with the same checkpoint bytes and metrics.
+// files, and end with the same checkpoint bytes and metrics. One epoch:
+// the next epoch's order is drawn the same way whatever the workers, which
+// the cnn's TestBadJPEGsChangeNothingElse checks over two.
 func TestResNetSameWhateverWorkers(t *testing.T) {
 	root := datasetWithBadJPEGs(t)
 	var want *batchLog
@@ -174,6 +186,7 @@ func TestResNetSameWhateverWorkers(t *testing.T) {
 	for _, w := range []int{4, 0, 1} {
 		c := resnetTiny(t)
 		c.Data.Root, c.Data.BadImages, c.Data.Workers = root, "skip", w
+		c.Train.Epochs = 1
 		l, sum := logged(t, c)
 		var skipped []string
 		for _, m := range sum.Epochs {
@@ -221,6 +234,7 @@ func TestResNetSameWhateverWorkers(t *testing.T) {
 func TestResNetInterruptAtAnyStepResumesExactly(t *testing.T) {
 	for _, v := range resnetVariants {
 		t.Run(v.name, func(t *testing.T) {
+			skipShort(t, v.name)
 			tiny := func() config.Config { c := resnetTiny(t); v.set(&c); return c }
 			ks, workers := []int{2, 4, 7}, []int{0, 1, 4}
 			var wantW, wantO []byte
@@ -322,6 +336,7 @@ func TestResNetUint8MatchesFloat32(t *testing.T) {
 func TestResNetIgnoresPaddedRows(t *testing.T) {
 	for _, v := range resnetVariants {
 		t.Run(v.name, func(t *testing.T) {
+			skipShort(t, v.name)
 			c := resnetTiny(t)
 			v.set(&c)
 			c.Data.BatchSize = 8 // n valid rows and 3 padded ones, on both variants
