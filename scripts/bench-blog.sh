@@ -2,7 +2,7 @@
 # Reproduces the "How 3 lines of PyTorch made my training ~5x faster" table on this machine:
 # the baseline, each switch alone and all three, stoke and PyTorch side by side.
 #
-# Duration and GPU: on the CPU (the default; no GPU needed) about 80 s on a quiet 2-core machine
+# Duration and GPU: on the CPU (the default; no GPU needed) about 2 min on a quiet 2-core machine
 # and 355 s observed on a loaded one, plus the Go build and, the first time, the dataset's
 # generation; the smallest, `scripts/bench-blog.sh --epochs 1 --rounds 1`, took 7.5 min on a
 # machine loaded 17-36 (generation and build included). The GPU run (--device cuda, below) needs
@@ -21,7 +21,7 @@
 #
 # Writes runs/bench/{bench.md,bench.json,bench.csv,chart.png,chart.svg,runs/*/trace.json}.
 set -euo pipefail
-echo "bench-blog.sh: CPU by default (no GPU needed); ~80 s on a quiet 2-core machine, 355 s seen on a loaded one"
+echo "bench-blog.sh: CPU by default (no GPU needed); about 2 min on a quiet 2-core machine (120 s measured with the build), 355 s seen on a loaded one"
 cd "$(dirname "$0")/.."
 . scripts/bench-env.sh
 machine_quiet
