@@ -48,6 +48,8 @@ type Device struct {
 	// to copy); "" = float32, as on the CPU.
 	AutoDType string
 	Close     func() error // releases the device after the loaders are closed; may be nil
+	// Counters reads the driver's running totals (cuda); nil on the CPU.
+	Counters func() DriverCounts
 }
 
 // batchDType resolves data.batch_dtype for the device.

@@ -55,7 +55,11 @@ func openCUDADevice(spec model.Spec, opt model.Options, cfg config.Config, out i
 		dev.Close()
 		return nil, fmt.Errorf("device cuda: %w", err)
 	}
-	d := &Device{Name: dev.String(), Backend: b, Params: b.NumParams(), AutoDType: data.DTypeUint8, Close: dev.Close}
+	d := &Device{Name: dev.String(), Backend: b, Params: b.NumParams(), AutoDType: data.DTypeUint8, Close: dev.Close,
+		Counters: func() DriverCounts {
+			c := cudaops.ReadDriverCounters()
+			return DriverCounts{Launches: c.Launches, HostSyncs: c.HostSyncs, Allocs: c.Allocs, H2DBytes: c.H2DBytes, D2HBytes: c.D2HBytes}
+		}}
 	if cfg.Data.PinMemory {
 		d.Alloc = dev.Pinned()
 	}

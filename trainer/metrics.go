@@ -35,6 +35,41 @@ type EpochMetrics struct {
 	// SkippedImages lists the images left out as undecodable this epoch
 	// (data.bad_images: skip).
 	SkippedImages []string `json:"skipped_images,omitempty"`
+	// GPU is what a training step cost the host on the cuda device, counted
+	// at the driver calls (cudaops.ReadDriverCounters) over this epoch's
+	// steps in this invocation, evaluation excluded; absent on the CPU.
+	GPU *GPUCounters `json:"gpu,omitempty"`
+}
+
+// GPUCounters are driver calls per training step (docs/cuda.md, "What a
+// step costs the host"). Graph says whether the step ran as a CUDA Graph
+// (not yet: always false).
+type GPUCounters struct {
+	LaunchesPerStep  float64 `json:"launches_per_step"`
+	HostSyncsPerStep float64 `json:"host_syncs_per_step"`
+	AllocsPerStep    float64 `json:"allocs_per_step"`
+	H2DBytesPerStep  float64 `json:"h2d_bytes_per_step"`
+	D2HBytesPerStep  float64 `json:"d2h_bytes_per_step"`
+	Graph            bool    `json:"graph"`
+}
+
+// DriverCounts are the device's running totals of launches, host waits,
+// allocations and bytes copied to and from it (Device.Counters).
+type DriverCounts struct{ Launches, HostSyncs, Allocs, H2DBytes, D2HBytes uint64 }
+
+// perStep is the counts from a to b over steps steps (nil for none).
+func perStep(a, b DriverCounts, steps int) *GPUCounters {
+	if steps <= 0 {
+		return nil
+	}
+	n := float64(steps)
+	return &GPUCounters{
+		LaunchesPerStep:  float64(b.Launches-a.Launches) / n,
+		HostSyncsPerStep: float64(b.HostSyncs-a.HostSyncs) / n,
+		AllocsPerStep:    float64(b.Allocs-a.Allocs) / n,
+		H2DBytesPerStep:  float64(b.H2DBytes-a.H2DBytes) / n,
+		D2HBytesPerStep:  float64(b.D2HBytes-a.D2HBytes) / n,
+	}
 }
 
 func epochMetrics(epoch, epochs int, tr trainResult, ev evalResult, wall time.Duration, lr float64) EpochMetrics {
@@ -63,6 +98,7 @@ func epochMetrics(epoch, epochs int, tr trainResult, ev evalResult, wall time.Du
 		RSSBytes:      cur,
 		PeakRSSBytes:  peak,
 		SkippedImages: tr.Skipped,
+		GPU:           tr.gpu,
 	}
 }
 

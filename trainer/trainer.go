@@ -94,7 +94,7 @@ func Run(ctx context.Context, cfg config.Config, opt Options) (*Summary, error) 
 // it, and records and checkpoints it.
 func (s *session) epoch(ctx context.Context, epoch int) (EpochMetrics, error) {
 	t0 := time.Now()
-	tr := trainResult{progressState: s.partial}
+	tr := trainResult{progressState: s.partial, counters: s.dev.Counters}
 	s.partial = progressState{}
 	if err := s.trainEpoch(ctx, epoch, &tr); err != nil {
 		return EpochMetrics{}, s.stopped(ctx, err, epoch, tr.progressState, false)
@@ -328,12 +328,27 @@ type trainResult struct {
 	Wall          time.Duration
 	Skipped       []string  // images that could not be decoded (bad_images: skip)
 	start         time.Time // of this invocation's part
+	stepsNow      int       // steps finished in this invocation's part
+	counters      func() DriverCounts
+	c0            DriverCounts
+	gpu           *GPUCounters // the driver calls per step of this part (cuda)
 }
 
 // begin starts (or, after batches an interrupted run did, restarts) the
 // clock of this invocation's part; end stops it.
-func (r *trainResult) begin() { r.start = time.Now() }
-func (r *trainResult) end()   { r.Wall = time.Since(r.start) }
+func (r *trainResult) begin() {
+	r.start, r.stepsNow = time.Now(), 0
+	if r.counters != nil {
+		r.c0 = r.counters()
+	}
+}
+
+func (r *trainResult) end() {
+	r.Wall = time.Since(r.start)
+	if r.counters != nil {
+		r.gpu = perStep(r.c0, r.counters(), r.stepsNow)
+	}
+}
 
 // add counts a finished step.
 func (r *trainResult) add(st *stepInFlight, res model.StepResult, t model.StepTimes) {
@@ -341,6 +356,7 @@ func (r *trainResult) add(st *stepInFlight, res model.StepResult, t model.StepTi
 	r.Copy += t.Copy
 	r.Compute += t.Compute
 	r.Batches++
+	r.stepsNow++
 	r.Images += st.batch.N
 	r.ImagesNow += st.batch.N
 	r.Correct += res.Correct
