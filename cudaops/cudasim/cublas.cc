@@ -45,9 +45,13 @@
 #include <mutex>
 #include <set>
 
+#include "fp.h"
 #include "hostop.h"
 
+using cudasim::bf16_to_float;
+using cudasim::float_to_bf16;
 using cudasim::Operand;
+using cudasim::round_mantissa;
 using cudasim::report_error;
 
 struct cublasContext {
@@ -67,34 +71,6 @@ std::set<cublasHandle_t> &g_handles = *new std::set<cublasHandle_t>;
 bool valid(cublasHandle_t h) {
 	std::lock_guard<std::mutex> lk(g_mu);
 	return h && g_handles.count(h);
-}
-
-float round_mantissa(float x, int keep) { // round to nearest even, keeping `keep` of float's 23 mantissa bits
-	uint32_t u;
-	memcpy(&u, &x, 4);
-	if ((u & 0x7f800000u) == 0x7f800000u) { // Inf stays; NaN stays a (quiet) NaN
-		if (u & 0x007fffffu) u |= 0x00400000u;
-	} else {
-		int drop = 23 - keep;
-		uint32_t half = (1u << (drop - 1)) - 1 + ((u >> drop) & 1);
-		u = (u + half) & ~((1u << drop) - 1);
-	}
-	memcpy(&x, &u, 4);
-	return x;
-}
-
-float bf16_to_float(uint16_t b) {
-	uint32_t u = uint32_t(b) << 16;
-	float f;
-	memcpy(&f, &u, 4);
-	return f;
-}
-
-uint16_t float_to_bf16(float f) {
-	f = round_mantissa(f, 7);
-	uint32_t u;
-	memcpy(&u, &f, 4);
-	return uint16_t(u >> 16);
 }
 
 // How operands are stored and how inputs are rounded for one call.

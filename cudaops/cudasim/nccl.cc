@@ -46,6 +46,7 @@
 #include <string>
 #include <vector>
 
+#include "fp.h"
 #include "hostop.h"
 
 using cudasim::report_error;
@@ -215,21 +216,6 @@ template <class T> void reduce_as(int op, int n, const std::vector<const char *>
 	}
 }
 
-float bf16_in(uint16_t b) {
-	uint32_t u = uint32_t(b) << 16;
-	float f;
-	memcpy(&f, &u, 4);
-	return f;
-}
-
-uint16_t bf16_out(float f) { // round to nearest even
-	uint32_t u;
-	memcpy(&u, &f, 4);
-	if ((u & 0x7f800000u) == 0x7f800000u) return uint16_t((u >> 16) | ((u & 0xffff) ? 0x40 : 0));
-	u += 0x7fff + ((u >> 16) & 1);
-	return uint16_t(u >> 16);
-}
-
 // reduce: out[i] = in[0][off+i] op in[1][off+i] op ..., for count elements.
 // 16-bit floats are reduced in float, rounded once at the end.
 void reduce(int dtype, int op, int n, const std::vector<const char *> &in, char *out, size_t count, size_t off) {
@@ -251,7 +237,7 @@ void reduce(int dtype, int op, int n, const std::vector<const char *> &in, char 
 				uint16_t b;
 				memcpy(&b, in[r] + (off + i) * 2, 2);
 				if (dtype == ncclBfloat16) {
-					f[r][i] = bf16_in(b);
+					f[r][i] = cudasim::bf16_to_float(b);
 				} else {
 					_Float16 h;
 					memcpy(&h, &b, 2);
@@ -265,7 +251,7 @@ void reduce(int dtype, int op, int n, const std::vector<const char *> &in, char 
 		for (size_t i = 0; i < count; i++) {
 			uint16_t b;
 			if (dtype == ncclBfloat16) {
-				b = bf16_out(acc[i]);
+				b = cudasim::float_to_bf16(acc[i]);
 			} else {
 				_Float16 h = _Float16(acc[i]);
 				memcpy(&b, &h, 2);
