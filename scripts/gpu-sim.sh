@@ -120,42 +120,36 @@ else
 	summary+=("tests: $passed passed, skipped (hardware timing): ${skipped% }")
 fi
 
+# required NAME PKG PATTERN MUST_PASS SUMMARY LIMIT [VAR=VALUE...]: runs PKG's
+# test binary (-test.run PATTERN, at most LIMIT seconds) under the stand-in
+# with the extra environment, and fails NAME unless it exits 0, MUST_PASS
+# passes and the stand-in reported no error.
+required() {
+	local name=$1 pkg=$2 run=$3 must=$4 ok=$5 limit=$6 log="$work/$1.log"
+	shift 6
+	(cd "$pkg" && env LD_LIBRARY_PATH="$sim" "$@" timeout "$limit" "$work/$pkg.test" -test.run "$run" -test.v -test.count=1) >"$log" 2>&1
+	local rc=$?
+	grep -E '^(--- |ok|FAIL|PASS)|^cudasim: error|want|weights within' "$log"
+	if [ "$rc" != 0 ] || ! grep -q "^--- PASS: $must " "$log" || [ "$(stand_in_errors "$log")" != 0 ]; then
+		fail "$name" "exit $rc; $must must pass (see $log)"
+	else
+		summary+=("$ok")
+	fi
+}
 # The state after 3 steps of every arch, bit for bit: on one host thread,
 # where sgemm's split-K atomics add in block order (on several, in timing
 # order, and the test skips).
-log="$work/statehash.log"
-(cd cudaops && STOKE_CUDASIM_THREADS=1 LD_LIBRARY_PATH="$sim" timeout 900 "$work/cudaops.test" -test.run '^TestGPUStateHashesUnchanged$' -test.v -test.count=1) >"$log" 2>&1
-rc=$?
-grep -E '^(--- |ok|FAIL|PASS)|want' "$log"
-if [ "$rc" != 0 ] || ! grep -q '^--- PASS: TestGPUStateHashesUnchanged ' "$log"; then
-	fail state-hashes "exit $rc; TestGPUStateHashesUnchanged must pass on one host thread (see $log)"
-else
-	summary+=("state hashes after 3 steps: unchanged (1 host thread)")
-fi
-
+required state-hashes cudaops '^TestGPUStateHashesUnchanged$' TestGPUStateHashesUnchanged \
+	"state hashes after 3 steps: unchanged (1 host thread)" 900 STOKE_CUDASIM_THREADS=1
 # The trainer's GPU tests: data-parallel training on --device cuda (each
-# rank its own CUDA backend, the gradients summed on host copies).
-log="$work/trainer-tests.log"
-(cd trainer && LD_LIBRARY_PATH="$sim" timeout 600 "$work/trainer.test" -test.run '^TestGPU' -test.v -test.count=1) >"$log" 2>&1
-rc=$?
-grep -E '^(--- |ok|FAIL|PASS)|^cudasim: error|weights within' "$log"
-if [ "$rc" != 0 ] || ! grep -q '^--- PASS: TestGPUDataParallelMatchesOneProcess ' "$log" || [ "$(stand_in_errors "$log")" != 0 ]; then
-	fail trainer-tests "exit $rc; TestGPUDataParallelMatchesOneProcess must pass (see $log)"
-else
-	summary+=("data parallel on cuda: 2 and 3 ranks match one rank")
-fi
-
-# dist's NCCL binding on the NCCL stand-in, 3 processes under mpirun, device
-# memory and a stream of the driver stand-in.
-log="$work/dist-nccl.log"
-(cd dist && LD_LIBRARY_PATH="$sim" STOKE_NCCL_LIB="$sim/libnccl.so.2" timeout 300 "$work/dist.test" -test.run '^TestMPINCCLOnDevice$' -test.v -test.count=1) >"$log" 2>&1
-rc=$?
-grep -E '^(--- |ok|FAIL|PASS)' "$log"
-if [ "$rc" != 0 ] || ! grep -q '^--- PASS: TestMPINCCLOnDevice ' "$log"; then
-	fail dist-nccl "exit $rc; TestMPINCCLOnDevice must pass, mpirun is needed (see $log)"
-else
-	summary+=("NCCL binding on the NCCL stand-in: 3 ranks agree")
-fi
+# rank its own CUDA backend, the gradients summed on host copies), and the
+# per-step driver counters.
+required trainer-tests trainer '^TestGPU' TestGPUDataParallelMatchesOneProcess \
+	"data parallel on cuda: 2 and 3 ranks match one rank" 600
+# dist's NCCL binding on the NCCL stand-in, 3 processes under mpirun (needed),
+# device memory and a stream of the driver stand-in.
+required dist-nccl dist '^TestMPINCCLOnDevice$' TestMPINCCLOnDevice \
+	"NCCL binding on the NCCL stand-in: 3 ranks agree" 300 STOKE_NCCL_LIB="$sim/libnccl.so.2"
 
 echo "== gpu-sim 2/4: mutations the stand-in must catch"
 mutate() { # name, sed expression on kernels.cu, what the parity run's output must show[, tests to run]
