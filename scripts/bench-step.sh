@@ -2,8 +2,10 @@
 # Side-by-side step time and peak RSS of stoke and PyTorch on the reference
 # CNN (configs/ref-cnn.yaml), in alternating rounds so that both see the same
 # machine load, and the ratio stoke/PyTorch per round and as a median.
-# MODEL=resnet20 (32 px, batch 128) or MODEL=resnet18-cifar (cifar stem, 32 px,
-# batch 64) benchmarks those instead.
+# MODEL=resnet20 (32 px, batch 128), MODEL=resnet18-cifar (cifar stem, 32 px,
+# batch 64), MODEL=resnet18-imagenet (imagenet stem, 224 px, batch 16) or
+# MODEL=resnet50 (224 px, batch 4) benchmarks those instead (the 224 px ones take
+# several minutes: a step is seconds).
 #
 # Duration: CPU only, no GPU. The defaults (3 rounds, 1 and 2 threads, 10 steps)
 # take about a minute on a quiet 2-core machine plus the Go build (a minute when
@@ -43,7 +45,15 @@ resnet18-cifar)
 	cfg=$tmp/resnet18-cifar.yaml
 	printf 'data: {image_size: 32, batch_size: 64}\nmodel: {arch: resnet18, stem: cifar}\n' > "$cfg"
 	targs="--arch resnet18 --stem cifar --size 32 --batch 64" ;;
-*) echo "MODEL must be ref-cnn, resnet20 or resnet18-cifar" >&2; exit 2 ;;
+resnet18-imagenet)
+	cfg=$tmp/resnet18-imagenet.yaml
+	printf 'data: {image_size: 224, batch_size: 16}\nmodel: {arch: resnet18, stem: imagenet}\n' > "$cfg"
+	targs="--arch resnet18 --stem imagenet --size 224 --batch 16" ;;
+resnet50)
+	cfg=$tmp/resnet50.yaml
+	printf 'data: {image_size: 224, batch_size: 4}\nmodel: {arch: resnet50, stem: imagenet}\n' > "$cfg"
+	targs="--arch resnet50 --stem imagenet --size 224 --batch 4" ;;
+*) echo "MODEL must be ref-cnn, resnet20, resnet18-cifar, resnet18-imagenet or resnet50" >&2; exit 2 ;;
 esac
 torch_best "$python"
 "$bin" bench-step --config "$cfg" --threads 1 --steps 1 --warmup 0 | head -3  # which GEMM, which model, which CPU
