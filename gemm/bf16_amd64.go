@@ -1,0 +1,37 @@
+package gemm
+
+//go:generate go run gen_bf16.go
+
+// The AVX512_BF16 micro-kernels and the packing conversion (bf16_amd64.s,
+// written by gen_bf16.go).
+//
+//go:noescape
+func bf16Kernel12x32(kp int, a, b *uint32, c *float32, ldc int, alpha, beta float32)
+
+//go:noescape
+func bf16Kernel12x16(kp int, a, b *uint32, c *float32, ldc int, alpha, beta float32)
+
+//go:noescape
+func bf16Pairs16(dst *uint32, dstride int, src *float32, kb int)
+
+var (
+	cpuBF16    = hasAVX512BF16()
+	bf16Kernel = bf16Kernels{bf16Kernel12x32, bf16Kernel12x16, bf16Pairs16}
+)
+
+// hasAVX512BF16 reports whether the CPU and OS run the bf16 kernels:
+// AVX-512F with the OS saving the zmm state (hasAVX512F), AVX512BW
+// (CPUID.(EAX=7,ECX=0):EBX bit 30, for VPERMW) and AVX512_BF16
+// (CPUID.(EAX=7,ECX=1):EAX bit 5; leaf 7 reports its last sub-leaf in
+// EAX of sub-leaf 0).
+func hasAVX512BF16() bool {
+	if !hasAVX512F() {
+		return false
+	}
+	max7, ebx7, _, _ := cpuid(7, 0)
+	if ebx7&(1<<30) == 0 || max7 < 1 {
+		return false
+	}
+	eax71, _, _, _ := cpuid(7, 1)
+	return eax71&(1<<5) != 0
+}
