@@ -39,15 +39,22 @@ import (
 // fp32's underflow (gradients of that size are lost in bf16 anyway, whose
 // exponent range is fp32's). The fallback keeps denormals as Sgemm does.
 
-// bf16Kernels are the kernels of the bf16 path: the 12x32 and 12x16 tiles
-// (kp pairs of k; a a packed 12-row A panel, b a packed B panel of 32 or 16
-// columns; c with row stride ldc, not read where beta == 0) and pairs, the
+// bf16Kernels are the kernels of the bf16 path: the tiles of 32 and 16
+// columns, of 4, 8 and 12 rows (k32[r/4-1]) (kp pairs of k; a the first of
+// the rows taken from a packed 12-row A panel, b a packed B panel of 32 or
+// 16 columns; c with row stride ldc, not read where beta == 0) and pairs, the
 // conversion of one packed fp32 B panel of 16 columns into bf16 pairs
-// (dstride bytes apart). A zero bf16Kernels is none.
+// (dstride bytes apart), and row, the conversion of n consecutive floats
+// (n a multiple of 32) into n/2 dwords of pairs. The conversions treat a
+// denormal input as zero, as VCVTNE2PS2BF16 does (bf16BitsDAZ). A zero
+// bf16Kernels is none.
 type bf16Kernels struct {
-	k32, k16 func(kp int, a, b *uint32, c *float32, ldc int, alpha, beta float32)
+	k32, k16 [3]bf16KernelFunc
 	pairs    func(dst *uint32, dstride int, src *float32, kb int)
+	row      func(dst *uint32, src *float32, n int)
 }
+
+type bf16KernelFunc func(kp int, a, b *uint32, c *float32, ldc int, alpha, beta float32)
 
 const (
 	bmr = 12 // rows of the bf16 tiles
@@ -57,7 +64,7 @@ const (
 // HasBF16 reports whether SgemmBF16 runs the VDPBF16PS kernels: the CPU
 // and OS have AVX512_BF16 (with AVX-512F and BW) and AVX-512 is not held
 // off ($STOKE_GEMM=avx2, build tag stokepurego, as HasAVX512 says).
-func HasBF16() bool { return cpuBF16 && bf16Kernel.k32 != nil && wide.main != nil }
+func HasBF16() bool { return cpuBF16 && bf16Kernel.pairs != nil && wide.main != nil }
 
 // BF16Name says which path SgemmBF16 takes on this machine, for the
 // start-up line.
@@ -83,6 +90,16 @@ func bf16BitsRNE(f float32) uint32 {
 	return (u + 0x7fff + (u>>16)&1) >> 16
 }
 
+// bf16BitsDAZ is bf16BitsRNE with a denormal input taken as zero of its
+// sign, as VCVTNE2PS2BF16 converts: the fast path's packing of A, where it
+// is done in Go.
+func bf16BitsDAZ(f float32) uint32 {
+	if u := math.Float32bits(f); u&0x7f800000 == 0 {
+		return u >> 16 & 0x8000
+	}
+	return bf16BitsRNE(f)
+}
+
 // bf16RoundRNE is f rounded to bf16 (bf16BitsRNE) as a float32.
 func bf16RoundRNE(f float32) float32 { return math.Float32frombits(bf16BitsRNE(f) << 16) }
 
@@ -90,6 +107,7 @@ type bf16Scratch struct {
 	f    []float32 // op(B) packed in fp32 by PackB
 	b    []uint32  // the same in bf16 pairs
 	a    []uint32  // op(A) in 12-row panels of bf16 pairs
+	row  []uint32  // one row of op(A) in pairs, on its way to a
 	tile [bmr * 32]float32
 	mat  matrixB
 	// the fallback's
@@ -104,6 +122,7 @@ func (s *bf16Scratch) fast() {
 		s.f = make([]float32, kc*nc)
 		s.b = make([]uint32, kc/2*nc)
 		s.a = make([]uint32, bmc*kc/2)
+		s.row = make([]uint32, kc/2)
 	}
 }
 
@@ -211,7 +230,7 @@ func bf16Blocks(s *bf16Scratch, ks *bf16Kernels, pa *PackedABF16, transA bool, m
 				if pa != nil {
 					ap = pa.data[bi*pa.mpad*(kstep/2)+ic*kp:]
 				} else {
-					bf16PackA(s.a, a, lda, transA, ic, pc, mb, kb)
+					bf16PackA(ks, s.row, s.a, a, lda, transA, ic, pc, mb, kb)
 				}
 				bf16Macro(s, ks, ap, mb, nb, kp, alpha, bet, c[ic*ldc+jc:], ldc)
 			}
@@ -220,24 +239,27 @@ func bf16Blocks(s *bf16Scratch, ks *bf16Kernels, pa *PackedABF16, transA bool, m
 }
 
 // bf16Macro multiplies the packed mb×kb block of A by the packed kb×nb
-// block of B into C: 12x32 tiles, a 12x16 one for a last 16 columns or
-// fewer, partial tiles through a scratch tile.
+// block of B into C: 12x32 tiles, 16 columns wide for a last 16 columns
+// or fewer, 8 or 4 rows high for a last 8 or 4 rows or fewer, partial
+// tiles through a scratch tile.
 func bf16Macro(s *bf16Scratch, ks *bf16Kernels, a []uint32, mb, nb, kp int, alpha, beta float32, c []float32, ldc int) {
 	for jr := 0; jr < nb; jr += 32 {
-		w, kern := 32, ks.k32
+		w, kerns := 32, &ks.k32
 		if nb-jr <= nr {
-			w, kern = nr, ks.k16
+			w, kerns = nr, &ks.k16
 		}
 		nn := min(w, nb-jr)
 		bp := &s.b[jr*kp]
 		for ir := 0; ir < mb; ir += bmr {
 			mm := min(bmr, mb-ir)
+			rows := (mm + 3) &^ 3
+			kern := kerns[rows/4-1]
 			ap := &a[ir*kp]
-			if mm == bmr && nn == w {
+			if mm == rows && nn == w {
 				kern(kp, ap, bp, &c[ir*ldc+jr], ldc, alpha, beta)
 				continue
 			}
-			t := s.tile[:bmr*w]
+			t := s.tile[:rows*w]
 			kern(kp, ap, bp, &t[0], w, alpha, 0)
 			addTile(c[ir*ldc+jr:], ldc, t, w, mm, nn, beta)
 		}
@@ -247,8 +269,9 @@ func bf16Macro(s *bf16Scratch, ks *bf16Kernels, a []uint32, mb, nb, kp int, alph
 // bf16PackA packs the mb×kb block of op(A) at (ic, pc) into 12-row panels
 // of bf16 pairs: panel r holds, per pair p of k, rows ir..ir+11 as
 // A[i][pc+2p] | A[i][pc+2p+1]<<16, zero past the last row and for the
-// odd last k.
-func bf16PackA(dst []uint32, a []float32, lda int, trans bool, ic, pc, mb, kb int) {
+// odd last k. A row of A is converted whole by ks.row into buf (kc/2
+// dwords), then spread into the panel.
+func bf16PackA(ks *bf16Kernels, buf, dst []uint32, a []float32, lda int, trans bool, ic, pc, mb, kb int) {
 	kp := (kb + 1) / 2
 	even := kb &^ 1
 	for ir := 0; ir < mb; ir += bmr {
@@ -260,7 +283,7 @@ func bf16PackA(dst []uint32, a []float32, lda int, trans bool, ic, pc, mb, kb in
 				r1 := a[(pc+q+1)*lda+ic+ir:][:mm]
 				d := p[q/2*bmr : q/2*bmr+bmr]
 				for i := range r0 {
-					d[i] = bf16BitsRNE(r0[i]) | bf16BitsRNE(r1[i])<<16
+					d[i] = bf16BitsDAZ(r0[i]) | bf16BitsDAZ(r1[i])<<16
 				}
 				clear(d[mm:])
 			}
@@ -268,19 +291,26 @@ func bf16PackA(dst []uint32, a []float32, lda int, trans bool, ic, pc, mb, kb in
 				r0 := a[(pc+kb-1)*lda+ic+ir:][:mm]
 				d := p[(kp-1)*bmr : kp*bmr]
 				for i, v := range r0 {
-					d[i] = bf16BitsRNE(v)
+					d[i] = bf16BitsDAZ(v)
 				}
 				clear(d[mm:])
 			}
 			continue
 		}
+		vec := kb &^ 31
 		for i := 0; i < mm; i++ {
 			row := a[(ic+ir+i)*lda+pc:][:kb]
-			for q := 0; q < even; q += 2 {
-				p[q/2*bmr+i] = bf16BitsRNE(row[q]) | bf16BitsRNE(row[q+1])<<16
+			if vec > 0 {
+				ks.row(&buf[0], &row[0], vec)
+			}
+			for q := vec; q < even; q += 2 {
+				buf[q/2] = bf16BitsDAZ(row[q]) | bf16BitsDAZ(row[q+1])<<16
 			}
 			if kb&1 != 0 {
-				p[(kp-1)*bmr+i] = bf16BitsRNE(row[kb-1])
+				buf[kp-1] = bf16BitsDAZ(row[kb-1])
+			}
+			for q, v := range buf[:kp] {
+				p[q*bmr+i] = v
 			}
 		}
 		for i := mm; i < bmr; i++ {
@@ -331,13 +361,14 @@ func packABF16(p *PackedABF16, ks *bf16Kernels, transA bool, m, k int, a []float
 	kstep := bf16KStep(k)
 	p.kstep, p.mpad = kstep, (m+bmr-1)/bmr*bmr
 	nblocks := (k + kstep - 1) / kstep
+	buf := make([]uint32, kc/2)
 	if n := nblocks * p.mpad * kstep / 2; cap(p.data) < n {
 		p.data = make([]uint32, n)
 	} else {
 		p.data = p.data[:n]
 	}
 	for bi, pc := 0, 0; pc < k; bi, pc = bi+1, pc+kstep {
-		bf16PackA(p.data[bi*p.mpad*kstep/2:], a, lda, transA, 0, pc, m, min(kstep, k-pc))
+		bf16PackA(ks, buf, p.data[bi*p.mpad*kstep/2:], a, lda, transA, 0, pc, m, min(kstep, k-pc))
 	}
 }
 

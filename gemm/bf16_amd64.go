@@ -12,11 +12,31 @@ func bf16Kernel12x32(kp int, a, b *uint32, c *float32, ldc int, alpha, beta floa
 func bf16Kernel12x16(kp int, a, b *uint32, c *float32, ldc int, alpha, beta float32)
 
 //go:noescape
+func bf16Kernel8x32(kp int, a, b *uint32, c *float32, ldc int, alpha, beta float32)
+
+//go:noescape
+func bf16Kernel8x16(kp int, a, b *uint32, c *float32, ldc int, alpha, beta float32)
+
+//go:noescape
+func bf16Kernel4x32(kp int, a, b *uint32, c *float32, ldc int, alpha, beta float32)
+
+//go:noescape
+func bf16Kernel4x16(kp int, a, b *uint32, c *float32, ldc int, alpha, beta float32)
+
+//go:noescape
 func bf16Pairs16(dst *uint32, dstride int, src *float32, kb int)
+
+//go:noescape
+func bf16Row32(dst *uint32, src *float32, n int)
 
 var (
 	cpuBF16    = hasAVX512BF16()
-	bf16Kernel = bf16Kernels{bf16Kernel12x32, bf16Kernel12x16, bf16Pairs16}
+	bf16Kernel = bf16Kernels{
+		k32:   [3]bf16KernelFunc{bf16Kernel4x32, bf16Kernel8x32, bf16Kernel12x32},
+		k16:   [3]bf16KernelFunc{bf16Kernel4x16, bf16Kernel8x16, bf16Kernel12x16},
+		pairs: bf16Pairs16,
+		row:   bf16Row32,
+	}
 )
 
 // hasAVX512BF16 reports whether the CPU and OS run the bf16 kernels:

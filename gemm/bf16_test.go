@@ -17,13 +17,15 @@ import (
 // and packing of the fast path are tested on any CPU, and the assembly
 // against the definition where the CPU has it.
 var bf16Emu = bf16Kernels{
-	k32: func(kp int, a, b *uint32, c *float32, ldc int, alpha, beta float32) {
-		bf16EmuKernel(32, kp, a, b, c, ldc, alpha, beta)
-	},
-	k16: func(kp int, a, b *uint32, c *float32, ldc int, alpha, beta float32) {
-		bf16EmuKernel(16, kp, a, b, c, ldc, alpha, beta)
-	},
+	k32:   [3]bf16KernelFunc{bf16EmuTile(4, 32), bf16EmuTile(8, 32), bf16EmuTile(12, 32)},
+	k16:   [3]bf16KernelFunc{bf16EmuTile(4, 16), bf16EmuTile(8, 16), bf16EmuTile(12, 16)},
 	pairs: bf16EmuPairs,
+	row: func(dst *uint32, src *float32, n int) {
+		d, s := unsafe.Slice(dst, n/2), unsafe.Slice(src, n)
+		for q := range d {
+			d[q] = bf16BitsDAZ(s[2*q]) | bf16BitsDAZ(s[2*q+1])<<16
+		}
+	},
 }
 
 const minNormal32 = 0x1p-126
@@ -44,11 +46,17 @@ func ftz(f float32) float32 {
 	return f
 }
 
-func bf16EmuKernel(cols, kp int, a, b *uint32, c *float32, ldc int, alpha, beta float32) {
-	ap := unsafe.Slice(a, kp*bmr)
+func bf16EmuTile(rows, cols int) bf16KernelFunc {
+	return func(kp int, a, b *uint32, c *float32, ldc int, alpha, beta float32) {
+		bf16EmuKernel(rows, cols, kp, a, b, c, ldc, alpha, beta)
+	}
+}
+
+func bf16EmuKernel(rows, cols, kp int, a, b *uint32, c *float32, ldc int, alpha, beta float32) {
+	ap := unsafe.Slice(a, (kp-1)*bmr+rows)
 	bp := unsafe.Slice(b, kp*cols)
-	cs := unsafe.Slice(c, (bmr-1)*ldc+cols)
-	for i := 0; i < bmr; i++ {
+	cs := unsafe.Slice(c, (rows-1)*ldc+cols)
+	for i := 0; i < rows; i++ {
 		for j := 0; j < cols; j++ {
 			var acc float32
 			for p := 0; p < kp; p++ {
@@ -67,12 +75,7 @@ func bf16EmuKernel(cols, kp int, a, b *uint32, c *float32, ldc int, alpha, beta 
 
 func bf16EmuPairs(dst *uint32, dstride int, src *float32, kb int) {
 	s := unsafe.Slice(src, kb*nr)
-	cvt := func(f float32) uint32 {
-		if math.Float32bits(f)&0x7f800000 == 0 { // zero or denormal: DAZ
-			return math.Float32bits(f) >> 16 & 0x8000
-		}
-		return bf16BitsRNE(f)
-	}
+	cvt := bf16BitsDAZ
 	for p := 0; p < (kb+1)/2; p++ {
 		d := unsafe.Slice((*uint32)(unsafe.Add(unsafe.Pointer(dst), p*dstride)), nr)
 		for j := range d {
@@ -216,7 +219,8 @@ func runBF16(ks *bf16Kernels, transA, transB bool, m, n, k int, alpha float32, a
 
 // TestSgemmBF16Bound: every path and entry point is within the stated
 // bound of the float64 product over bf16-rounded inputs, over edges in m,
-// n (tiles of 12x32 and 12x16, past mc and nc), k (1, odd, past KC, odd
+// n (tiles of 12, 8 and 4 rows, 32 and 16 columns, whole and partial,
+// past mc and nc), k (1, odd, past KC, odd
 // blocks), both transposes, alpha and beta of 0, 1 and others, ldc > n
 // (the padding untouched), and NaN in C where beta is 0 (not read).
 func TestSgemmBF16Bound(t *testing.T) {
@@ -224,7 +228,7 @@ func TestSgemmBF16Bound(t *testing.T) {
 	shapes := [][3]int{
 		{1, 1, 1}, {12, 32, 1}, {12, 32, 2}, {12, 16, 3}, {13, 33, 7}, {11, 31, 5}, {12, 17, 4},
 		{24, 64, 16}, {23, 65, 9}, {25, 48, 27}, {bmc + 7, 3*32 + 17, kc + 5}, {bmc + 13, 40, 2*kc + 1},
-		{5, nc + 40, 3}, {30, 20, 577}, {64, 288, 64},
+		{5, nc + 40, 3}, {30, 20, 577}, {64, 288, 64}, {20, 33, 10}, {8, 16, 6},
 	}
 	alphaBeta := [][2]float32{{1, 0}, {1, 1}, {-0.5, 2}, {0.3, 0}, {1, -1.25}, {0, 0.5}}
 	paths := bf16Paths()
@@ -357,6 +361,24 @@ func TestBF16KernelsAsDefined(t *testing.T) {
 			}
 		}
 	}
+	for _, n := range []int{32, 64, kc} {
+		src := make([]float32, n)
+		for i := range src {
+			src[i] = math.Float32frombits(rng.Uint32())
+			if i%3 == 0 {
+				src[i] = float32(rng.NormFloat64())
+			}
+		}
+		got, want := make([]uint32, n/2), make([]uint32, n/2)
+		bf16Kernel.row(&got[0], &src[0], n)
+		bf16Emu.row(&want[0], &src[0], n)
+		for i := range got {
+			if got[i] != want[i] {
+				t.Fatalf("bf16Row32 n=%d: dword %d = %#08x, want %#08x (from %#08x, %#08x)", n, i, got[i], want[i],
+					math.Float32bits(src[2*i]), math.Float32bits(src[2*i+1]))
+			}
+		}
+	}
 	for _, kp := range []int{1, 2, 3, 64, 129} {
 		for _, w := range []int{16, 32} {
 			a := make([]uint32, kp*bmr)
@@ -367,19 +389,21 @@ func TestBF16KernelsAsDefined(t *testing.T) {
 			for i := range b {
 				b[i] = bf16BitsRNE(float32(rng.NormFloat64())) | bf16BitsRNE(float32(rng.NormFloat64()))<<16
 			}
-			for _, ab := range [][2]float32{{1, 0}, {0.75, -1.5}} {
-				ldc := w + 3
-				c0 := randSlice(rng, bmr*ldc)
-				got, want := slices.Clone(c0), slices.Clone(c0)
-				k, e := bf16Kernel.k32, bf16Emu.k32
-				if w == 16 {
-					k, e = bf16Kernel.k16, bf16Emu.k16
-				}
-				k(kp, &a[0], &b[0], &got[0], ldc, ab[0], ab[1])
-				e(kp, &a[0], &b[0], &want[0], ldc, ab[0], ab[1])
-				if i := bf16FirstDiff(got, want); i >= 0 {
-					t.Fatalf("12x%d kernel kp=%d alpha=%v beta=%v: C[%d][%d] = %v (%#x), the definition gives %v (%#x)",
-						w, kp, ab[0], ab[1], i/ldc, i%ldc, got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
+			for r := range 3 {
+				for _, ab := range [][2]float32{{1, 0}, {0.75, -1.5}} {
+					ldc := w + 3
+					c0 := randSlice(rng, bmr*ldc)
+					got, want := slices.Clone(c0), slices.Clone(c0)
+					k, e := bf16Kernel.k32[r], bf16Emu.k32[r]
+					if w == 16 {
+						k, e = bf16Kernel.k16[r], bf16Emu.k16[r]
+					}
+					k(kp, &a[0], &b[0], &got[0], ldc, ab[0], ab[1])
+					e(kp, &a[0], &b[0], &want[0], ldc, ab[0], ab[1])
+					if i := bf16FirstDiff(got, want); i >= 0 {
+						t.Fatalf("%dx%d kernel kp=%d alpha=%v beta=%v: C[%d][%d] = %v (%#x), the definition gives %v (%#x)",
+							4*r+4, w, kp, ab[0], ab[1], i/ldc, i%ldc, got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
+					}
 				}
 			}
 		}
