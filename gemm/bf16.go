@@ -188,7 +188,10 @@ func (r *roundingPanels) PackB(dst []float32, pc, jc, kb, nb int) {
 	bf16RoundSlice(dst[:(nb+nr-1)/nr*nr*kb])
 }
 
+// bf16RoundSlice rounds s in place to bf16 (bf16RoundRNE), in AVX2 where
+// the CPU has it.
 func bf16RoundSlice(s []float32) {
+	s = s[bf16RoundVec(s):]
 	for i, v := range s {
 		s[i] = bf16RoundRNE(v)
 	}

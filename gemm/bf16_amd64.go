@@ -29,6 +29,23 @@ func bf16Pairs16(dst *uint32, dstride int, src *float32, kb int)
 //go:noescape
 func bf16Row32(dst *uint32, src *float32, n int)
 
+// bf16RoundAVX2 rounds n floats (a multiple of 8) in place to bf16
+// (bf16_round_amd64.s), for the fallback.
+//
+//go:noescape
+func bf16RoundAVX2(s *float32, n int)
+
+// bf16RoundVec rounds the longest multiple of 8 floats at the start of s
+// to bf16 where the CPU has AVX2 and returns how many it did.
+func bf16RoundVec(s []float32) int {
+	n := len(s) &^ 7
+	if !hasAVX2 || n == 0 {
+		return 0
+	}
+	bf16RoundAVX2(&s[0], n)
+	return n
+}
+
 var (
 	cpuBF16    = hasAVX512BF16()
 	bf16Kernel = bf16Kernels{

@@ -140,6 +140,32 @@ func TestBF16RoundRNE(t *testing.T) {
 	}
 }
 
+// TestBF16RoundSlice: the vector rounding of the fallback (AVX2 where the
+// CPU has it) gives bf16RoundRNE's bits, NaN and infinity included, on
+// lengths around its 8-float step.
+func TestBF16RoundSlice(t *testing.T) {
+	rng := rand.New(rand.NewPCG(24, 8))
+	for _, n := range []int{0, 1, 7, 8, 9, 33, 1000} {
+		s := make([]float32, n)
+		for i := range s {
+			s[i] = math.Float32frombits(rng.Uint32())
+		}
+		for i, u := range []uint32{0x7f800000, 0xff800000, 0x7f800001, 0xffc00001, 0x7f7fffff, 0x3f808000, 0x3f818000, 0x00008000} {
+			if i < n {
+				s[(i*37)%n] = math.Float32frombits(u)
+			}
+		}
+		want := slices.Clone(s)
+		for i, v := range want {
+			want[i] = bf16RoundRNE(v)
+		}
+		bf16RoundSlice(s)
+		if i := bf16FirstDiff(s, want); i >= 0 {
+			t.Fatalf("n=%d: [%d] = %#08x, want %#08x", n, i, math.Float32bits(s[i]), math.Float32bits(want[i]))
+		}
+	}
+}
+
 // bf16Ref is the float64 product over op(A) and op(B) rounded to bf16, and
 // per element the bound of the package comment: tol = (k + 2·nb + 3)·u·
 // (|alpha|·S + |beta·c|) + |alpha|·(D + (k+1)·2^-126) + 2^-140.
