@@ -26,7 +26,9 @@
 // and run like the fp32 ones, with no per-call cgo cost (a micro-kernel
 // call on a small conv tile is shorter than a cgo call) and no C
 // toolchain; the price is an encoder for the register forms, checked
-// against GNU as for all 32×32×32 register triples of both instructions.
+// against GNU as for all 32×32×32 register triples of both instructions
+// when it was written, and for every encoding in the generated file by
+// TestBF16EncodingsMatchGNUAs.
 // Elsewhere the inputs are rounded while packing and Sgemm's kernels do
 // the product.
 //
@@ -46,4 +48,5 @@
 //	bf16.go          SgemmBF16 and its variants, bf16 packing, the fallback, BF16Name
 //	bf16_amd64.s     the VDPBF16PS micro-kernels and the bf16 conversion, written by gen_bf16.go
 //	bf16_amd64.go    their declarations and HasBF16's CPUID test (bf16_other.go elsewhere)
+//	bf16_round_amd64.s  the fallback's AVX2 rounding to bf16
 package gemm
