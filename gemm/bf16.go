@@ -408,13 +408,6 @@ func SgemmPackedPanelsBF16(a *PackedABF16, n int, alpha float32, b Panels, beta 
 }
 
 func bf16PackedMultiply(s *bf16Scratch, a *PackedABF16, fn string, n int, alpha float32, b Panels, beta float32, c []float32, ldc int) {
-	if a.fb != nil {
-		s.rp.p = b
-		// SgemmPackedPanels checks n, C, alpha == 0 itself.
-		SgemmPackedPanels(a.fb, n, alpha, &s.rp, beta, c, ldc)
-		s.rp.p = nil
-		return
-	}
 	if n < 0 {
 		panic(fmt.Sprintf("gemm.%s: negative size n=%d", fn, n))
 	}
@@ -424,6 +417,12 @@ func bf16PackedMultiply(s *bf16Scratch, a *PackedABF16, fn string, n int, alpha 
 	checkLen("C", c, a.m, n, ldc)
 	if alpha == 0 {
 		scale(a.m, n, beta, c, ldc)
+		return
+	}
+	if a.fb != nil {
+		s.rp.p = b
+		SgemmPackedPanels(a.fb, n, alpha, &s.rp, beta, c, ldc)
+		s.rp.p = nil
 		return
 	}
 	s.fast()

@@ -562,6 +562,11 @@ func TestBF16BadInput(t *testing.T) {
 		{"gemm.SgemmPanelsBF16: negative size", func() { SgemmPanelsBF16(false, 1, 1, -1, 1, a, 1, &matrixB{b, 1, false}, 0, c, 1) }},
 		{"gemm.PackABF16: size", func() { PackABF16(&PackedABF16{}, false, 0, 1, a, 1) }},
 		{"never packed", func() { SgemmPackedBF16(&PackedABF16{}, false, 1, 1, b, 1, 0, c, 1) }},
+		{"gemm.SgemmPackedPanelsBF16: negative size", func() {
+			var pa PackedABF16
+			PackABF16(&pa, false, 1, 1, a, 1)
+			SgemmPackedPanelsBF16(&pa, -1, 1, &matrixB{b, 1, false}, 0, c, 1)
+		}},
 		{"never packed", func() { SgemmPackedPanelsBF16(&PackedABF16{}, 1, 1, &matrixB{b, 1, false}, 0, c, 1) }},
 	} {
 		func() {
