@@ -35,9 +35,12 @@ import (
 // below 2^-126 in magnitude is dropped (at most 2^-126·|other input| each),
 // and a running sum that falls below 2^-126 becomes zero (at most 2^-126
 // per step of k, times |alpha|): an absolute error, |alpha|·(D + (k+1)·2^-126)
-// with D the sum of the dropped terms, which matters only for values near
-// fp32's underflow (gradients of that size are lost in bf16 anyway, whose
-// exponent range is fp32's). The fallback keeps denormals as Sgemm does.
+// with D the sum of the dropped terms. bf16 has fp32's exponent range, so
+// this touches only values below fp32's smallest normal, 2^-126. The
+// fallback keeps denormals as Sgemm does. Per lane, the SDM defines
+// VDPBF16PS as two fused adds, the odd element's product first; the tests
+// check the kernels against that definition bit for bit where they run
+// (they matched on AMD family 26, Zen 5).
 
 // bf16Kernels are the kernels of the bf16 path: the tiles of 32 and 16
 // columns, of 4, 8 and 12 rows (k32[r/4-1]) (kp pairs of k; a the first of
