@@ -15,6 +15,23 @@
 // architectures use a pure-Go kernel of the 6×16 shape, so a machine with
 // only Go builds and runs.
 //
+// SgemmBF16, SgemmPanelsBF16 and the pre-packed PackABF16/SgemmPackedBF16
+// are the same products with op(A) and op(B) rounded to bfloat16 and fp32
+// sums (bf16.go states the error bound). Where the CPU has AVX512_BF16
+// (HasBF16) they run VDPBF16PS micro-kernels (12x32 tile), with B
+// converted by VCVTNE2PS2BF16 after packing; BF16Name says which path
+// runs. Go 1.26's assembler has neither instruction, and they are written
+// in Go assembly as EVEX bytes (gen_bf16.go) rather than in C with gcc's
+// intrinsics behind cgo: the kernels then build with cgo off, cross-build
+// and run like the fp32 ones, with no per-call cgo cost (a micro-kernel
+// call on a small conv tile is shorter than a cgo call) and no C
+// toolchain; the price is an encoder for the register forms, checked
+// against GNU as for all 32×32×32 register triples of both instructions
+// when it was written, and for every encoding in the generated file by
+// TestBF16EncodingsMatchGNUAs.
+// Elsewhere the inputs are rounded while packing and Sgemm's kernels do
+// the product.
+//
 // Sgemm runs on the calling goroutine: callers split work across cores
 // (the model's ops split the batch), which keeps each core on its own
 // packed panels with no synchronisation. Scratch buffers come from a
@@ -28,4 +45,8 @@
 //	kernel_amd64.go  run-time kernel choice on amd64 (CPUID, XCR0, $STOKE_GEMM)
 //	kernel_other.go  the choice elsewhere (pure Go)
 //	kernel_go.go     the pure-Go micro-kernel
+//	bf16.go          SgemmBF16 and its variants, bf16 packing, the fallback, BF16Name
+//	bf16_amd64.s     the VDPBF16PS micro-kernels and the bf16 conversion, written by gen_bf16.go
+//	bf16_amd64.go    their declarations and HasBF16's CPUID test (bf16_other.go elsewhere)
+//	bf16_round_amd64.s  the fallback's AVX2 rounding to bf16
 package gemm
