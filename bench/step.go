@@ -43,7 +43,8 @@ type StepLine struct {
 	MSPerStep    float64  `json:"ms_per_step"`
 	OthersCores  float64  `json:"others_cores"` // Load.OthersCores over the timed steps
 	PeakRSSBytes int64    `json:"peak_rss_bytes"`
-	SIMD         []string `json:"simd"` // Machine.SIMD
+	Precision    string   `json:"precision,omitempty"` // train.precision: what the conv and linear GEMM inputs are rounded to
+	SIMD         []string `json:"simd"`                // Machine.SIMD
 	Threads      int      `json:"threads"`
 }
 
@@ -104,7 +105,7 @@ func Step(opt StepOptions, out io.Writer) error {
 			b, _ := json.Marshal(StepLine{Threads: n, MSPerStep: per * 1e3, ImgPerS: float64(batch) / per, PeakRSSBytes: peak,
 				BestMS: t.best.Seconds() * 1e3, CPUMSPerStep: cpuPer * 1e3, Gemm: model.Kernel(),
 				Busy: load.Busy(n), CPU: mach.CPU, CPUFamily: mach.Family, CPUModel: mach.Model, SIMD: mach.SIMD,
-				Load1Before: load.Load1Before, OthersCores: load.OthersCores})
+				Load1Before: load.Load1Before, OthersCores: load.OthersCores, Precision: cfg.Train.Precision})
 			fmt.Fprintln(out, string(b))
 			continue
 		}
@@ -142,8 +143,8 @@ func printStepHeader(out io.Writer, cfg config.Config, spec model.Spec, m *model
 			arch += " (" + spec.Stem + " stem)"
 		}
 	}
-	fmt.Fprintf(out, "%s\nmodel: %d px, batch %d, %s, %d classes, %d parameters\nmachine: %s\n",
-		model.Kernel(), spec.InputSize, cfg.Data.BatchSize, arch, cfg.Data.Synthetic.Classes, m.NumParams(), mach)
+	fmt.Fprintf(out, "%s\nmodel: %d px, batch %d, %s, %d classes, %d parameters, precision %s\nmachine: %s\n",
+		model.Kernel(), spec.InputSize, cfg.Data.BatchSize, arch, cfg.Data.Synthetic.Classes, m.NumParams(), cfg.Train.Precision, mach)
 	if why := BusyBefore(); why != "" {
 		fmt.Fprintf(out, "WARNING: the machine is busy (%s): the timings below are not this machine's speed\n", why)
 	}

@@ -111,6 +111,8 @@ type Train struct {
 	Dist         string  `yaml:"dist" help:"data-parallel training: auto (mpi when started by mpirun or srun with several ranks, else none), none or mpi (Open MPI, loaded at run time; on --device cuda it sums host copies of the gradients); nccl is refused until NCCL summing is wired in; data.batch_size is per rank" flag:"dist"`
 	DistTimeout  float64 `yaml:"dist_timeout" help:"seconds a collective may take before the job ends, naming the rank that waited (a dead or stuck rank)"`
 	DistBucketMB float64 `yaml:"dist_bucket_mb" help:"gradients are summed across ranks in buckets of about this many MB, each started as soon as backward has produced it (PyTorch DDP's bucket_cap_mb)"`
+	// The precision of the conv and linear GEMMs (docs/config.md "Precision").
+	Precision string `yaml:"precision" help:"fp32, tf32 (conv and linear GEMM inputs rounded to TF32, as PyTorch's allow_tf32) or bf16 (rounded to bfloat16, as torch.autocast); the sums, BatchNorm, the loss, the optimizer, the weights and checkpoints stay fp32. fp32 is the default on every device: on the cpu it is the exact reference, and tf32 and bf16 there reproduce a GPU's rounding at fp32's speed; cuda takes only fp32 until its cuBLAS path lands. A resumed run keeps its precision" flag:"precision"`
 }
 
 // Default is the configuration every file and flag starts from: the
@@ -154,7 +156,7 @@ func Default() Config {
 		Optim: Optim{Optimizer: model.OptimizerSGD, LR: 0.05, Momentum: 0.9, Betas: []float64{0.9, 0.999}, Eps: 1e-8,
 			WeightDecay: 5e-4, DecayNormAndBias: true, WarmupEpochs: 1, Schedule: "cosine",
 			StepEpochs: 30, Milestones: []int{}, Gamma: 0.1},
-		Train: Train{Epochs: 12, Device: "cpu", Seed: 1, Out: "runs/default", Progress: "auto", KeepCkpts: 2, OnDivergence: "auto",
+		Train: Train{Epochs: 12, Device: "cpu", Precision: "fp32", Seed: 1, Out: "runs/default", Progress: "auto", KeepCkpts: 2, OnDivergence: "auto",
 			Dist: "auto", DistTimeout: 300, DistBucketMB: 25},
 	}
 }

@@ -1,6 +1,9 @@
 package config
 
-import "stoke/model"
+import (
+	"stoke/gemm"
+	"stoke/model"
+)
 
 // ModelSpec is the network this config describes, for a dataset of
 // classes classes.
@@ -8,9 +11,16 @@ func (c Config) ModelSpec(classes int) model.Spec {
 	return model.Spec{InputSize: c.Data.ImageSize, Classes: classes, Conv: c.Model.Conv, Arch: c.Model.Arch, Stem: c.Model.Stem}
 }
 
+// GEMMPrecision is train.precision as a gemm.Precision (fp32 for a value
+// Validate refuses).
+func (t Train) GEMMPrecision() gemm.Precision {
+	p, _ := gemm.ParsePrecision(t.Precision)
+	return p
+}
+
 // ModelOptions are the model's training settings: optimizer, weight decay,
-// label smoothing. The cnn with optim.optimizer sgd gets exactly the
-// options it always had.
+// label smoothing, precision. The cnn with optim.optimizer sgd gets exactly
+// the options it always had.
 func (c Config) ModelOptions() model.Options {
 	o := c.Optim
 	opt := model.Options{
@@ -18,6 +28,7 @@ func (c Config) ModelOptions() model.Options {
 		Momentum: float32(o.Momentum), WeightDecay: float32(o.WeightDecay),
 		Nesterov: o.Nesterov, NoDecayNormAndBias: !o.DecayNormAndBias,
 		LabelSmoothing: float32(o.LabelSmoothing),
+		Precision:      c.Train.GEMMPrecision(),
 	}
 	if o.Optimizer == model.OptimizerAdamW {
 		opt.Optimizer = model.OptimizerAdamW

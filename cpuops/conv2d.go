@@ -37,6 +37,8 @@ type Conv2d struct {
 
 	hp, wp int // the padded input plane, (H+2·Pad)×(W+2·Pad)
 
+	prec gemm.Precision // what every GEMM's inputs are rounded to (SetPrecision)
+
 	fwd, bwdData, bwdFilter job
 	per, perF               int // samples per GEMM: Forward and BackwardData, BackwardFilter
 	groups, perGroup        int // the filter gradient's fixed groups of samples
@@ -81,6 +83,21 @@ type Conv2d struct {
 // Convs sharing one must never run at the same time (a model's ops run one
 // at a time).
 type Conv2dShared struct{ groupDW []float32 }
+
+// SetPrecision makes every pass's GEMM round its inputs to p (gemm.PackAPrec,
+// SgemmPanelsPrec): Forward x and w, BackwardData dy and w, BackwardFilter
+// x and dy, each exactly as if rounded beforehand; the sums, the outputs
+// and a conv block's bias, ReLU, pool and bias gradient stay float32. The
+// zero Conv2d is FP32.
+func (c *Conv2d) SetPrecision(p gemm.Precision) {
+	c.prec = p
+	if c.back != nil {
+		c.back.prec = p
+	}
+}
+
+// Precision is what SetPrecision set.
+func (c *Conv2d) Precision() gemm.Precision { return c.prec }
 
 // Share makes c keep its filter-gradient partial sums in s, between calls
 // free for the other convs sharing s.
@@ -266,7 +283,7 @@ func (c *Conv2d) ForwardBlock(x, w, b, y []float32) {
 
 func (c *Conv2d) forward(x, w, b, y []float32) {
 	c.check("Forward", x, w, y)
-	gemm.PackA(&c.wA, false, c.Cout, c.ckk(), w, c.ckk())
+	gemm.PackAPrec(&c.wA, c.prec, false, c.Cout, c.ckk(), w, c.ckk())
 	c.x, c.y, c.bias = x, y, b
 	c.fwd.run(c.start(c.fwd.n))
 	c.x, c.y, c.bias = nil, nil, nil
@@ -355,7 +372,7 @@ func (c *Conv2d) BackwardData(w, dy, dx []float32) {
 		c.back.Forward(dy, c.wflip, dx)
 		return
 	}
-	gemm.PackA(&c.wT, true, c.ckk(), c.Cout, w, c.ckk())
+	gemm.PackAPrec(&c.wT, c.prec, true, c.ckk(), c.Cout, w, c.ckk())
 	c.dy, c.dx = dy, dx
 	c.bwdData.run(c.start(c.bwdData.n))
 	c.dy, c.dx = nil, nil
@@ -370,7 +387,7 @@ func (c *Conv2d) BackwardDataBlock(w, y, dy, dx []float32) {
 	if len(dy) != len(y) {
 		panic(fmt.Sprintf("cpuops.Conv2d.BackwardDataBlock: dy has %d values, want %d", len(dy), len(y)))
 	}
-	gemm.PackA(&c.wT, true, c.ckk(), c.Cout, w, c.ckk())
+	gemm.PackAPrec(&c.wT, c.prec, true, c.ckk(), c.Cout, w, c.ckk())
 	c.yBlock, c.dy, c.dx = y, dy, dx
 	c.bwdData.run(c.start(c.bwdData.n))
 	c.yBlock, c.dy, c.dx = nil, nil, nil
@@ -517,7 +534,7 @@ func (c *Conv2d) backwardFilterGroup(worker, g int) {
 		if i0 > g*c.perGroup {
 			beta = 1
 		}
-		gemm.SgemmPanels(false, c.Cout, ckk, k, 1, a, k, &s.panelsT, beta, dw, ckk)
+		gemm.SgemmPanelsPrec(c.prec, false, c.Cout, ckk, k, 1, a, k, &s.panelsT, beta, dw, ckk)
 		s.panelsT = gatherTPanels{}
 	}
 }

@@ -9,23 +9,40 @@ import (
 
 // LinearForward computes z = h·w + b for h (B,C), w (C,N), b (N), z (B,N).
 func LinearForward(B, C, N int, h, w, b, z []float32) {
+	LinearForwardPrec(gemm.FP32, B, C, N, h, w, b, z)
+}
+
+// LinearForwardPrec is LinearForward with h and w rounded to p in the
+// GEMM (gemm.SgemmPrec); b and the sums stay float32.
+func LinearForwardPrec(p gemm.Precision, B, C, N int, h, w, b, z []float32) {
 	if len(h) != B*C || len(w) != C*N || len(b) != N || len(z) != B*N {
 		panic(fmt.Sprintf("cpuops.LinearForward: sizes h %d, w %d, b %d, z %d for B=%d C=%d N=%d", len(h), len(w), len(b), len(z), B, C, N))
 	}
 	for i := 0; i < B; i++ {
 		copy(z[i*N:(i+1)*N], b)
 	}
-	gemm.Sgemm(false, false, B, N, C, 1, h, C, w, N, 1, z, N)
+	gemm.SgemmPrec(p, false, false, B, N, C, 1, h, C, w, N, 1, z, N)
 }
 
 // LinearBackwardData computes dh = dz·wᵀ.
 func LinearBackwardData(B, C, N int, w, dz, dh []float32) {
-	gemm.Sgemm(false, true, B, C, N, 1, dz, N, w, N, 0, dh, C)
+	LinearBackwardDataPrec(gemm.FP32, B, C, N, w, dz, dh)
+}
+
+// LinearBackwardDataPrec is LinearBackwardData with dz and w rounded to p.
+func LinearBackwardDataPrec(p gemm.Precision, B, C, N int, w, dz, dh []float32) {
+	gemm.SgemmPrec(p, false, true, B, C, N, 1, dz, N, w, N, 0, dh, C)
 }
 
 // LinearBackwardWeight computes dw = hᵀ·dz.
 func LinearBackwardWeight(B, C, N int, h, dz, dw []float32) {
-	gemm.Sgemm(true, false, C, N, B, 1, h, C, dz, N, 0, dw, N)
+	LinearBackwardWeightPrec(gemm.FP32, B, C, N, h, dz, dw)
+}
+
+// LinearBackwardWeightPrec is LinearBackwardWeight with h and dz rounded
+// to p.
+func LinearBackwardWeightPrec(p gemm.Precision, B, C, N int, h, dz, dw []float32) {
+	gemm.SgemmPrec(p, true, false, C, N, B, 1, h, C, dz, N, 0, dw, N)
 }
 
 // LinearBackwardBias computes db = Σ over rows of dz.

@@ -37,9 +37,19 @@
 // packed panels with no synchronisation. Scratch buffers come from a
 // sync.Pool, so steady-state calls allocate nothing.
 //
+// SgemmPrec, SgemmPanelsPrec and PackAPrec multiply at a Precision: TF32
+// or bf16 round op(A) and op(B) (round to nearest, ties to even: RoundTF32,
+// RoundBF16) block by block as they are packed, and sum in float32 as
+// FP32 does, so that a product at a precision is, bit for bit, the FP32
+// product of inputs rounded beforehand: the semantics of PyTorch's
+// allow_tf32 and of autocast's bf16 conv and matmul inputs, and of the
+// cuBLAS stand-in's rounding (cudaops/cudasim/fp.h). Sgemm and the rest
+// are FP32, unchanged.
+//
 // Files:
 //
 //	gemm.go          Sgemm, PackA and SgemmPacked (A packed once, reused), the blocking loops, packing, Name
+//	precision.go     Precision, RoundTF32 and RoundBF16: the inputs' rounding at TF32 and bf16
 //	kernel_amd64.s   the AVX2/FMA micro-kernel and CPUID
 //	kernel_avx512_amd64.s  the AVX-512F micro-kernels, written by gen_avx512.go
 //	kernel_amd64.go  run-time kernel choice on amd64 (CPUID, XCR0, $STOKE_GEMM)

@@ -71,6 +71,13 @@ var scratchPool = sync.Pool{New: func() any {
 // transB), C is m×n; lda, ldb, ldc are the row strides of A, B and C as
 // stored. With beta == 0, C is not read (it may hold anything).
 func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	SgemmPrec(FP32, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// SgemmPrec is Sgemm with op(A) and op(B) rounded to prec as they are
+// packed (precision.go); the products are summed in float32 as at FP32,
+// so the result is, bit for bit, Sgemm's on inputs rounded beforehand.
+func SgemmPrec(prec Precision, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	if !begin("Sgemm", transA, m, n, k, alpha, a, lda, beta, c, ldc) {
 		return
 	}
@@ -81,18 +88,24 @@ func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 	}
 	s := scratchPool.Get().(*scratch)
 	s.mat = matrixB{b, ldb, transB}
-	multiply(s, nil, transA, m, n, k, alpha, a, lda, &s.mat, beta, c, ldc)
+	multiply(s, prec, nil, transA, m, n, k, alpha, a, lda, &s.mat, beta, c, ldc)
 	s.mat = matrixB{}
 	scratchPool.Put(s)
 }
 
 // SgemmPanels is Sgemm with op(B) (k×n) given by a Panels source.
 func SgemmPanels(transA bool, m, n, k int, alpha float32, a []float32, lda int, b Panels, beta float32, c []float32, ldc int) {
+	SgemmPanelsPrec(FP32, transA, m, n, k, alpha, a, lda, b, beta, c, ldc)
+}
+
+// SgemmPanelsPrec is SgemmPanels with op(A) and op(B) rounded to prec as
+// they are packed (SgemmPrec).
+func SgemmPanelsPrec(prec Precision, transA bool, m, n, k int, alpha float32, a []float32, lda int, b Panels, beta float32, c []float32, ldc int) {
 	if !begin("SgemmPanels", transA, m, n, k, alpha, a, lda, beta, c, ldc) {
 		return
 	}
 	s := scratchPool.Get().(*scratch)
-	multiply(s, nil, transA, m, n, k, alpha, a, lda, b, beta, c, ldc)
+	multiply(s, prec, nil, transA, m, n, k, alpha, a, lda, b, beta, c, ldc)
 	scratchPool.Put(s)
 }
 
@@ -102,14 +115,23 @@ func SgemmPanels(transA bool, m, n, k int, alpha float32, a []float32, lda int, 
 // once per batch instead of once per sample. PackA fills it, SgemmPacked
 // and SgemmPackedPanels multiply with it; the results are bit-identical to
 // Sgemm's on the same A (the same panels meet the same kernel calls).
+// PackAPrec packs it rounded to a precision, and the products with it then
+// round op(B) to the same one.
 type PackedA struct {
 	m, k, kstep, mpad int
+	prec              Precision
 	data              []float32
 }
 
 // PackA packs op(A) (m×k; A itself is k×m when transA) into p, reusing
 // p's storage when it is large enough.
 func PackA(p *PackedA, transA bool, m, k int, a []float32, lda int) {
+	PackAPrec(p, FP32, transA, m, k, a, lda)
+}
+
+// PackAPrec is PackA with op(A) rounded to prec; SgemmPacked and
+// SgemmPackedPanels then round op(B) to prec too (SgemmPrec).
+func PackAPrec(p *PackedA, prec Precision, transA bool, m, k int, a []float32, lda int) {
 	if m < 1 || k < 1 {
 		panic(fmt.Sprintf("gemm.PackA: size m=%d k=%d, want both >= 1", m, k))
 	}
@@ -119,7 +141,7 @@ func PackA(p *PackedA, transA bool, m, k int, a []float32, lda int) {
 		checkLen("A", a, m, k, lda)
 	}
 	kstep := kStep(k)
-	p.m, p.k, p.kstep, p.mpad = m, k, kstep, (m+mr-1)/mr*mr
+	p.m, p.k, p.kstep, p.mpad, p.prec = m, k, kstep, (m+mr-1)/mr*mr, prec
 	nblocks := (k + kstep - 1) / kstep
 	if n := nblocks * p.mpad * kstep; cap(p.data) < n {
 		p.data = make([]float32, n)
@@ -127,13 +149,18 @@ func PackA(p *PackedA, transA bool, m, k int, a []float32, lda int) {
 		p.data = p.data[:n]
 	}
 	for bi, pc := 0, 0; pc < k; bi, pc = bi+1, pc+kstep {
-		packA(p.data[bi*p.mpad*kstep:], a, lda, transA, 0, pc, m, min(kstep, k-pc))
+		kb := min(kstep, k-pc)
+		blk := p.data[bi*p.mpad*kstep:]
+		packA(blk, a, lda, transA, 0, pc, m, kb)
+		roundSlice(prec, blk[:p.mpad*kb])
 	}
 }
 
-// Rows and Depth are the m and k of the packed op(A).
-func (p *PackedA) Rows() int  { return p.m }
-func (p *PackedA) Depth() int { return p.k }
+// Rows and Depth are the m and k of the packed op(A), Precision what it
+// was rounded to.
+func (p *PackedA) Rows() int            { return p.m }
+func (p *PackedA) Depth() int           { return p.k }
+func (p *PackedA) Precision() Precision { return p.prec }
 
 // SgemmPacked is Sgemm with op(A) (m×k) packed by PackA: C = alpha·op(A)·op(B) + beta·C,
 // op(B) k×n.
@@ -148,7 +175,7 @@ func SgemmPacked(a *PackedA, transB bool, n int, alpha float32, b []float32, ldb
 	}
 	s := scratchPool.Get().(*scratch)
 	s.mat = matrixB{b, ldb, transB}
-	multiply(s, a, false, a.m, n, a.k, alpha, nil, 0, &s.mat, beta, c, ldc)
+	multiply(s, a.prec, a, false, a.m, n, a.k, alpha, nil, 0, &s.mat, beta, c, ldc)
 	s.mat = matrixB{}
 	scratchPool.Put(s)
 }
@@ -159,7 +186,7 @@ func SgemmPackedPanels(a *PackedA, n int, alpha float32, b Panels, beta float32,
 		return
 	}
 	s := scratchPool.Get().(*scratch)
-	multiply(s, a, false, a.m, n, a.k, alpha, nil, 0, b, beta, c, ldc)
+	multiply(s, a.prec, a, false, a.m, n, a.k, alpha, nil, 0, b, beta, c, ldc)
 	scratchPool.Put(s)
 }
 
@@ -215,14 +242,17 @@ func begin(fn string, transA bool, m, n, k int, alpha float32, a []float32, lda 
 // multiply is the blocked product (the loops around the micro-kernel in
 // the BLIS paper's Figure 2): jc over nc columns, pc over k blocks (B
 // packed once each), ic over mc rows (A packed, unless pa holds it
-// packed already), then the tiles.
-func multiply(s *scratch, pa *PackedA, transA bool, m, n, k int, alpha float32, a []float32, lda int, b Panels, beta float32, c []float32, ldc int) {
+// packed already), then the tiles. Each packed block of A and B is rounded
+// to prec as soon as it is packed, while it is in cache (pa is rounded by
+// PackAPrec).
+func multiply(s *scratch, prec Precision, pa *PackedA, transA bool, m, n, k int, alpha float32, a []float32, lda int, b Panels, beta float32, c []float32, ldc int) {
 	kstep := kStep(k)
 	for jc := 0; jc < n; jc += nc {
 		nb := min(nc, n-jc)
 		for bi, pc := 0, 0; pc < k; bi, pc = bi+1, pc+kstep {
 			kb := min(kstep, k-pc)
 			b.PackB(s.b, pc, jc, kb, nb)
+			roundSlice(prec, s.b[:(nb+nr-1)/nr*nr*kb])
 			bet := beta
 			if pc > 0 {
 				bet = 1
@@ -234,6 +264,7 @@ func multiply(s *scratch, pa *PackedA, transA bool, m, n, k int, alpha float32, 
 					ap = pa.data[bi*pa.mpad*kstep+ic*kb:]
 				} else {
 					packA(s.a, a, lda, transA, ic, pc, mb, kb)
+					roundSlice(prec, s.a[:(mb+mr-1)/mr*mr*kb])
 				}
 				macro(s, ap, mb, nb, kb, alpha, bet, c[ic*ldc+jc:], ldc)
 			}

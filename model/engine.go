@@ -6,6 +6,7 @@ import (
 	G "gorgonia.org/gorgonia"
 
 	"stoke/cpuops"
+	"stoke/gemm"
 )
 
 // Layers makes the kernels of one layer of a fixed shape: each keeps what
@@ -70,14 +71,26 @@ type ConvKernel interface {
 // CPUEngine is the host engine: cpuops's kernels on the values' slices.
 // Each call returns an engine of its own, whose ResNet convolutions share
 // their filter-gradient scratch (cpuops.Conv2dShared): one model's, whose
-// calls are never concurrent.
-func CPUEngine() Engine {
+// calls are never concurrent. With no option it runs at fp32.
+func CPUEngine(opts ...CPUOption) Engine {
 	c := cpuEngine{conv: new(cpuops.Conv2dShared)}
-	return Engine{Values: c, Layers: c, Updater: c}
+	for _, o := range opts {
+		o(&c)
+	}
+	return Engine{Values: c, Layers: c, Updater: c, Precision: c.prec}
 }
+
+// A CPUOption configures CPUEngine.
+type CPUOption func(*cpuEngine)
+
+// CPUPrecision makes the engine's conv and linear layers round their GEMM
+// inputs to p (cpuops.Conv2d.SetPrecision, cpuops.LinearForwardPrec): the
+// reference rounding every engine's tf32 and bf16 are tested against.
+func CPUPrecision(p gemm.Precision) CPUOption { return func(e *cpuEngine) { e.prec = p } }
 
 type cpuEngine struct {
 	conv *cpuops.Conv2dShared // nil: each conv its own
+	prec gemm.Precision
 }
 
 // host unpacks up to 5 values into slices, stopping at the first that is
@@ -98,6 +111,7 @@ func (e cpuEngine) NewConv(B, Cin, H, W, Cout, K int, pool bool) (ConvKernel, er
 	if err != nil {
 		return nil, err
 	}
+	c.SetPrecision(e.prec)
 	if e.conv != nil {
 		c.Share(e.conv)
 	}
@@ -150,14 +164,19 @@ func (cpuAvgPool) Backward(dy, dx G.Value) error {
 	return err
 }
 
-func (cpuEngine) NewLinear(B, C, N int) (LinearKernel, error) { return cpuLinear{B, C, N}, nil }
+func (e cpuEngine) NewLinear(B, C, N int) (LinearKernel, error) {
+	return cpuLinear{B, C, N, e.prec}, nil
+}
 
-type cpuLinear struct{ B, C, N int }
+type cpuLinear struct {
+	B, C, N int
+	prec    gemm.Precision
+}
 
 func (l cpuLinear) Forward(h, w, b, z G.Value) error {
 	a, err := host(h, w, b, z)
 	if err == nil {
-		cpuops.LinearForward(l.B, l.C, l.N, a[0], a[1], a[2], a[3])
+		cpuops.LinearForwardPrec(l.prec, l.B, l.C, l.N, a[0], a[1], a[2], a[3])
 	}
 	return err
 }
@@ -165,7 +184,7 @@ func (l cpuLinear) Forward(h, w, b, z G.Value) error {
 func (l cpuLinear) BackwardData(w, dz, dh G.Value) error {
 	a, err := host(w, dz, dh)
 	if err == nil {
-		cpuops.LinearBackwardData(l.B, l.C, l.N, a[0], a[1], a[2])
+		cpuops.LinearBackwardDataPrec(l.prec, l.B, l.C, l.N, a[0], a[1], a[2])
 	}
 	return err
 }
@@ -173,7 +192,7 @@ func (l cpuLinear) BackwardData(w, dz, dh G.Value) error {
 func (l cpuLinear) BackwardWeight(h, dz, dw G.Value) error {
 	a, err := host(h, dz, dw)
 	if err == nil {
-		cpuops.LinearBackwardWeight(l.B, l.C, l.N, a[0], a[1], a[2])
+		cpuops.LinearBackwardWeightPrec(l.prec, l.B, l.C, l.N, a[0], a[1], a[2])
 	}
 	return err
 }

@@ -55,6 +55,7 @@ func (e cpuEngine) NewConv2d(B, Cin, H, W, Cout, K, stride, pad int) (Conv2dKern
 	if err != nil {
 		return nil, err
 	}
+	k.SetPrecision(e.prec)
 	if e.conv != nil {
 		k.Share(e.conv)
 	}

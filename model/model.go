@@ -9,6 +9,8 @@ import (
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"stoke/gemm"
 )
 
 // ErrNonFiniteLoss is returned (wrapped) by a training step whose loss is NaN
@@ -29,6 +31,12 @@ type Options struct {
 	Beta1, Beta2, Eps  float32 // AdamW; all three 0: PyTorch's defaults (0.9, 0.999, 1e-8)
 	NoDecayNormAndBias bool    // no weight decay on BatchNorm parameters and biases
 	LabelSmoothing     float32 // CrossEntropyLoss(label_smoothing=…), in [0, 1)
+
+	// Precision is what the conv and linear layers' GEMMs round their
+	// inputs to (gemm.Precision: fp32, tf32, bf16), summing in float32;
+	// BatchNorm, the loss, the optimizer and the weights stay float32. The
+	// engine must run at it (Engine.Precision; New's CPU engine does).
+	Precision gemm.Precision
 
 	// Mean and Std normalize a uint8 batch (Input.U8, values round(255·v)):
 	// (v/255 − mean)/std per channel, as augment.NormalizeU8 does. Zero Std:
@@ -116,7 +124,9 @@ var buildMu sync.Mutex
 
 // New validates spec and opt, initialises the weights from opt.Seed as
 // PyTorch does by default, and builds the training and forward machines.
-func New(spec Spec, opt Options) (*Model, error) { return NewOn(CPUEngine(), spec, opt) }
+func New(spec Spec, opt Options) (*Model, error) {
+	return NewOn(CPUEngine(CPUPrecision(opt.Precision)), spec, opt)
+}
 
 // NewOn is New with the graph's values and ops on eng: the same graph, the
 // same initial weights, on another device (cudaops's engine), for every
@@ -136,6 +146,9 @@ func NewOn(eng Engine, spec Spec, opt Options) (*Model, error) {
 	}
 	if err := opt.validate(); err != nil {
 		return nil, err
+	}
+	if eng.Precision != opt.Precision {
+		return nil, fmt.Errorf("model.options.precision: %v, but the engine runs its GEMMs at %v", opt.Precision, eng.Precision)
 	}
 	m := &Model{spec: spec, opt: opt, optim: opt.optimizer(), eng: eng}
 	var err error

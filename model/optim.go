@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	G "gorgonia.org/gorgonia"
+
+	"stoke/gemm"
 )
 
 // Optimizers.
@@ -97,6 +99,9 @@ func (o Options) validate() error {
 	}
 	if !(o.LabelSmoothing >= 0 && o.LabelSmoothing < 1) {
 		return fmt.Errorf("model.options.label_smoothing: must be in [0, 1), got %v", o.LabelSmoothing)
+	}
+	if _, err := gemm.ParsePrecision(o.Precision.String()); err != nil {
+		return fmt.Errorf("model.options.precision: %w", err)
 	}
 	return nil
 }

@@ -5,6 +5,8 @@ import (
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"stoke/gemm"
 )
 
 // Engine runs the graph's layers on one device: every op (ops.go,
@@ -25,6 +27,11 @@ type Engine struct {
 	Values
 	Layers
 	Updater
+
+	// Precision is what its conv and linear layers round their GEMM
+	// inputs to (CPUEngine's CPUPrecision); NewOn refuses Options.Precision
+	// of another. The zero value is fp32.
+	Precision gemm.Precision
 }
 
 // Values is an engine's memory: float32 *tensor.Dense of a shape, their

@@ -162,7 +162,10 @@ func writeCheckpointTensors(tmp string, st checkpointState) (map[string]string, 
 	// The class names in the files' own metadata make model.safetensors
 	// self-describing without state.json (a JSON list, index = logit).
 	classes, _ := json.Marshal(st.Classes)
-	meta := map[string]string{"format": "stoke", "epoch": fmt.Sprint(st.Epoch), "classes": string(classes)}
+	// precision: the GEMM precision the run trained at (train.precision);
+	// the tensors themselves are fp32 at every precision.
+	meta := map[string]string{"format": "stoke", "epoch": fmt.Sprint(st.Epoch), "classes": string(classes),
+		"precision": st.Config.Train.Precision}
 	sums := map[string]string{}
 	for _, f := range []struct {
 		name    string

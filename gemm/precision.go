@@ -1,0 +1,105 @@
+package gemm
+
+import (
+	"fmt"
+	"math"
+)
+
+// Precision is the precision a product's inputs are rounded to before they
+// are multiplied; accumulation and the output stay float32 at every
+// precision, as on NVIDIA's tensor cores (TF32: PyTorch's allow_tf32; bf16:
+// torch.autocast's conv and matmul inputs).
+type Precision uint8
+
+const (
+	FP32 Precision = iota // float32 inputs, unrounded: the plain SGEMM
+	TF32                  // inputs rounded to TF32: float32's 8-bit exponent, 10 mantissa bits
+	BF16                  // inputs rounded to bfloat16: float32's 8-bit exponent, 7 mantissa bits
+)
+
+// Precisions lists the precisions ParsePrecision accepts, in order.
+var Precisions = []Precision{FP32, TF32, BF16}
+
+// String is the precision's name in configs and flags: "fp32", "tf32" or
+// "bf16".
+func (p Precision) String() string {
+	switch p {
+	case FP32:
+		return "fp32"
+	case TF32:
+		return "tf32"
+	case BF16:
+		return "bf16"
+	}
+	return fmt.Sprintf("Precision(%d)", uint8(p))
+}
+
+// ParsePrecision is the precision named s ("fp32", "tf32" or "bf16",
+// exactly); anything else (fp16, "") is an error naming the choices.
+func ParsePrecision(s string) (Precision, error) {
+	for _, p := range Precisions {
+		if s == p.String() {
+			return p, nil
+		}
+	}
+	return FP32, fmt.Errorf("precision %q is not one of fp32, tf32, bf16", s)
+}
+
+// Round rounds x to p (FP32: x itself).
+func (p Precision) Round(x float32) float32 {
+	switch p {
+	case TF32:
+		return RoundTF32(x)
+	case BF16:
+		return RoundBF16(x)
+	}
+	return x
+}
+
+// RoundTF32 rounds x to the nearest TF32 value, ties to even, on the bits:
+// 10 of float32's 23 mantissa bits are kept. Subnormals round on the same
+// bit positions; a value past TF32's largest finite rounds to ±Inf; ±Inf
+// stays; a NaN stays a NaN, made quiet. These are the conversions of the
+// cuBLAS stand-in (cudaops/cudasim/fp.h, round_mantissa), bit for bit.
+func RoundTF32(x float32) float32 { return roundMantissa(x, 23-10) }
+
+// RoundBF16 rounds x to the nearest bfloat16 value (7 mantissa bits kept),
+// as RoundTF32 does; the result's low 16 bits are zero but for a NaN's
+// payload.
+func RoundBF16(x float32) float32 { return roundMantissa(x, 23-7) }
+
+// roundMantissa drops the low drop bits of x's mantissa, rounding to
+// nearest with ties to even: adding half an ulp of the kept bits (less one,
+// plus the kept lowest bit) carries into the kept bits, and on into the
+// exponent, up to Inf, exactly when IEEE rounding would.
+func roundMantissa(x float32, drop uint) float32 {
+	u := math.Float32bits(x)
+	if u&0x7f800000 == 0x7f800000 {
+		if u&0x007fffff != 0 {
+			u |= 0x00400000 // quiet the NaN
+		}
+		return math.Float32frombits(u)
+	}
+	half := uint32(1)<<(drop-1) - 1 + (u>>drop)&1
+	return math.Float32frombits((u + half) &^ (uint32(1)<<drop - 1))
+}
+
+// roundSlice rounds every value of s to p in place (nothing at FP32).
+func roundSlice(p Precision, s []float32) {
+	var drop uint
+	switch p {
+	case TF32:
+		drop = 23 - 10
+	case BF16:
+		drop = 23 - 7
+	default:
+		return
+	}
+	for i, v := range s {
+		s[i] = roundMantissa(v, drop)
+	}
+}
+
+// RoundSlice rounds every value of s to p in place (nothing at FP32): the
+// rounding the products at p give their inputs, for references and tests.
+func RoundSlice(p Precision, s []float32) { roundSlice(p, s) }
