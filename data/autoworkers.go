@@ -49,6 +49,9 @@ type WorkerMeasure struct {
 	Step    time.Duration // the loop's time per step outside the loader
 	StepCPU time.Duration // CPU time of the whole process during Step; 0 = not known
 	Cores   int           // GOMAXPROCS
+	// OtherCores is the cores other processes kept busy meanwhile, on
+	// average (0 where not known): they are not ours to fill.
+	OtherCores float64
 	// SharedCores is set when the step computes on the host's cores (the
 	// cpu device): a StepCPU not known then counts as every core busy.
 	SharedCores bool
@@ -67,10 +70,11 @@ type WorkerChoice struct {
 // ChooseWorkers picks a worker count from m. With W workers a step takes
 // the longest of: the step itself; the W workers' time to deliver a batch
 // (Load/W); and the CPU the step and the loading need together spread over
-// the cores ((StepCPU + Load)/Cores: on a CPU-bound machine workers only
-// move work around). It picks the fewest workers that keep up with the
-// step with AutoWorkersMargin to spare, within the limit, if that beats
-// loading inline (Load + Step) by AutoWorkersGain; else 0.
+// the cores other processes leave ((StepCPU + Load)/(Cores - OtherCores):
+// on a CPU-bound machine workers only move work around). It picks the
+// fewest workers that keep up with the step with AutoWorkersMargin to
+// spare, within the limit, if that beats loading inline (Load + Step) by
+// AutoWorkersGain; else 0.
 func ChooseWorkers(m WorkerMeasure) WorkerChoice {
 	cores := max(m.Cores, 1)
 	limit := m.MaxWorkers
@@ -86,7 +90,8 @@ func ChooseWorkers(m WorkerMeasure) WorkerChoice {
 			busy = step * float64(cores)
 		}
 	}
-	predict := func(w int) float64 { return max(step, load/float64(w), (busy+load)/float64(cores)) }
+	free := max(float64(cores)-m.OtherCores, 0.25) // the cores this process may have
+	predict := func(w int) float64 { return max(step, load/float64(w), (busy+load)/free) }
 	w := limit
 	if step > 0 {
 		w = min(limit, max(1, int(math.Ceil(AutoWorkersMargin*load/step))))
@@ -100,11 +105,17 @@ func ChooseWorkers(m WorkerMeasure) WorkerChoice {
 	}
 	facts := fmt.Sprintf("a worker makes %s (%s a batch), the step eats %s (%s), and keeps %.1f of %d cores busy",
 		imgs(load), ms(load), imgs(step), ms(step), min(busy/max(step, 1e-9), float64(cores)), cores)
+	if m.OtherCores >= 0.05 {
+		facts += fmt.Sprintf(" (other processes %.1f)", m.OtherCores)
+	}
 	switch {
 	case load <= 0 || predict(w) > (1-AutoWorkersGain)*inline:
 		c.Workers, c.Predicted = 0, c.Inline
 		why := "the step dominates"
-		if load > 0 && load >= AutoWorkersGain*inline {
+		switch {
+		case load > 0 && m.OtherCores >= 0.5 && float64(cores)-m.OtherCores < busy/max(step, 1e-9)+1:
+			why = "other processes keep the cores busy: no core is left for a worker"
+		case load > 0 && load >= AutoWorkersGain*inline:
 			why = "the cores are busy with the step: workers would only take them from it"
 		}
 		c.Reason = fmt.Sprintf("auto picked 0 workers (inline): %s; %s: %s a step inline, %s would make it %s",
@@ -112,7 +123,7 @@ func ChooseWorkers(m WorkerMeasure) WorkerChoice {
 	default:
 		bound := "keeps up with the step"
 		switch {
-		case predict(w) > step && (busy+load)/float64(cores) >= load/float64(w):
+		case predict(w) > step && (busy+load)/free >= load/float64(w):
 			bound = "the cores are the bound"
 		case predict(w) > step:
 			bound = fmt.Sprintf("the data is the bound, at the limit of %d", limit)

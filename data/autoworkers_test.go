@@ -31,6 +31,10 @@ func TestChooseWorkers(t *testing.T) {
 		{"gpu, no cpu time", WorkerMeasure{Load: ms(40), Step: ms(10), Cores: 16}, 5, "keeps up with the step"},
 		{"gpu, at the limit", WorkerMeasure{Load: ms(400), Step: ms(10), StepCPU: ms(10), Cores: 64}, AutoWorkersMax, "the data is the bound"},
 		{"gpu, a set limit", WorkerMeasure{Load: ms(400), Step: ms(10), StepCPU: ms(10), Cores: 64, MaxWorkers: 3}, 3, "at the limit of 3"},
+		// The blog's case again, on a machine whose other processes keep 1.8
+		// of the 2 cores busy: nothing to gain.
+		{"cpu, data-bound, machine busy", WorkerMeasure{Load: ms(64), Step: ms(10), StepCPU: ms(15), Cores: 2, SharedCores: true, OtherCores: 1.8}, 0, "other processes keep the cores busy"},
+		{"gpu, 16 cores, 4 busy elsewhere", WorkerMeasure{Load: ms(40), Step: ms(10), StepCPU: ms(10), Cores: 16, OtherCores: 4}, 5, "(other processes 4.0)"},
 		{"one core", WorkerMeasure{Load: ms(40), Step: ms(10), StepCPU: ms(10), Cores: 1, SharedCores: true}, 0, "the cores are busy"},
 	} {
 		c.m.Images, c.m.Steps = 64, 8

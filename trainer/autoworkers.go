@@ -43,6 +43,9 @@ type autoWorkers struct {
 	cpu1    time.Duration // the process's CPU time at t1
 	bLoad   time.Duration // the batch's build time (Start..End) and images
 	bN      int
+	w0      time.Time     // the measure window's start: the first measured step's iteration
+	busy0   float64       // the machine's busy CPU seconds then (-1: not known)
+	ours0   time.Duration // the process's CPU time then
 
 	load, step, cpu, wall time.Duration // sums over the phase
 	images                int
@@ -91,7 +94,9 @@ func (a *autoWorkers) before(it *data.Iter) error {
 	if a.pending {
 		a.pending = false
 		if a.skip > 0 {
-			a.skip--
+			if a.skip--; a.skip == 0 {
+				a.w0, a.busy0, a.ours0 = a.t0, machineBusy(), processCPU()
+			}
 		} else {
 			a.n++
 			a.load += a.bLoad
@@ -126,6 +131,11 @@ func (a *autoWorkers) decide(it *data.Iter) error {
 	n := time.Duration(a.n)
 	m := data.WorkerMeasure{Steps: a.n, Images: float64(a.images) / float64(a.n), Load: a.load / n, Step: a.step / n,
 		StepCPU: a.cpu / n, Cores: a.cores, SharedCores: a.shared}
+	if b := machineBusy(); a.busy0 >= 0 && b >= 0 {
+		if wall := time.Since(a.w0).Seconds(); wall > 0 {
+			m.OtherCores = max(0, (b-a.busy0-(processCPU()-a.ours0).Seconds())/wall)
+		}
+	}
 	a.choice = a.choose(m)
 	a.inlineWall = a.wall / n
 	a.say(a.choice.Reason)
