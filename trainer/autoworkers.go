@@ -82,7 +82,7 @@ func newAutoWorkers(note func(string), device string, val *data.Loader, opt Opti
 }
 
 // before is called at the top of each iteration of the loop over it, before
-// Next; it ends the step in flight's measure and may switch it's workers.
+// Next; it ends the step in flight's measure and may switch its workers.
 func (a *autoWorkers) before(it *data.Iter) error {
 	if a == nil || a.phase == autoDone {
 		return nil

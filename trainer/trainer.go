@@ -51,10 +51,11 @@ type Options struct {
 	// (trainer/dist.go); nil = one process.
 	Comm dist.Comm
 
-	afterStep   func(step int)                             // tests: called after every training step
-	wrapBackend func(Backend) Backend                      // tests: stands between the loop and the model
-	autoChoose  func(data.WorkerMeasure) data.WorkerChoice // tests: data.workers auto's rule in place of data.ChooseWorkers
-	autoSteps   int                                        // tests: the steps auto measures in each phase, in place of autoMeasureSteps
+	afterStep   func(step int)        // tests: called after every training step
+	wrapBackend func(Backend) Backend // tests: stands between the loop and the model
+
+	autoChoose func(data.WorkerMeasure) data.WorkerChoice // tests: data.workers auto's rule in place of data.ChooseWorkers
+	autoSteps  int                                        // tests: the steps auto measures in each phase, in place of autoMeasureSteps
 }
 
 // Summary is what a finished run reports.
@@ -136,7 +137,7 @@ func (s *session) trainEpoch(ctx context.Context, epoch int, r *trainResult) err
 		if err := ctx.Err(); err != nil {
 			return firstErr(s.finish(epoch, r, queued), err)
 		}
-		if err := s.auto.before(it); err != nil { // data.workers: auto may switch it's workers here
+		if err := s.auto.before(it); err != nil { // data.workers: auto may switch its workers here
 			return firstErr(s.finish(epoch, r, queued), err)
 		}
 		t0 := time.Now()
