@@ -28,7 +28,7 @@ type Data struct {
 	Root       string    `yaml:"root" help:"ImageFolder dataset: ROOT/train/<class>/*.jpg and ROOT/val/<class>/*.jpg, or tar shards in the WebDataset layout (ROOT/train/*.tar and ROOT/val/*.tar, as train pack writes them: docs/shards.md); empty = the generated dataset described by data.synthetic, made on first use in the user cache folder" flag:"data"`
 	ImageSize  int       `yaml:"image_size" help:"side in pixels of the square images fed to the model" flag:"image-size"`
 	BatchSize  int       `yaml:"batch_size" help:"images per training step" flag:"batch-size"`
-	Workers    int       `yaml:"workers" help:"loader goroutines (PyTorch num_workers); 0 = load inline in the training goroutine" flag:"workers"`
+	Workers    Workers   `yaml:"workers" help:"loader goroutines (PyTorch num_workers); 0 = load inline in the training goroutine; auto = load the first steps inline, measure what a worker makes against what the step takes, and pick the count (docs/data.md)" flag:"workers"`
 	Prefetch   int       `yaml:"prefetch" help:"batches in flight per worker (PyTorch prefetch_factor)" flag:"prefetch"`
 	PinMemory  bool      `yaml:"pin_memory" help:"batch buffers in page-locked host memory (acts on the cuda device only)" flag:"pin-memory"`
 	Shuffle    bool      `yaml:"shuffle" help:"reshuffle the training set every epoch"`

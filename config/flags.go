@@ -44,6 +44,9 @@ func walkFields(v reflect.Value, prefix string, out *[]Field) {
 }
 
 func typeName(t reflect.Type) string {
+	if ft, ok := reflect.Zero(t).Interface().(interface{ FlagType() string }); ok {
+		return ft.FlagType()
+	}
 	switch t.Kind() {
 	case reflect.Slice:
 		if t.Elem().Kind() == reflect.Struct {
@@ -85,6 +88,9 @@ func (f Field) Set(s string) error {
 			}
 		}
 		if err := node.Decode(ptr.Interface()); err != nil {
+			if _, own := ptr.Interface().(yaml.Unmarshaler); own {
+				return err // the type's own message (Workers)
+			}
 			return fmt.Errorf("%q is not a valid %s for %s", s, f.Type, f.Path)
 		}
 	}

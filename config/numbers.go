@@ -22,6 +22,9 @@ import (
 // resolved from its text, and refuses a fractional or out-of-range value for
 // a whole-number setting.
 func normalizeScalars(n *yaml.Node, t reflect.Type, path string) error {
+	if reflect.PointerTo(t).Implements(unmarshalerType) {
+		return nil // reads its own text, and says what it takes (Workers)
+	}
 	switch t.Kind() {
 	case reflect.Struct:
 		if n.Kind != yaml.MappingNode {
@@ -60,6 +63,8 @@ func normalizeScalars(n *yaml.Node, t reflect.Type, path string) error {
 	}
 	return nil
 }
+
+var unmarshalerType = reflect.TypeFor[yaml.Unmarshaler]()
 
 // wholeNumber refuses a scalar that YAML reads as a float (2.5, 1e9) unless
 // it is a whole number the setting's type holds.

@@ -63,8 +63,8 @@ func (p *problems) finite(path string, v float64) bool {
 func (p *problems) data(d *Data) {
 	p.positive("data.image_size", d.ImageSize)
 	p.positive("data.batch_size", d.BatchSize)
-	if d.Workers < 0 {
-		p.bad("data.workers", "must be 0 (load inline) or more, got %d", d.Workers)
+	if d.Workers < 0 && !d.Workers.Auto() {
+		p.bad("data.workers", "must be 0 (load inline) or more, or auto, got %d", int(d.Workers))
 	}
 	p.positive("data.prefetch", d.Prefetch)
 	if d.BadImages != "fail" && d.BadImages != "skip" {

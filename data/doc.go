@@ -9,7 +9,9 @@
 //
 // Each sample's random numbers come from SampleRNG(seed, epoch, index): the
 // RNG belongs to the sample, not to the worker, so an epoch's batches are
-// bit-identical whatever the number of workers. A bad image is refused or
+// bit-identical whatever the number of workers, also when it changes
+// within an epoch (Iter.SetWorkers, which data.workers: auto uses after
+// measuring: ChooseWorkers). A bad image is refused or
 // skipped on its own bytes: it changes neither how later images decode nor
 // their memory budget, so batches do not depend on which worker met it.
 //
@@ -29,6 +31,7 @@
 //	sampler.go  Permutation, SampleRNG, SampleSource (reseeded without allocating)
 //	alloc.go    Pageable, Float32s/Int32s views of a buffer
 //	loader.go   Loader, Iter, Batch: workers, the buffer pool, reordering
+//	autoworkers.go  ChooseWorkers: data.workers auto's rule, from the measured build and step times
 //	stages.go   one sample's stages (PlanCrop, ApplyCrop), which benchmarks time one by one
 //	synth.go    Generate/EnsureSynthetic: the learnable synthetic dataset
 //

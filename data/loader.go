@@ -16,7 +16,9 @@ type LoaderConfig struct {
 	Transform Transform
 	BatchSize int
 	// Workers is the number of loader goroutines (PyTorch's num_workers);
-	// 0 loads inline, in the goroutine that calls Next.
+	// 0 loads inline, in the goroutine that calls Next. It is where the
+	// loader starts: Iter.SetWorkers changes it mid-epoch (data.workers:
+	// auto, autoworkers.go).
 	Workers int
 	// Prefetch is the number of batches in flight per worker (PyTorch's
 	// prefetch_factor), at least 1; ignored when Workers is 0.
@@ -131,6 +133,8 @@ type Loader struct {
 
 	region RegionTransform // cfg.Transform, when it is one
 
+	workers int // loader goroutines of the next Epoch (SetWorkers)
+
 	bufs []*Batch      // every buffer, allocated once
 	pool chan *Batch   // the free ones
 	held atomic.Int32  // handed to the caller, not yet released
@@ -156,9 +160,10 @@ func (l *Loader) DecoderName() string { return DecoderName(l.cfg.Decoder) }
 // DType is the batch element type, DTypeFloat32 or DTypeUint8.
 func (l *Loader) DType() string { return l.cfg.DType }
 
-// NewLoader checks cfg and allocates the loader's buffers, once:
+// NewLoader checks cfg and allocates the loader's buffers:
 // Workers*Prefetch of them (2 when Workers is 0), each holding
-// BatchSize*3*S*S float32 and BatchSize int32 labels.
+// BatchSize*3*S*S float32 and BatchSize int32 labels. They are never
+// freed before Close; SetWorkers adds more when more workers need them.
 func NewLoader(cfg LoaderConfig) (*Loader, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
@@ -172,7 +177,7 @@ func NewLoader(cfg LoaderConfig) (*Loader, error) {
 	}
 	s := cfg.Transform.Size()
 	n := len(cfg.Index.Samples)
-	l := &Loader{cfg: cfg, sampleLen: 3 * s * s, perm: make([]int, n), region: rt}
+	l := &Loader{cfg: cfg, sampleLen: 3 * s * s, perm: make([]int, n), region: rt, workers: cfg.Workers}
 	l.nb = cfg.Split.NumBatches(n, cfg.BatchSize, cfg.DropLast)
 	if g := cfg.BatchSize * cfg.Split.ranks(); !cfg.DropLast && n%g != 0 && n%g < cfg.MinSlice {
 		l.nb-- // the short last batch would be all empty slices
@@ -180,19 +185,75 @@ func NewLoader(cfg LoaderConfig) (*Loader, error) {
 	if l.nb == 0 {
 		return nil, fmt.Errorf("data: the %d samples of %s make no batch of at least %d (LoaderConfig.MinSlice)", n, cfg.Index.Root, cfg.MinSlice)
 	}
-	poolSize, workers := 2, 1
-	if cfg.Workers > 0 {
-		poolSize, workers = cfg.Workers*cfg.Prefetch, cfg.Workers
-	}
-	if err := l.allocPool(poolSize); err != nil {
+	if err := l.grow(cfg.Workers); err != nil {
 		return nil, err
-	}
-	l.ws = make([]workerState, workers)
-	for i := range l.ws {
-		l.ws[i] = workerState{dec: Decoder{MaxPixels: cfg.MaxPixels, MaxBytes: cfg.MaxDecodeBytes, Kind: cfg.Decoder}, src: NewSampleSource()}
 	}
 	l.reader = NewSampleReader(cfg.Index)
 	return l, nil
+}
+
+// poolFor is the buffers w workers take: Prefetch each, 2 when inline.
+func (l *Loader) poolFor(w int) int {
+	if w > 0 {
+		return w * l.cfg.Prefetch
+	}
+	return 2
+}
+
+// grow gives the loader the buffers and worker states w workers need,
+// keeping those it has. No worker may be running.
+func (l *Loader) grow(w int) error {
+	if need := l.poolFor(w); need > len(l.bufs) {
+		if err := l.allocPool(need); err != nil {
+			return err
+		}
+	}
+	for len(l.ws) < max(w, 1) {
+		l.ws = append(l.ws, workerState{dec: Decoder{MaxPixels: l.cfg.MaxPixels, MaxBytes: l.cfg.MaxDecodeBytes, Kind: l.cfg.Decoder}, src: NewSampleSource()})
+	}
+	return nil
+}
+
+// Workers is the number of loader goroutines the next Epoch starts with
+// (0 = inline): LoaderConfig.Workers, or the last SetWorkers.
+func (l *Loader) Workers() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.workers
+}
+
+// SetWorkers sets the worker count of the epochs to come; Iter.SetWorkers
+// changes the live epoch's too. Batches are the same whatever the count.
+func (l *Loader) SetWorkers(w int) error {
+	if err := l.checkWorkers(w); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	active, closed := l.active, l.closed
+	l.mu.Unlock()
+	if closed {
+		return errors.New("data: SetWorkers on a closed Loader")
+	}
+	if active != nil {
+		return active.SetWorkers(w)
+	}
+	if err := l.grow(w); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.workers = w
+	l.mu.Unlock()
+	return nil
+}
+
+func (l *Loader) checkWorkers(w int) error {
+	switch {
+	case w < 0:
+		return fmt.Errorf("data: SetWorkers(%d): the worker count must be >= 0 (0 = load inline)", w)
+	case w > 0 && l.cfg.Prefetch < 1:
+		return fmt.Errorf("data: SetWorkers(%d): LoaderConfig.Prefetch is %d, must be >= 1 to run workers", w, l.cfg.Prefetch)
+	}
+	return nil
 }
 
 // check refuses a LoaderConfig that cannot make batches, naming the field.
@@ -244,8 +305,10 @@ func (cfg *LoaderConfig) check() error {
 	return nil
 }
 
-// allocPool allocates the poolSize batch buffers, once, through
-// cfg.Alloc; on a failure it frees those it had.
+// allocPool allocates batch buffers through cfg.Alloc until there are
+// poolSize, and makes the pool the channel that holds them all; on a
+// failure it frees those it allocated now. Buffers out with the caller
+// come back to the new pool (put holds mu, as the swap does).
 func (l *Loader) allocPool(poolSize int) error {
 	cfg := l.cfg
 	xLen := cfg.BatchSize * l.sampleLen
@@ -254,15 +317,15 @@ func (l *Loader) allocPool(poolSize int) error {
 		labelsAt = (xLen + Align - 1) / Align * Align
 	}
 	nBytes := labelsAt + 4*cfg.BatchSize
-	l.pool = make(chan *Batch, poolSize)
-	for range poolSize {
+	var added []*Batch
+	for len(l.bufs)+len(added) < poolSize {
 		mem, err := cfg.Alloc.Alloc(nBytes)
 		if err == nil && len(mem) != nBytes {
 			err = fmt.Errorf("returned %d bytes", len(mem))
 		}
 		if err != nil {
-			err = fmt.Errorf("data: allocating a %d-byte %s batch buffer (%d of %d): %w", nBytes, cfg.Alloc.Name(), len(l.bufs)+1, poolSize, err)
-			for _, b := range l.bufs {
+			err = fmt.Errorf("data: allocating a %d-byte %s batch buffer (%d of %d): %w", nBytes, cfg.Alloc.Name(), len(l.bufs)+len(added)+1, poolSize, err)
+			for _, b := range added {
 				cfg.Alloc.Free(b.Bytes)
 			}
 			return err
@@ -279,9 +342,19 @@ func (l *Loader) allocPool(poolSize int) error {
 		} else {
 			b.X = Float32s(mem[:4*xLen])
 		}
-		l.bufs = append(l.bufs, b)
-		l.pool <- b
+		added = append(added, b)
 	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	pool := make(chan *Batch, len(l.bufs)+len(added))
+	for len(l.pool) > 0 {
+		pool <- <-l.pool
+	}
+	for _, b := range added {
+		pool <- b
+	}
+	l.bufs = append(l.bufs, added...)
+	l.pool = pool
 	return nil
 }
 
@@ -291,7 +364,8 @@ func (l *Loader) NumBatches() int { return l.nb }
 // Index is the dataset the loader reads.
 func (l *Loader) Index() *Index { return l.cfg.Index }
 
-// PoolSize is the number of batch buffers, fixed for the loader's life.
+// PoolSize is the number of batch buffers (more after a SetWorkers that
+// needs them; never fewer).
 func (l *Loader) PoolSize() int { return len(l.bufs) }
 
 // put returns a buffer to the pool, or frees it once the loader is closed.
@@ -390,17 +464,83 @@ func (l *Loader) Epoch(ctx context.Context, epoch int) *Iter {
 	l.mu.Lock()
 	l.active = it
 	l.mu.Unlock()
-	if l.cfg.Workers == 0 {
-		return it
-	}
-	it.done = make(chan struct{})
-	it.results = make(chan result, len(l.bufs)+l.cfg.Workers)
-	it.ring = make([]result, len(l.bufs))
-	it.wg.Add(l.cfg.Workers)
-	for w := range l.cfg.Workers {
-		go it.work(w)
-	}
+	it.start(l.Workers())
 	return it
+}
+
+// start runs w workers from batch it.next on (none when w is 0: inline).
+func (it *Iter) start(w int) {
+	if w == 0 {
+		return
+	}
+	l := it.l
+	it.done = make(chan struct{})
+	it.stopOnce = sync.Once{}
+	it.failed.Store(false)
+	it.jobs.Store(int64(it.next))
+	it.results = make(chan result, len(l.bufs)+w)
+	it.ring = make([]result, len(l.bufs))
+	it.wg.Add(w)
+	for i := range w {
+		go it.work(i)
+	}
+}
+
+// SetWorkers changes the worker count from the next batch Next returns
+// on, and for the epochs after. The workers running stop; batches they
+// had built and Next had not yet returned go back to the pool, to be
+// built again by whoever builds from now on: each sample's RNG is its own
+// (SampleRNG), so the batches are the same bits, and the epoch neither
+// skips nor repeats a sample. An Iter that has failed or is closed
+// returns its error; one past its last batch only sets the count.
+func (it *Iter) SetWorkers(w int) error {
+	l := it.l
+	if err := l.checkWorkers(w); err != nil {
+		return err
+	}
+	if it.err != nil {
+		return it.err
+	}
+	if it.closed {
+		return errors.New("data: SetWorkers on a closed Iter")
+	}
+	it.stop()
+	it.drain()
+	it.done, it.results, it.ring = nil, nil, nil
+	if err := l.grow(w); err != nil {
+		return it.fail(err)
+	}
+	l.mu.Lock()
+	l.workers = w
+	l.mu.Unlock()
+	if it.next < l.nb {
+		it.start(w)
+	}
+	return nil
+}
+
+// drain gives back to the pool every buffer the workers built and Next
+// did not return. The workers must have stopped.
+func (it *Iter) drain() {
+	if it.done == nil {
+		return
+	}
+	for {
+		select {
+		case r := <-it.results:
+			if r.b != nil {
+				it.l.put(r.b)
+			}
+		default:
+			for i, r := range it.ring {
+				if r.b != nil {
+					it.l.put(r.b)
+				}
+				it.ring[i] = result{}
+			}
+			return
+		}
+	}
 }
 
 // order is the epoch's sample order: the global permutation, or in
@@ -569,7 +709,7 @@ func (it *Iter) Next() (*Batch, error) {
 	if err := it.ctx.Err(); err != nil {
 		return nil, it.fail(err)
 	}
-	if it.l.cfg.Workers == 0 {
+	if it.done == nil {
 		return it.nextInline()
 	}
 	p := len(it.ring)
@@ -649,25 +789,7 @@ func (it *Iter) Close() {
 	}
 	it.closed = true
 	it.stop()
-	if it.done != nil {
-	drain:
-		for {
-			select {
-			case r := <-it.results:
-				if r.b != nil {
-					it.l.put(r.b)
-				}
-			default:
-				break drain
-			}
-		}
-		for i, r := range it.ring {
-			if r.b != nil {
-				it.l.put(r.b)
-			}
-			it.ring[i] = result{}
-		}
-	}
+	it.drain()
 	if it.err == nil {
 		it.err = errors.New("data: Next on a closed Iter")
 	}

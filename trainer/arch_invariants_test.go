@@ -185,7 +185,7 @@ func TestResNetSameWhateverWorkers(t *testing.T) {
 	var wantSkipped []string
 	for _, w := range []int{4, 0, 1} {
 		c := resnetTiny(t)
-		c.Data.Root, c.Data.BadImages, c.Data.Workers = root, "skip", w
+		c.Data.Root, c.Data.BadImages, c.Data.Workers = root, "skip", config.Workers(w)
 		c.Train.Epochs = 1
 		l, sum := logged(t, c)
 		var skipped []string
@@ -255,7 +255,7 @@ func TestResNetInterruptAtAnyStepResumesExactly(t *testing.T) {
 				if v.name != "resnet20" {
 					c.Train.Epochs = 1
 				}
-				c.Data.Workers = workers[i]
+				c.Data.Workers = config.Workers(workers[i])
 				interruptAfter(t, fmt.Sprintf("k=%d", k), c, Options{}, k)
 				c.Train.Resume, c.Data.Workers = c.Train.Out, 2
 				runOK(t, c)

@@ -98,7 +98,7 @@ func TestBadJPEGsChangeNothingElse(t *testing.T) {
 		c := tinyConfig(t)
 		c.Data.Root = root
 		c.Data.BadImages = "skip"
-		c.Data.Workers = workers
+		c.Data.Workers = config.Workers(workers)
 		return c
 	}
 	run := func(c config.Config, opt Options) ([]model.NamedTensor, []string) {

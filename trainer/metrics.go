@@ -39,6 +39,11 @@ type EpochMetrics struct {
 	// at the driver calls (cudaops.ReadDriverCounters) over this epoch's
 	// steps in this invocation, evaluation excluded; absent on the CPU.
 	GPU *GPUCounters `json:"gpu,omitempty"`
+	// Workers is the training loader's worker count at the epoch's end;
+	// under data.workers: auto, AutoWorkers holds the lines auto printed
+	// during the epoch (what it measured, picked, and kept).
+	Workers     int    `json:"workers"`
+	AutoWorkers string `json:"auto_workers,omitempty"`
 }
 
 // GPUCounters are driver calls per training step (docs/cuda.md, "What a

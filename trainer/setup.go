@@ -39,6 +39,7 @@ type session struct {
 	sched                  schedule
 	bar                    *progress
 	watch                  *divergenceWatch // the loss's divergence detector (divergence.go)
+	auto                   *autoWorkers     // data.workers: auto (autoworkers.go); nil otherwise
 
 	firstEpoch   int
 	step         int           // optimizer steps taken
@@ -117,11 +118,14 @@ func (s *session) setUp(ctx context.Context, cfg config.Config, opt Options) (*S
 	}
 	opt.Trace.Thread(loopRow, "train loop")
 	opt.Trace.Thread(modelRow, "model ("+s.dev.Name+")")
-	for w := 0; w < cfg.Data.Workers; w++ {
+	for w := 0; w < maxWorkers(cfg.Data.Workers); w++ {
 		opt.Trace.Thread(w+1, fmt.Sprintf("loader worker %d", w))
 	}
 	s.sched = schedule{cfg: cfg.Optim, stepsPerEpoch: s.trainLoader.NumBatches(), epochs: cfg.Train.Epochs}
 	s.bar = newProgress(s.out, cfg.Train.Progress)
+	if cfg.Data.Workers.Auto() {
+		s.auto = newAutoWorkers(s.bar.Note, cfg.Train.Device, s.valLoader, opt)
+	}
 	return nil, nil
 }
 
@@ -266,7 +270,7 @@ func (s *session) openLoaders(valSet *data.Index) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(s.out, "loader: %s, %s, %s batches in %s memory\n", plural(cfg.Data.Workers, "worker"), decodersLine(trainLoader.DecoderName(), s.trainSet, valSet), trainLoader.DType(), allocName(s.dev.Alloc))
+	fmt.Fprintf(s.out, "loader: %s, %s, %s batches in %s memory\n", workersLine(cfg.Data.Workers), decodersLine(trainLoader.DecoderName(), s.trainSet, valSet), trainLoader.DType(), allocName(s.dev.Alloc))
 	s.onClose(func() { trainLoader.Close() })
 	s.onClose(func() { valLoader.Close() })
 	s.trainLoader, s.valLoader = trainLoader, valLoader
@@ -319,7 +323,7 @@ func newLoaders(cfg config.Config, trainSet, valSet *data.Index, alloc data.Allo
 		return nil, nil, err
 	}
 	base := data.LoaderConfig{
-		BatchSize: d.BatchSize, Workers: d.Workers, Prefetch: d.Prefetch,
+		BatchSize: d.BatchSize, Workers: startWorkers(d.Workers), Prefetch: d.Prefetch,
 		Seed: cfg.Train.Seed, MaxPixels: d.MaxPixels, SkipBadImages: d.BadImages == "skip", Alloc: alloc, Decoder: d.Decoder, DType: dtype,
 		Split: split,
 	}

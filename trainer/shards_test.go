@@ -60,7 +60,7 @@ func TestShardsTrainLikeTheirImageFolder(t *testing.T) {
 	epoch := func(root string, workers int) config.Config {
 		c := tinyConfig(t)
 		c.Train.Epochs = 1
-		c.Data.Workers = workers
+		c.Data.Workers = config.Workers(workers)
 		if root != "" {
 			c.Data.Root = root
 		}
@@ -128,7 +128,7 @@ func TestSequentialModeTrains(t *testing.T) {
 	shards := packedTiny(t)
 	run := func(root string, workers int) (config.Config, error) {
 		c := tinyConfig(t)
-		c.Train.Epochs, c.Data.Workers, c.Data.ShuffleBuf = 1, workers, 4
+		c.Train.Epochs, c.Data.Workers, c.Data.ShuffleBuf = 1, config.Workers(workers), 4
 		if root != "" {
 			c.Data.Root = root
 		}

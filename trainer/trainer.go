@@ -53,6 +53,9 @@ type Options struct {
 
 	afterStep   func(step int)        // tests: called after every training step
 	wrapBackend func(Backend) Backend // tests: stands between the loop and the model
+
+	autoChoose func(data.WorkerMeasure) data.WorkerChoice // tests: data.workers auto's rule in place of data.ChooseWorkers
+	autoSteps  int                                        // tests: the steps auto measures in each phase, in place of autoMeasureSteps
 }
 
 // Summary is what a finished run reports.
@@ -134,6 +137,9 @@ func (s *session) trainEpoch(ctx context.Context, epoch int, r *trainResult) err
 		if err := ctx.Err(); err != nil {
 			return firstErr(s.finish(epoch, r, queued), err)
 		}
+		if err := s.auto.before(it); err != nil { // data.workers: auto may switch its workers here
+			return firstErr(s.finish(epoch, r, queued), err)
+		}
 		t0 := time.Now()
 		b, err := it.Next() // wait for data
 		if err == io.EOF {
@@ -148,6 +154,7 @@ func (s *session) trainEpoch(ctx context.Context, epoch int, r *trainResult) err
 			continue
 		}
 		t1 := time.Now()
+		s.auto.after(b)
 		r.skipped(b, s.trainLoader.Index())
 		st := &stepInFlight{batch: b.Info(), step: s.step, lr: s.sched.lr(s.step), waited: t1.Sub(t0), started: t1}
 		st.pending, err = s.net.Start(input(b), float32(st.lr)) // copy (and compute, on the CPU)
@@ -206,6 +213,7 @@ func (s *session) record(epoch int, tr trainResult, ev evalResult, t0 time.Time)
 		}
 	}
 	m := epochMetrics(epoch, s.cfg.Train.Epochs, tr, ev, time.Since(t0), s.sched.lr(s.step-1))
+	m.Workers, m.AutoWorkers = s.trainLoader.Workers(), s.auto.taken()
 	if s.metrics != nil {
 		if err := s.metrics.Write(m); err != nil {
 			return EpochMetrics{}, err

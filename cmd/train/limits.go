@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"stoke/config"
+	"stoke/data"
 	"stoke/figures"
 	"stoke/model"
 )
@@ -51,7 +52,10 @@ func estimateRun(cfg config.Config) (float64, string) {
 	// a float, so that absurd flags (--workers 2^32 --prefetch 2^32) give an
 	// absurd figure, not a product wrapped to 0.
 	perLoader := 2.0
-	if d.Workers > 0 {
+	switch {
+	case d.Workers.Auto(): // inline's 2 first, then the most it may pick
+		perLoader = max(perLoader, float64(data.AutoWorkersLimit(threads))*float64(d.Prefetch))
+	case d.Workers > 0:
 		perLoader = float64(d.Workers) * float64(d.Prefetch)
 	}
 	s := float64(d.ImageSize)

@@ -15,7 +15,7 @@ import (
 func TestMemoryEstimateDoesNotWrap(t *testing.T) {
 	cfg := config.Default()
 	for _, wp := range [][2]int{{1 << 32, 1 << 32}, {1 << 62, 4}, {1000000, 1000000}} {
-		cfg.Data.Workers, cfg.Data.Prefetch = wp[0], wp[1]
+		cfg.Data.Workers, cfg.Data.Prefetch = config.Workers(wp[0]), wp[1]
 		need, detail := estimateRun(cfg)
 		if min := 2 * float64(wp[0]) * float64(wp[1]); !(need >= min) {
 			t.Errorf("workers %d x prefetch %d: estimate %g bytes (%s), below the %g buffers alone", wp[0], wp[1], need, detail, min)
