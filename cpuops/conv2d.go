@@ -105,7 +105,10 @@ const (
 )
 
 // NewConv2d returns the kernels for a convolution of this shape.
-func NewConv2d(b, cin, h, w, cout, k, stride, pad int) (*Conv2d, error) {
+func NewConv2d(b, cin, h, w, cout, k, stride, pad, groups int) (*Conv2d, error) {
+	if groups != 1 {
+		return nil, fmt.Errorf("cpuops.NewConv2d: groups=%d: only 1 is supported", groups)
+	}
 	c, err := newConv2d(b, cin, h, w, cout, k, stride, pad)
 	if err == nil && stride == 1 {
 		if c.back, err = newConv2d(b, cout, c.Ho, c.Wo, cin, k, 1, k-1-pad); err != nil {

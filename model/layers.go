@@ -139,29 +139,34 @@ func (c *convBiasReLU) apply(b *builder, x *G.Node, needDX bool) (*G.Node, error
 	return b.ops.convBlock(k, B, cin, H, W, c.cout, c.k, c.pool, x, c.w.node, c.bias.node, needDX)
 }
 
-// conv2d is nn.Conv2d(cin, cout, k, stride, padding=k/2, bias=False), the
-// ResNets' conv: "<name>.weight".
+// conv2d is nn.Conv2d(cin, cout, k, stride, padding=k/2, groups=groups,
+// bias=False), the ResNets' conv: "<name>.weight", of shape (cout,
+// cin/groups, k, k) as nn.Conv2d's.
 type conv2d struct {
-	cout, k, stride int
-	w               *param
+	cout, k, stride, groups int
+	w                       *param
 }
 
-func newConv2d(b *builder, name string, cin, cout, k, stride int) (*conv2d, error) {
-	c := &conv2d{cout: cout, k: k, stride: stride}
+func newConv2d(b *builder, name string, cin, cout, k, stride, groups int) (*conv2d, error) {
+	if groups < 1 || cin%groups != 0 || cout%groups != 0 {
+		return nil, fmt.Errorf("%s: groups=%d must be at least 1 and divide both the %d input and the %d output channels", name, groups, cin, cout)
+	}
+	c := &conv2d{cout: cout, k: k, stride: stride, groups: groups}
 	var err error
-	c.w, err = b.param(&param{name: name + ".weight", shape: []int{cout, cin, k, k}}, b.kaimingNormal(cout*k*k))
+	// kaiming_normal_'s fan_out is weight.size(0)·k·k = cout·k·k, groups or not.
+	c.w, err = b.param(&param{name: name + ".weight", shape: []int{cout, cin / groups, k, k}}, b.kaimingNormal(cout*k*k))
 	return c, err
 }
 
 func (c *conv2d) apply(b *builder, x *G.Node, needDX bool) (*G.Node, error) {
 	B, cin, H, W := nchw(x)
 	re := b.m.eng
-	kc, err := re.NewConv2d(B, cin, H, W, c.cout, c.k, c.stride, c.k/2)
+	kc, err := re.NewConv2d(B, cin, H, W, c.cout, c.k, c.stride, c.k/2, c.groups)
 	if err != nil {
 		return nil, err
 	}
 	ho, wo := convOut(H, c.k, c.stride, c.k/2), convOut(W, c.k, c.stride, c.k/2)
-	xShape, wShape, yShape := tensor.Shape{B, cin, H, W}, tensor.Shape{c.cout, cin, c.k, c.k}, tensor.Shape{B, c.cout, ho, wo}
+	xShape, wShape, yShape := tensor.Shape{B, cin, H, W}, tensor.Shape{c.cout, cin / c.groups, c.k, c.k}, tensor.Shape{B, c.cout, ho, wo}
 	return b.ops.conv2d(kc, xShape, wShape, yShape, x, c.w.node, needDX)
 }
 
@@ -227,7 +232,7 @@ type convBN struct {
 }
 
 func newConvBN(b *builder, convName, bnName string, cin, cout, k, stride int) (convBN, error) {
-	c, err := newConv2d(b, convName, cin, cout, k, stride)
+	c, err := newConv2d(b, convName, cin, cout, k, stride, 1)
 	if err != nil {
 		return convBN{}, err
 	}
@@ -266,7 +271,7 @@ func (blk basicBlock) build(b *builder, x *G.Node) (*G.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	c2, err := newConv2d(b, pre+"conv2", blk.cout, blk.cout, 3, 1)
+	c2, err := newConv2d(b, pre+"conv2", blk.cout, blk.cout, 3, 1, 1)
 	if err != nil {
 		return nil, err
 	}
