@@ -42,10 +42,10 @@ type gpuConv2d struct {
 }
 
 func (g *GraphEngine) NewConv2d(B, Cin, H, W, Cout, K, stride, pad, groups int) (model.Conv2dKernel, error) {
-	if groups != 1 {
-		return nil, fmt.Errorf("cudaops: conv2d: groups=%d: only 1 is supported", groups)
+	if groups < 1 {
+		return nil, fmt.Errorf("cudaops: conv2d: groups=%d, want at least 1", groups)
 	}
-	s := convShape{B: B, Cin: Cin, H: H, W: W, Cout: Cout, K: K, Stride: stride, Pad: pad}
+	s := convShape{B: B, Cin: Cin, H: H, W: W, Cout: Cout, K: K, Stride: stride, Pad: pad, Groups: groups}
 	if err := s.validate(); err != nil {
 		return nil, err
 	}
