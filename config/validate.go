@@ -180,6 +180,9 @@ func (p *problems) model(c *Config) {
 		}
 		p.bad("model.arch", "must be one of %s, got %q%s", strings.Join(model.Archs, ", "), c.Model.Arch, hint)
 	}
+	if c.Model.ZeroInitResidual && c.Model.Arch == model.ArchCNN {
+		p.bad("model.zero_init_residual", "the cnn has no residual blocks to start at 0; it is for the ResNets (model.arch resnet18, resnet50, ...): set it to false or pick a ResNet")
+	}
 	knownStem := c.Model.Stem == model.StemImageNet || c.Model.Stem == model.StemCIFAR
 	if !knownStem {
 		p.bad("model.stem", "must be %s or %s, got %q", model.StemImageNet, model.StemCIFAR, c.Model.Stem)
@@ -188,7 +191,10 @@ func (p *problems) model(c *Config) {
 	// unknown one is reported once, above, not again as the image size's.
 	if knownArch && knownStem && c.Model.Arch != model.ArchCNN {
 		spec := c.ModelSpec(2)
-		if err := spec.Validate(); err != nil {
+		switch err := spec.Validate(); {
+		case errors.Is(err, model.ErrGroupedConv): // the arch itself, at any size
+			p.bad("model.arch", "%s", strings.TrimPrefix(err.Error(), "model.arch: "))
+		case err != nil:
 			p.bad("data.image_size", "%d: %v", d.ImageSize, err)
 		}
 	}

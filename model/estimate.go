@@ -72,8 +72,8 @@ func EstimateMemory(spec Spec, batch, threads int) Memory {
 // estimateResNet follows the ResNets' allocations: per conv, its output,
 // the BatchNorm's output and both their gradients, the gradient of its
 // input, the im2col scratch per worker (for
-// conv2, whose BatchNorm is fused with the residual join and ReLU, the
-// second gradient is the shortcut's); per block, the sum gorgonia
+// a block's last conv, whose BatchNorm is fused with the residual join and
+// ReLU, the second gradient is the shortcut's); per block, the sum gorgonia
 // allocates for the fan-out of the block's input; once, the filter-gradient
 // groups of the largest conv, which all convs share (cpuops.Conv2dShared).
 func estimateResNet(spec Spec, batch, threads int) Memory {
@@ -104,9 +104,16 @@ func estimateResNet(spec Spec, batch, threads int) Memory {
 		size = convOut(size, 3, 2, 1)
 		m.Activations += 3 * B * float64(cin*size*size) * f32
 	}
-	for _, b := range l.basicBlocks() {
-		out := conv(b.cin, size, b.cout, 3, b.stride)
-		conv(b.cout, out, b.cout, 3, 1)
+	for _, b := range l.residualBlocks() {
+		var out int
+		if b.bottleneck {
+			conv(b.cin, size, b.width, 1, 1)
+			out = conv(b.width, size, b.width, 3, b.stride)
+			conv(b.width, out, b.cout, 1, 1)
+		} else {
+			out = conv(b.cin, size, b.cout, 3, b.stride)
+			conv(b.cout, out, b.cout, 3, 1)
+		}
 		if b.downsample {
 			conv(b.cin, size, b.cout, 1, b.stride)
 		}

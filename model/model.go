@@ -29,6 +29,11 @@ type Options struct {
 	Beta1, Beta2, Eps  float32 // AdamW; all three 0: PyTorch's defaults (0.9, 0.999, 1e-8)
 	NoDecayNormAndBias bool    // no weight decay on BatchNorm parameters and biases
 	LabelSmoothing     float32 // CrossEntropyLoss(label_smoothing=…), in [0, 1)
+	// ZeroInitResidual is torchvision's zero_init_residual: each residual
+	// block's last BatchNorm weight (a BasicBlock's bn2, a Bottleneck's
+	// bn3) starts at 0, so that the block starts as its shortcut. The cnn
+	// has no such layer and ignores it.
+	ZeroInitResidual bool
 
 	// Mean and Std normalize a uint8 batch (Input.U8, values round(255·v)):
 	// (v/255 − mean)/std per channel, as augment.NormalizeU8 does. Zero Std:
