@@ -191,10 +191,7 @@ func (p *problems) model(c *Config) {
 	// unknown one is reported once, above, not again as the image size's.
 	if knownArch && knownStem && c.Model.Arch != model.ArchCNN {
 		spec := c.ModelSpec(2)
-		switch err := spec.Validate(); {
-		case errors.Is(err, model.ErrGroupedConv): // the arch itself, at any size
-			p.bad("model.arch", "%s", strings.TrimPrefix(err.Error(), "model.arch: "))
-		case err != nil:
+		if err := spec.Validate(); err != nil {
 			p.bad("data.image_size", "%d: %v", d.ImageSize, err)
 		}
 	}

@@ -240,8 +240,8 @@ type convBN struct {
 	bn   *bnLayer
 }
 
-func newConvBN(b *builder, convName, bnName string, cin, cout, k, stride int) (convBN, error) {
-	c, err := newConv2d(b, convName, cin, cout, k, stride, 1)
+func newConvBN(b *builder, convName, bnName string, cin, cout, k, stride, groups int) (convBN, error) {
+	c, err := newConv2d(b, convName, cin, cout, k, stride, groups)
 	if err != nil {
 		return convBN{}, err
 	}
@@ -295,7 +295,7 @@ func (b *builder) lastBNGamma() float32 {
 // stride; the shortcut is x, or downsample (1x1 conv + BatchNorm).
 func (blk residualBlock) buildBasic(b *builder, x *G.Node) (*G.Node, error) {
 	pre := blk.prefix
-	c1, err := newConvBN(b, pre+"conv1", pre+"bn1", blk.cin, blk.cout, 3, blk.stride)
+	c1, err := newConvBN(b, pre+"conv1", pre+"bn1", blk.cin, blk.cout, 3, blk.stride, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -330,14 +330,11 @@ func (blk residualBlock) buildBasic(b *builder, x *G.Node) (*G.Node, error) {
 // bn2, conv3, bn3, downsample.
 func (blk residualBlock) buildBottleneck(b *builder, x *G.Node) (*G.Node, error) {
 	pre := blk.prefix
-	if blk.groups != 1 {
-		return nil, fmt.Errorf("%sconv2: grouped convolution (groups %d) is not supported yet", pre, blk.groups)
-	}
-	c1, err := newConvBN(b, pre+"conv1", pre+"bn1", blk.cin, blk.width, 1, 1)
+	c1, err := newConvBN(b, pre+"conv1", pre+"bn1", blk.cin, blk.width, 1, 1, 1)
 	if err != nil {
 		return nil, err
 	}
-	c2, err := newConvBN(b, pre+"conv2", pre+"bn2", blk.width, blk.width, 3, blk.stride)
+	c2, err := newConvBN(b, pre+"conv2", pre+"bn2", blk.width, blk.width, 3, blk.stride, blk.groups)
 	if err != nil {
 		return nil, err
 	}
@@ -375,7 +372,7 @@ func (blk residualBlock) newDownsample(b *builder) (*convBN, error) {
 		return nil, nil
 	}
 	pre := blk.prefix
-	down, err := newConvBN(b, pre+"downsample.0", pre+"downsample.1", blk.cin, blk.cout, 1, blk.stride)
+	down, err := newConvBN(b, pre+"downsample.0", pre+"downsample.1", blk.cin, blk.cout, 1, blk.stride, 1)
 	return &down, err
 }
 
@@ -450,7 +447,7 @@ func cnn(b *builder, spec Spec, x *G.Node) (*G.Node, error) {
 // resnet is a ResNet of layout l (resnet.go): the stem (conv1,
 // bn1, ReLU, the imagenet stem's max-pool), then the layout's blocks.
 func resnet(b *builder, l resnetLayout, x *G.Node) (*G.Node, error) {
-	stem, err := newConvBN(b, "conv1", "bn1", 3, l.stemWidth, l.stemKernel, l.stemStride)
+	stem, err := newConvBN(b, "conv1", "bn1", 3, l.stemWidth, l.stemKernel, l.stemStride, 1)
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,6 @@
 package model
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -23,8 +22,8 @@ import (
 //	                    planes 64-128-256-512, out 4x that; either stem
 //	wide_resnet50_2,    resnet50's and resnet101's layouts with the 3x3
 //	wide_resnet101_2    convs twice as wide (width_per_group 128)
-//	resnext50_32x4d,    groups 32, width_per_group 4 and 8: refused until
-//	resnext101_32x8d    grouped convolution exists
+//	resnext50_32x4d,    resnet50's and resnet101's layouts with the 3x3
+//	resnext101_32x8d    convs grouped: groups 32, width_per_group 4 and 8
 //	resnet20/32/56      He et al. 2016, section 4.2: conv1 3x3 of 16
 //	                    channels, 3 stages of n = 3/5/9 BasicBlocks of
 //	                    16/32/64 channels, projection shortcuts (1x1 conv +
@@ -64,11 +63,6 @@ var bottlenecks = map[string]struct {
 	"resnext50_32x4d":  {[]int{3, 4, 6, 3}, 32, 4},
 	"resnext101_32x8d": {[]int{3, 4, 23, 3}, 32, 8},
 }
-
-// ErrGroupedConv is in the error Validate returns for a ResNeXt
-// (resnext50_32x4d, resnext101_32x8d): grouped convolution does not exist
-// yet.
-var ErrGroupedConv = errors.New("grouped convolution")
 
 // bottleneckExpansion is the Bottleneck's out channels per plane.
 const bottleneckExpansion = 4
@@ -173,9 +167,6 @@ func (s Spec) validateResNet() error {
 	l, err := s.layout()
 	if err != nil {
 		return err
-	}
-	if l.groups > 1 {
-		return fmt.Errorf("model.arch: %s needs %w (groups %d in its 3x3 convs), which stoke does not have yet; use resnet50 or wide_resnet50_2", s.Arch, ErrGroupedConv, l.groups)
 	}
 	// Every stage must keep at least one pixel.
 	if l.lastSide(s.InputSize) < 1 {
