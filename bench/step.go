@@ -139,7 +139,7 @@ func printStepHeader(out io.Writer, cfg config.Config, spec model.Spec, m *model
 	arch := fmt.Sprintf("conv %v", cfg.Model.Conv)
 	if spec.IsResNet() {
 		arch = spec.Arch
-		if spec.Arch == "resnet18" || spec.Arch == "resnet34" {
+		if spec.HasStem() {
 			arch += " (" + spec.Stem + " stem)"
 		}
 	}

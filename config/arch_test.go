@@ -24,7 +24,7 @@ func TestArchSettings(t *testing.T) {
 		edit func(c *Config)
 		want string
 	}{
-		{func(c *Config) { c.Model.Arch = "resnet50" }, `model.arch: must be one of cnn, resnet18, resnet34, resnet20, resnet32, resnet56, got "resnet50"`},
+		{func(c *Config) { c.Model.Arch = "resnet200" }, `model.arch: must be one of cnn, resnet18, resnet34, resnet50, resnet101, resnet152, wide_resnet50_2, wide_resnet101_2, resnext50_32x4d, resnext101_32x8d, resnet20, resnet32, resnet56, got "resnet200"`},
 		{func(c *Config) { c.Model.Stem = "tiny" }, "model.stem: must be imagenet or cifar"},
 		{func(c *Config) { c.Model.Conv = nil }, "model.conv: needs at least one conv block"},
 		{func(c *Config) { c.Optim.Optimizer = "adam" }, "optim.optimizer: must be sgd or adamw"},

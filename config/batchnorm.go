@@ -15,7 +15,7 @@ func (p *problems) batchNorm(c *Config) {
 		return
 	}
 	fix := fmt.Sprintf("use data.batch_size 2 or more, or data.image_size %d or more", c.minImageForBatchNorm())
-	if cifar := c; c.Model.Stem != "cifar" && (c.Model.Arch == "resnet18" || c.Model.Arch == "resnet34") {
+	if cifar := c; c.Model.Stem != "cifar" && c.ModelSpec(2).HasStem() {
 		if cifar.Model.Stem = "cifar"; cifar.BatchNormMinSlice() < 2 {
 			fix += ", or model.stem cifar"
 		}

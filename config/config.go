@@ -68,9 +68,11 @@ type Augment struct {
 
 // Model is the network's shape; its input size and class count come from data.
 type Model struct {
-	Arch string           `yaml:"arch" help:"cnn (the conv blocks of model.conv), resnet18 or resnet34 (torchvision's ResNets, with model.stem), resnet20, resnet32 or resnet56 (He et al.'s CIFAR ResNets, projection shortcuts); names and layouts of the weights are torchvision's"`
-	Stem string           `yaml:"stem" help:"resnet18/34 stem: imagenet (7x7 stride-2 conv and 3x3 stride-2 max-pool, for ~224 px) or cifar (3x3 stride-1 conv, no max-pool, for ~32 px); the CIFAR ResNets always use the cifar stem"`
+	Arch string           `yaml:"arch" help:"cnn (the conv blocks of model.conv); torchvision's ResNets, with model.stem: resnet18 or resnet34 (BasicBlocks), resnet50, resnet101, resnet152, wide_resnet50_2 or wide_resnet101_2 (Bottlenecks, the stride on the 3x3 conv), resnext50_32x4d or resnext101_32x8d (Bottlenecks with the 3x3 conv in 32 groups); resnet20, resnet32 or resnet56 (He et al.'s CIFAR ResNets, projection shortcuts); names and layouts of the weights are torchvision's"`
+	Stem string           `yaml:"stem" help:"torchvision's ResNets' stem (resnet18 to resnet152, wide_resnet): imagenet (7x7 stride-2 conv and 3x3 stride-2 max-pool, for ~224 px) or cifar (3x3 stride-1 conv, no max-pool, for ~32 px); the CIFAR ResNets always use the cifar stem"`
 	Conv []model.ConvSpec `yaml:"conv" help:"model.arch cnn: conv blocks (at most 256), each {channels, kernel (odd, at most the side of its input), pool}; then global average pool and a linear head"`
+	// ZeroInitResidual is torchvision's zero_init_residual (model.Options).
+	ZeroInitResidual bool `yaml:"zero_init_residual" help:"the ResNets: start each residual block's last BatchNorm weight (bn2 of a BasicBlock, bn3 of a Bottleneck) at 0, so that each block starts as its shortcut (torchvision's zero_init_residual; Goyal et al. 2017)"`
 }
 
 // Optim is the optimizer, the loss's label smoothing and the

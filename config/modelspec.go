@@ -27,8 +27,9 @@ func (c Config) ModelOptions() model.Options {
 		Batch: c.Data.BatchSize, Seed: c.Train.Seed,
 		Momentum: float32(o.Momentum), WeightDecay: float32(o.WeightDecay),
 		Nesterov: o.Nesterov, NoDecayNormAndBias: !o.DecayNormAndBias,
-		LabelSmoothing: float32(o.LabelSmoothing),
-		Precision:      c.Train.GEMMPrecision(),
+		LabelSmoothing:   float32(o.LabelSmoothing),
+		Precision:        c.Train.GEMMPrecision(),
+		ZeroInitResidual: c.Model.ZeroInitResidual,
 	}
 	if o.Optimizer == model.OptimizerAdamW {
 		opt.Optimizer = model.OptimizerAdamW

@@ -181,6 +181,9 @@ func (p *problems) model(c *Config) {
 		}
 		p.bad("model.arch", "must be one of %s, got %q%s", strings.Join(model.Archs, ", "), c.Model.Arch, hint)
 	}
+	if c.Model.ZeroInitResidual && c.Model.Arch == model.ArchCNN {
+		p.bad("model.zero_init_residual", "the cnn has no residual blocks to start at 0; it is for the ResNets (model.arch resnet18, resnet50, ...): set it to false or pick a ResNet")
+	}
 	knownStem := c.Model.Stem == model.StemImageNet || c.Model.Stem == model.StemCIFAR
 	if !knownStem {
 		p.bad("model.stem", "must be %s or %s, got %q", model.StemImageNet, model.StemCIFAR, c.Model.Stem)

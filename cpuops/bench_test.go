@@ -30,7 +30,7 @@ var benchConvs = []struct {
 
 func BenchmarkConv2d(b *testing.B) {
 	for _, s := range benchConvs {
-		c, err := NewConv2d(s.B, s.Cin, s.H, s.H, s.Cout, s.K, s.S, s.P)
+		c, err := NewConv2d(s.B, s.Cin, s.H, s.H, s.Cout, s.K, s.S, s.P, 1)
 		if err != nil {
 			b.Fatal(err)
 		}

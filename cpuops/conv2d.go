@@ -7,9 +7,9 @@ import (
 	"stoke/gemm"
 )
 
-// Conv2d is PyTorch's Conv2d(Cin, Cout, K, stride, padding, bias=False) for
-// a fixed input shape: the convolution of the ResNets, where a BatchNorm
-// follows and no bias or ReLU is fused.
+// Conv2d is PyTorch's Conv2d(Cin, Cout, K, stride, padding, groups,
+// bias=False) for a fixed input shape: the convolution of the ResNets,
+// where a BatchNorm follows and no bias or ReLU is fused.
 //
 // Every pass is one GEMM per group of samples, on the im2col matrix
 // (Cin·K·K rows, one column per output pixel) of the group's samples side
@@ -31,8 +31,14 @@ import (
 // alone gives; the filter gradient is summed over several samples
 // per GEMM and then over groups in order, so no result depends on the core
 // count.
+//
+// With Groups > 1 the weights are (Cout, Cin/Groups, K, K) and every pass
+// is, per group of samples, one GEMM per channel group over that group's
+// rows of the same im2col matrix (its taps) and of w, dy or dw: the same
+// gathers, the same workers; with Groups = 1 the one GEMM is the one above.
 type Conv2d struct {
 	B, Cin, H, W, Cout, K, Stride, Pad int
+	Groups                             int // channel groups: nn.Conv2d's groups
 	Ho, Wo                             int
 
 	hp, wp int // the padded input plane, (H+2·Pad)×(W+2·Pad)
@@ -43,13 +49,13 @@ type Conv2d struct {
 	per, perF               int // samples per GEMM: Forward and BackwardData, BackwardFilter
 	groups, perGroup        int // the filter gradient's fixed groups of samples
 
-	wA, wT   gemm.PackedA // w (Cout × Cin·K·K) and wᵀ, packed by the running call
-	taps     []int        // row r = (ci, ky, kx) of im2col: its offset in a padded sample
-	pixels   []int        // column j of a group: sample j/(Ho·Wo)'s output pixel, as an offset in the padded samples
-	pixelsF  []int        // the same for BackwardFilter's groups of perF samples
-	dyRows   []int        // row co of a group's dy: offset co·Ho·Wo
-	dyCols   []int        // column j of a group's dy: offset of sample j/(Ho·Wo)'s pixel
-	kindFwd  []uint8      // per 16-column panel of pixels: how to gather it (panelKind)
+	wA, wT   []gemm.PackedA // per channel group, its w (Cout/Groups × Cin/Groups·K·K) and wᵀ, packed by the running call
+	taps     []int          // row r = (ci, ky, kx) of im2col: its offset in a padded sample
+	pixels   []int          // column j of a group: sample j/(Ho·Wo)'s output pixel, as an offset in the padded samples
+	pixelsF  []int          // the same for BackwardFilter's groups of perF samples
+	dyRows   []int          // row co of a group's dy: offset co·Ho·Wo
+	dyCols   []int          // column j of a group's dy: offset of sample j/(Ho·Wo)'s pixel
+	kindFwd  []uint8        // per 16-column panel of pixels: how to gather it (panelKind)
 	kindDy   []uint8
 	scratch  []conv2dScratch // one per worker
 	groupDW  []float32       // the running BackwardFilter's partial sums: ownDW, or shared's
@@ -122,13 +128,14 @@ const (
 )
 
 // NewConv2d returns the kernels for a convolution of this shape.
-func NewConv2d(b, cin, h, w, cout, k, stride, pad int) (*Conv2d, error) {
-	c, err := newConv2d(b, cin, h, w, cout, k, stride, pad)
+// Cin and Cout must be multiples of groups.
+func NewConv2d(b, cin, h, w, cout, k, stride, pad, groups int) (*Conv2d, error) {
+	c, err := newConv2d(b, cin, h, w, cout, k, stride, pad, groups)
 	if err == nil && stride == 1 {
-		if c.back, err = newConv2d(b, cout, c.Ho, c.Wo, cin, k, 1, k-1-pad); err != nil {
+		if c.back, err = newConv2d(b, cout, c.Ho, c.Wo, cin, k, 1, k-1-pad, groups); err != nil {
 			return nil, err
 		}
-		c.wflip = make([]float32, cout*cin*k*k)
+		c.wflip = make([]float32, cout*c.gkk())
 	}
 	return c, err
 }
@@ -151,7 +158,7 @@ func NewConvBlock(b, cin, h, w, cout, k int, pool bool) (*Conv2d, error) {
 	if b < 1 || cin < 1 || h < 1 || w < 1 || cout < 1 || k < 1 || k%2 == 0 || (pool && (h < 2 || w < 2)) {
 		return nil, fmt.Errorf("cpuops.NewConvBlock: bad shape B=%d Cin=%d H=%d W=%d Cout=%d K=%d pool=%v (K odd; H, W >= 2 to pool)", b, cin, h, w, cout, k, pool)
 	}
-	c, err := newConv2d(b, cin, h, w, cout, k, 1, k/2)
+	c, err := newConv2d(b, cin, h, w, cout, k, 1, k/2, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -163,11 +170,15 @@ func NewConvBlock(b, cin, h, w, cout, k int, pool bool) (*Conv2d, error) {
 	return c, nil
 }
 
-func newConv2d(b, cin, h, w, cout, k, stride, pad int) (*Conv2d, error) {
+func newConv2d(b, cin, h, w, cout, k, stride, pad, groups int) (*Conv2d, error) {
 	if b < 1 || cin < 1 || h < 1 || w < 1 || cout < 1 || k < 1 || stride < 1 || pad < 0 || pad >= k {
 		return nil, fmt.Errorf("cpuops.NewConv2d: bad shape B=%d Cin=%d H=%d W=%d Cout=%d K=%d stride=%d pad=%d", b, cin, h, w, cout, k, stride, pad)
 	}
-	c := &Conv2d{B: b, Cin: cin, H: h, W: w, Cout: cout, K: k, Stride: stride, Pad: pad}
+	if groups < 1 || cin%groups != 0 || cout%groups != 0 {
+		return nil, fmt.Errorf("cpuops.NewConv2d: groups=%d must be at least 1 and divide both Cin=%d and Cout=%d", groups, cin, cout)
+	}
+	c := &Conv2d{B: b, Cin: cin, H: h, W: w, Cout: cout, K: k, Stride: stride, Pad: pad, Groups: groups}
+	c.wA, c.wT = make([]gemm.PackedA, groups), make([]gemm.PackedA, groups)
 	c.Ho = (h+2*pad-k)/stride + 1
 	c.Wo = (w+2*pad-k)/stride + 1
 	if c.Ho < 1 || c.Wo < 1 {
@@ -228,7 +239,26 @@ func (c *Conv2d) outHW() int {
 	return c.Ho * c.Wo
 }
 
+// ckk is the im2col matrix's rows, Cin·K·K; gkk a weight row's length,
+// Cin/Groups·K·K (one channel group's rows of the matrix); og a channel
+// group's outputs, Cout/Groups.
 func (c *Conv2d) ckk() int { return c.Cin * c.K * c.K }
+func (c *Conv2d) gkk() int { return c.Cin / c.Groups * c.K * c.K }
+func (c *Conv2d) og() int  { return c.Cout / c.Groups }
+
+// pack packs each channel group's w (og × gkk, row-major) into p[g], or
+// its transpose with trans.
+func (c *Conv2d) pack(p []gemm.PackedA, trans bool, w []float32) {
+	gk, og := c.gkk(), c.og()
+	for g := range p {
+		wg := w[g*og*gk : (g+1)*og*gk]
+		if trans {
+			gemm.PackAPrec(&p[g], c.prec, true, gk, og, wg, gk)
+		} else {
+			gemm.PackAPrec(&p[g], c.prec, false, og, gk, wg, gk)
+		}
+	}
+}
 
 // start sizes the per-worker scratch before a job of n items runs (the
 // workers then touch only their own slot) and returns the worker count.
@@ -265,7 +295,7 @@ func (c *Conv2d) padded(s *conv2dScratch, i0, i1 int) []float32 {
 	return s.pad
 }
 
-// Forward computes y = conv(x, w), w (Cout,Cin,K,K).
+// Forward computes y = conv(x, w), w (Cout,Cin/Groups,K,K).
 func (c *Conv2d) Forward(x, w, y []float32) {
 	c.plain("Forward")
 	c.forward(x, w, nil, y)
@@ -283,7 +313,7 @@ func (c *Conv2d) ForwardBlock(x, w, b, y []float32) {
 
 func (c *Conv2d) forward(x, w, b, y []float32) {
 	c.check("Forward", x, w, y)
-	gemm.PackAPrec(&c.wA, c.prec, false, c.Cout, c.ckk(), w, c.ckk())
+	c.pack(c.wA, false, w)
 	c.x, c.y, c.bias = x, y, b
 	c.fwd.run(c.start(c.fwd.n))
 	c.x, c.y, c.bias = nil, nil, nil
@@ -306,16 +336,23 @@ func (c *Conv2d) forwardGroup(worker, g int) {
 	i0, i1 := g*c.per, min(c.B, (g+1)*c.per)
 	ohw, n := c.Ho*c.Wo, (i1-i0)*c.Ho*c.Wo
 	s := &c.scratch[worker]
-	s.panels = gatherPanels{src: c.padded(s, i0, i1), rows: c.taps, cols: c.pixels[:n], kind: c.kindFwd}
+	gk, og := c.gkk(), c.og()
+	s.panels = gatherPanels{src: c.padded(s, i0, i1), cols: c.pixels[:n], kind: c.kindFwd}
 	if i1-i0 == 1 && !c.pool {
 		y := c.y[i0*c.Cout*ohw : i1*c.Cout*ohw]
-		gemm.SgemmPackedPanels(&c.wA, n, 1, &s.panels, 0, y, ohw)
+		for g := range c.wA {
+			s.panels.rows = c.taps[g*gk : (g+1)*gk]
+			gemm.SgemmPackedPanels(&c.wA[g], n, 1, &s.panels, 0, y[g*og*ohw:], ohw)
+		}
 		for o, b := range c.bias {
 			biasReLU(y[o*ohw:(o+1)*ohw], b)
 		}
 	} else {
 		s.out = grow(s.out, c.Cout*n)
-		gemm.SgemmPackedPanels(&c.wA, n, 1, &s.panels, 0, s.out, n)
+		for g := range c.wA {
+			s.panels.rows = c.taps[g*gk : (g+1)*gk]
+			gemm.SgemmPackedPanels(&c.wA[g], n, 1, &s.panels, 0, s.out[g*og*n:], n)
+		}
 		o1 := c.outHW()
 		for t := 0; t < i1-i0; t++ {
 			for o := 0; o < c.Cout; o++ {
@@ -359,11 +396,16 @@ func (c *Conv2d) BackwardData(w, dy, dx []float32) {
 	c.plain("BackwardData")
 	c.check("BackwardData", dx, w, dy)
 	if c.back != nil {
-		K := c.K
+		// wflip (Cin, Cout/Groups, K, K): input channel ci = g·cg + j of
+		// group g gets, from each of the group's outputs co = g·og + o,
+		// w[co][j] turned by 180°.
+		K, cg, og := c.K, c.Cin/c.Groups, c.og()
 		for co := 0; co < c.Cout; co++ {
-			for ci := 0; ci < c.Cin; ci++ {
-				src := w[(co*c.Cin+ci)*K*K : (co*c.Cin+ci+1)*K*K]
-				dst := c.wflip[(ci*c.Cout+co)*K*K : (ci*c.Cout+co+1)*K*K]
+			g, o := co/og, co%og
+			for j := 0; j < cg; j++ {
+				ci := g*cg + j
+				src := w[(co*cg+j)*K*K : (co*cg+j+1)*K*K]
+				dst := c.wflip[(ci*og+o)*K*K : (ci*og+o+1)*K*K]
 				for i, v := range src {
 					dst[K*K-1-i] = v
 				}
@@ -372,7 +414,7 @@ func (c *Conv2d) BackwardData(w, dy, dx []float32) {
 		c.back.Forward(dy, c.wflip, dx)
 		return
 	}
-	gemm.PackAPrec(&c.wT, c.prec, true, c.ckk(), c.Cout, w, c.ckk())
+	c.pack(c.wT, true, w)
 	c.dy, c.dx = dy, dx
 	c.bwdData.run(c.start(c.bwdData.n))
 	c.dy, c.dx = nil, nil
@@ -387,7 +429,7 @@ func (c *Conv2d) BackwardDataBlock(w, y, dy, dx []float32) {
 	if len(dy) != len(y) {
 		panic(fmt.Sprintf("cpuops.Conv2d.BackwardDataBlock: dy has %d values, want %d", len(dy), len(y)))
 	}
-	gemm.PackAPrec(&c.wT, c.prec, true, c.ckk(), c.Cout, w, c.ckk())
+	c.pack(c.wT, true, w)
 	c.yBlock, c.dy, c.dx = y, dy, dx
 	c.bwdData.run(c.start(c.bwdData.n))
 	c.yBlock, c.dy, c.dx = nil, nil, nil
@@ -403,9 +445,13 @@ func (c *Conv2d) backwardDataGroup(worker, g int) {
 	} else {
 		dy = c.dy[i0*c.Cout*ohw : i1*c.Cout*ohw]
 	}
-	s.panels = gatherPanels{src: dy, rows: c.dyRows, cols: c.dyCols[:n], kind: c.kindDy}
+	s.panels = gatherPanels{src: dy, cols: c.dyCols[:n], kind: c.kindDy}
 	s.col = grow(s.col, ckk*n)
-	gemm.SgemmPackedPanels(&c.wT, n, 1, &s.panels, 0, s.col, n)
+	gk, og := c.gkk(), c.og()
+	for g := range c.wT { // channel group g's rows of the im2col matrix
+		s.panels.rows = c.dyRows[g*og : (g+1)*og]
+		gemm.SgemmPackedPanels(&c.wT[g], n, 1, &s.panels, 0, s.col[g*gk*n:], n)
+	}
 	s.panels = gatherPanels{}
 	for t := 0; t < i1-i0; t++ {
 		c.col2im(s, s.col[t*ohw:], n, c.dx[(i0+t)*c.Cin*c.H*c.W:(i0+t+1)*c.Cin*c.H*c.W])
@@ -476,7 +522,7 @@ func (c *Conv2d) BackwardFilterBlock(x, y, dy, dw, db []float32) {
 func (c *Conv2d) backwardFilter(x, dy, dw []float32) {
 	c.check("BackwardFilter", x, dw, dy)
 	c.x, c.dy = x, dy
-	n := c.Cout * c.ckk()
+	n := c.Cout * c.gkk()
 	sums := &c.ownDW
 	if c.shared != nil {
 		sums = &c.shared.groupDW
@@ -493,10 +539,11 @@ func (c *Conv2d) backwardFilter(x, dy, dw []float32) {
 
 // backwardFilterGroup sums group g's dw = Σ dy·colᵀ, perF samples per GEMM:
 // their dy side by side (Cout × perF·Ho·Wo) times their im2col matrices
-// stacked (perF·Ho·Wo × Cin·K·K).
+// stacked (perF·Ho·Wo × Cin·K·K); with channel groups, one GEMM per group
+// over its rows of dy and its columns of colᵀ.
 func (c *Conv2d) backwardFilterGroup(worker, g int) {
-	ohw, ckk := c.Ho*c.Wo, c.ckk()
-	dw := c.groupDW[g*c.Cout*ckk : (g+1)*c.Cout*ckk]
+	ohw, gk, og := c.Ho*c.Wo, c.gkk(), c.og()
+	dw := c.groupDW[g*c.Cout*gk : (g+1)*c.Cout*gk]
 	s := &c.scratch[worker]
 	end := min(c.B, (g+1)*c.perGroup)
 	var db []float32 // a conv block's: the group's bias-gradient sums
@@ -529,20 +576,23 @@ func (c *Conv2d) backwardFilterGroup(worker, g int) {
 			}
 			a = s.dyT
 		}
-		s.panelsT = gatherTPanels{src: c.padded(s, i0, i1), rows: c.taps, cols: c.pixelsF[:k]}
+		s.panelsT = gatherTPanels{src: c.padded(s, i0, i1), cols: c.pixelsF[:k]}
 		var beta float32
 		if i0 > g*c.perGroup {
 			beta = 1
 		}
-		gemm.SgemmPanelsPrec(c.prec, false, c.Cout, ckk, k, 1, a, k, &s.panelsT, beta, dw, ckk)
+		for cg := 0; cg < c.Groups; cg++ {
+			s.panelsT.rows = c.taps[cg*gk : (cg+1)*gk]
+			gemm.SgemmPanelsPrec(c.prec, false, og, gk, k, 1, a[cg*og*k:], k, &s.panelsT, beta, dw[cg*og*gk:], gk)
+		}
 		s.panelsT = gatherTPanels{}
 	}
 }
 
 func (c *Conv2d) check(what string, in, w, out []float32) {
-	if len(in) != c.InLen() || len(w) != c.Cout*c.ckk() || len(out) != c.OutLen() {
+	if len(in) != c.InLen() || len(w) != c.Cout*c.gkk() || len(out) != c.OutLen() {
 		panic(fmt.Sprintf("cpuops.Conv2d.%s: got in %d, w %d, out %d values; want %d, %d, %d",
-			what, len(in), len(w), len(out), c.InLen(), c.Cout*c.ckk(), c.OutLen()))
+			what, len(in), len(w), len(out), c.InLen(), c.Cout*c.gkk(), c.OutLen()))
 	}
 }
 

@@ -32,7 +32,7 @@ func precConv(t *testing.T, p gemm.Precision, block, pool bool, B, cin, H, W, co
 		if block {
 			c, err = NewConvBlock(B, cin, H, W, cout, K, pool)
 		} else {
-			c, err = NewConv2d(B, cin, H, W, cout, K, S, P)
+			c, err = NewConv2d(B, cin, H, W, cout, K, S, P, 1)
 		}
 		if err != nil {
 			t.Fatal(err)

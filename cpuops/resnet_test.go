@@ -46,7 +46,7 @@ func TestConv2dMatchesReference(t *testing.T) {
 		{2, 2, 5, 12, 3, 3, 1, 1}, {3, 2, 8, 8, 2, 3, 1, 1}, // rows of 8 and more: transposed panels
 	} {
 		rng := rand.New(rand.NewPCG(uint64(s.B*100+s.K*10+s.S), 2))
-		c, err := NewConv2d(s.B, s.cin, s.H, s.W, s.cout, s.K, s.S, s.P)
+		c, err := NewConv2d(s.B, s.cin, s.H, s.W, s.cout, s.K, s.S, s.P, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,7 +78,7 @@ func TestConv2dMatchesReference(t *testing.T) {
 
 func TestConv2dSameOnAnyCoreCount(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
-	c, _ := NewConv2d(11, 3, 8, 8, 4, 3, 2, 1)
+	c, _ := NewConv2d(11, 3, 8, 8, 4, 3, 2, 1, 1)
 	x, w, dy := randF32(rng, c.InLen()), randF32(rng, 4*3*9), randF32(rng, c.OutLen())
 	run := func(procs int) [][]float32 {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
@@ -282,11 +282,11 @@ func TestConv2dGroupsMatchOneSample(t *testing.T) {
 		{9, 2, 7, 7, 2, 5, 1, 2},
 	} {
 		rng := rand.New(rand.NewPCG(uint64(s.B*10+s.H), 9))
-		c, err := NewConv2d(s.B, s.cin, s.H, s.W, s.cout, s.K, s.S, s.P)
+		c, err := NewConv2d(s.B, s.cin, s.H, s.W, s.cout, s.K, s.S, s.P, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
-		one, err := NewConv2d(1, s.cin, s.H, s.W, s.cout, s.K, s.S, s.P)
+		one, err := NewConv2d(1, s.cin, s.H, s.W, s.cout, s.K, s.S, s.P, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -329,11 +329,11 @@ func TestConv2dSharedSums(t *testing.T) {
 	var xs, dys [][]float32
 	largest := 0
 	for _, s := range shapes {
-		a, err := NewConv2d(s.B, s.cin, s.H, s.H, s.cout, s.K, s.S, s.P)
+		a, err := NewConv2d(s.B, s.cin, s.H, s.H, s.cout, s.K, s.S, s.P, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, _ := NewConv2d(s.B, s.cin, s.H, s.H, s.cout, s.K, s.S, s.P)
+		b, _ := NewConv2d(s.B, s.cin, s.H, s.H, s.cout, s.K, s.S, s.P, 1)
 		b.Share(&shared)
 		own, shr = append(own, a), append(shr, b)
 		xs, dys = append(xs, randF32(rng, a.InLen())), append(dys, randF32(rng, a.OutLen()))

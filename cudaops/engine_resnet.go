@@ -41,8 +41,11 @@ type gpuConv2d struct {
 	s convShape
 }
 
-func (g *GraphEngine) NewConv2d(B, Cin, H, W, Cout, K, stride, pad int) (model.Conv2dKernel, error) {
-	s := convShape{B: B, Cin: Cin, H: H, W: W, Cout: Cout, K: K, Stride: stride, Pad: pad}
+func (g *GraphEngine) NewConv2d(B, Cin, H, W, Cout, K, stride, pad, groups int) (model.Conv2dKernel, error) {
+	if groups < 1 {
+		return nil, fmt.Errorf("cudaops: conv2d: groups=%d, want at least 1", groups)
+	}
+	s := convShape{B: B, Cin: Cin, H: H, W: W, Cout: Cout, K: K, Stride: stride, Pad: pad, Groups: groups}
 	if err := s.validate(); err != nil {
 		return nil, err
 	}

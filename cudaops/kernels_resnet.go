@@ -74,10 +74,16 @@ func (e *gpuEngine) swap01(x, y buffer, d0, d1, hw int) error {
 	return e.launch1D("swap01", n, p(x), p(y), i(d0), i(d1), i(hw))
 }
 
-// convShape is a Conv2d(Cin, Cout, K, Stride, Pad, bias=False) on a (B, Cin,
-// H, W) input, as cpuops.NewConv2d takes it: weights (Cout, Cin, K, K),
-// output (B, Cout, Ho, Wo).
-type convShape struct{ B, Cin, H, W, Cout, K, Stride, Pad int }
+// convShape is a Conv2d(Cin, Cout, K, Stride, Pad, groups=Groups,
+// bias=False) on a (B, Cin, H, W) input, as cpuops.NewConv2d takes it:
+// weights (Cout, Cin/Groups, K, K), output (B, Cout, Ho, Wo). Groups 0 is 1.
+type convShape struct{ B, Cin, H, W, Cout, K, Stride, Pad, Groups int }
+
+// groups is the channel groups (Groups, 0 read as 1); gkk a weight row's
+// length, Cin/groups·K·K, and og a channel group's outputs, Cout/groups.
+func (s convShape) groups() int { return max(1, s.Groups) }
+func (s convShape) gkk() int    { return s.Cin / s.groups() * s.K * s.K }
+func (s convShape) og() int     { return s.Cout / s.groups() }
 
 // Out is the output's height and width.
 func (s convShape) Out() (ho, wo int) {
@@ -86,7 +92,7 @@ func (s convShape) Out() (ho, wo int) {
 
 // InLen, WLen and OutLen are the sizes of x, w and y.
 func (s convShape) InLen() int { return s.B * s.Cin * s.H * s.W }
-func (s convShape) WLen() int  { return s.Cout * s.Cin * s.K * s.K }
+func (s convShape) WLen() int  { return s.Cout * s.gkk() }
 func (s convShape) OutLen() int {
 	ho, wo := s.Out()
 	return s.B * s.Cout * ho * wo
@@ -106,6 +112,9 @@ func (s convShape) validate() error {
 	if s.B < 1 || s.Cin < 1 || s.H < 1 || s.W < 1 || s.Cout < 1 || s.K < 1 || s.Stride < 1 || s.Pad < 0 || s.Pad >= s.K || ho < 1 || wo < 1 {
 		return fmt.Errorf("cudaops: conv2d: bad shape %+v", s)
 	}
+	if g := s.groups(); s.Groups < 0 || s.Cin%g != 0 || s.Cout%g != 0 {
+		return fmt.Errorf("cudaops: conv2d: groups=%d must be at least 1 and divide both Cin=%d and Cout=%d", s.Groups, s.Cin, s.Cout)
+	}
 	return nil
 }
 
@@ -118,6 +127,23 @@ func (s convShape) parts(ws buffer) (col, z buffer) {
 }
 
 // colLaunch runs im2col (a = x, b = col) or col2im (a = dcol, b = dx).
+// groupGemms runs one sgemm per channel group: group g's blocks of a, b
+// and c, each contiguous (aLen, bLen, cLen floats), for the rows of the
+// im2col matrix (Cin·K·K, rows (ci, ky, kx)) of its input channels, its
+// rows of w (Cout, Cin/groups·K·K) and of the GEMM output (Cout, B·Ho·Wo).
+// With one group it is the one sgemm.
+func (e *gpuEngine) groupGemms(s convShape, tA, tB bool, M, N, Kd int, a, b, c buffer, aLen, bLen, cLen int) error {
+	if s.groups() == 1 {
+		return e.sgemm(tA, tB, M, N, Kd, a, b, c)
+	}
+	for g := 0; g < s.groups(); g++ {
+		if err := e.sgemm(tA, tB, M, N, Kd, sub(a, g*aLen, aLen), sub(b, g*bLen, bLen), sub(c, g*cLen, cLen)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (e *gpuEngine) colLaunch(name string, total int, s convShape, a, b buffer) error {
 	ho, wo := s.Out()
 	return e.launch1D(name, total, p(a), p(b), i(s.B), i(s.Cin), i(s.H), i(s.W), i(s.K), i(s.Stride), i(s.Pad), i(ho), i(wo))
@@ -146,7 +172,8 @@ func (e *gpuEngine) conv2dForward(s convShape, x, w, y, ws, bias buffer) error {
 	if err := e.colLaunch("im2col", ckk*n, s, x, col); err != nil {
 		return err
 	}
-	if err := e.sgemm(false, false, s.Cout, n, ckk, w, col, z); err != nil {
+	gk, og := s.gkk(), s.og()
+	if err := e.groupGemms(s, false, false, og, n, gk, w, col, z, og*gk, gk*n, og*n); err != nil {
 		return err
 	}
 	if bias != nil {
@@ -166,12 +193,13 @@ func (e *gpuEngine) conv2dBackwardData(s convShape, w, dy, dx, ws buffer) error 
 		return err
 	}
 	ho, wo := s.Out()
-	n, ckk := s.B*ho*wo, s.Cin*s.K*s.K
+	n := s.B * ho * wo
 	col, z := s.parts(ws)
 	if err := e.swap01(dy, z, s.B, s.Cout, ho*wo); err != nil {
 		return err
 	}
-	if err := e.sgemm(true, false, ckk, n, s.Cout, w, z, col); err != nil {
+	gk, og := s.gkk(), s.og()
+	if err := e.groupGemms(s, true, false, gk, n, og, w, z, col, og*gk, og*n, gk*n); err != nil {
 		return err
 	}
 	return e.colLaunch("col2im", s.InLen(), s, col, dx)
@@ -203,7 +231,8 @@ func (e *gpuEngine) conv2dBackwardFilter(s convShape, x, dy, dw, ws, db buffer) 
 	if err := e.colLaunch("im2col", ckk*n, s, x, col); err != nil {
 		return err
 	}
-	return e.sgemm(false, true, s.Cout, ckk, n, z, col, dw)
+	gk, og := s.gkk(), s.og()
+	return e.groupGemms(s, false, true, og, gk, n, z, col, dw, og*n, gk*n, og*gk)
 }
 
 // bnSavedLen is the size in floats of the per-channel statistics a training

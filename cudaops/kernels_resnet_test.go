@@ -138,7 +138,7 @@ func TestGPUConv2d(t *testing.T) {
 			{B: 2, Cin: 3, H: 13, W: 11, Cout: 4, K: 7, Stride: 2, Pad: 3}, // the imagenet stem
 			{B: 2, Cin: 2, H: 32, W: 32, Cout: 3, K: 3, Stride: 1, Pad: 1}, // B·H·W = 2048: sgemm splits dw's inner dimension
 		} {
-			c, err := cpuops.NewConv2d(s.B, s.Cin, s.H, s.W, s.Cout, s.K, s.Stride, s.Pad)
+			c, err := cpuops.NewConv2d(s.B, s.Cin, s.H, s.W, s.Cout, s.K, s.Stride, s.Pad, 1)
 			kb.must("NewConv2d", err)
 			if c.OutLen() != s.OutLen() {
 				t.Fatalf("%+v: OutLen %d, cpuops says %d", s, s.OutLen(), c.OutLen())

@@ -17,9 +17,12 @@ type Layers interface {
 	// KxK, stride 1, pad K/2, max-pooled 2x2 when pool: a Conv2d with
 	// the bias + ReLU (+ pool) epilogue (cpuops.NewConvBlock).
 	NewConv(B, Cin, H, W, Cout, K int, pool bool) (ConvKernel, error)
-	// NewConv2d is y = conv(x, w) over (B,Cin,H,W) with a (Cout,Cin,K,K)
-	// filter, stride and zero padding pad, no bias (cpuops.Conv2d).
-	NewConv2d(B, Cin, H, W, Cout, K, stride, pad int) (Conv2dKernel, error)
+	// NewConv2d is y = conv(x, w) over (B,Cin,H,W) with a
+	// (Cout,Cin/groups,K,K) filter, stride and zero padding pad, no bias,
+	// as nn.Conv2d(groups=): output channels [g·Cout/groups, (g+1)·Cout/groups)
+	// see only input channels [g·Cin/groups, (g+1)·Cin/groups); Cin and Cout
+	// are multiples of groups (cpuops.Conv2d).
+	NewConv2d(B, Cin, H, W, Cout, K, stride, pad, groups int) (Conv2dKernel, error)
 	// NewBatchNorm is BatchNorm2d(C) over (B,C,HW), ReLU fused after it
 	// when relu (cpuops.BatchNorm).
 	NewBatchNorm(B, C, HW int, relu bool) (BatchNormKernel, error)

@@ -50,8 +50,8 @@ var (
 	_ Updater = cpuEngine{}
 )
 
-func (e cpuEngine) NewConv2d(B, Cin, H, W, Cout, K, stride, pad int) (Conv2dKernel, error) {
-	k, err := cpuops.NewConv2d(B, Cin, H, W, Cout, K, stride, pad)
+func (e cpuEngine) NewConv2d(B, Cin, H, W, Cout, K, stride, pad, groups int) (Conv2dKernel, error) {
+	k, err := cpuops.NewConv2d(B, Cin, H, W, Cout, K, stride, pad, groups)
 	if err != nil {
 		return nil, err
 	}

@@ -72,8 +72,8 @@ func EstimateMemory(spec Spec, batch, threads int) Memory {
 // estimateResNet follows the ResNets' allocations: per conv, its output,
 // the BatchNorm's output and both their gradients, the gradient of its
 // input, the im2col scratch per worker (for
-// conv2, whose BatchNorm is fused with the residual join and ReLU, the
-// second gradient is the shortcut's); per block, the sum gorgonia
+// a block's last conv, whose BatchNorm is fused with the residual join and
+// ReLU, the second gradient is the shortcut's); per block, the sum gorgonia
 // allocates for the fan-out of the block's input; once, the filter-gradient
 // groups of the largest conv, which all convs share (cpuops.Conv2dShared).
 func estimateResNet(spec Spec, batch, threads int) Memory {
@@ -87,9 +87,9 @@ func estimateResNet(spec Spec, batch, threads int) Memory {
 	var m Memory
 	m.Activations = B * 3 * float64(spec.InputSize*spec.InputSize) * f32
 	var groupSums float64
-	conv := func(cin, size, cout, k, stride int) int {
+	conv := func(cin, size, cout, k, stride, groups int) int {
 		out := convOut(size, k, stride, k/2)
-		params := float64(cout * cin * k * k)
+		params := float64(cout * cin / groups * k * k)
 		m.Params += (4*params + 6*float64(cout)) * f32 // w, grad, momentum, a checkpoint's copy; BN's
 		o := B * float64(cout*out*out)
 		m.Activations += (4*o + B*float64(cin*size*size)) * f32
@@ -98,17 +98,24 @@ func estimateResNet(spec Spec, batch, threads int) Memory {
 		m.Graph += graphBytesPerBlock
 		return out
 	}
-	size := conv(3, spec.InputSize, l.stemWidth, l.stemKernel, l.stemStride)
+	size := conv(3, spec.InputSize, l.stemWidth, l.stemKernel, l.stemStride, 1)
 	cin := l.stemWidth
 	if l.maxPool {
 		size = convOut(size, 3, 2, 1)
 		m.Activations += 3 * B * float64(cin*size*size) * f32
 	}
-	for _, b := range l.basicBlocks() {
-		out := conv(b.cin, size, b.cout, 3, b.stride)
-		conv(b.cout, out, b.cout, 3, 1)
+	for _, b := range l.residualBlocks() {
+		var out int
+		if b.bottleneck {
+			conv(b.cin, size, b.width, 1, 1, 1)
+			out = conv(b.width, size, b.width, 3, b.stride, b.groups) // a ResNeXt's grouped 3x3
+			conv(b.width, out, b.cout, 1, 1, 1)
+		} else {
+			out = conv(b.cin, size, b.cout, 3, b.stride, 1)
+			conv(b.cout, out, b.cout, 3, 1, 1)
+		}
 		if b.downsample {
-			conv(b.cin, size, b.cout, 1, b.stride)
+			conv(b.cin, size, b.cout, 1, b.stride, 1)
 		}
 		m.Activations += B * float64(b.cout*out*out) * f32
 		cin, size = b.cout, out

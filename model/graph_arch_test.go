@@ -53,7 +53,7 @@ func TestEveryArchRunsOnlyOurOps(t *testing.T) {
 				}
 				// Every block's input has two consumers: conv1 and the
 				// shortcut (itself or the downsample conv).
-				want += len(l.basicBlocks())
+				want += len(l.residualBlocks())
 			}
 			if adds != want {
 				t.Errorf("%d of gorgonia's Adds, want %d", adds, want)

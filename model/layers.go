@@ -14,13 +14,14 @@ import (
 // torchvision state_dict entries, initialised from the model's one random
 // stream, in state_dict order), and its apply makes its graph nodes on the
 // engine, reading those parameters from its own fields. A composite layer
-// (the cnn's conv block, a BasicBlock, the head) does both in one build
-// call. Nothing matches names or positions between two walks: adding an
-// arch (Bottleneck) is one more composition.
+// (the cnn's conv block, a BasicBlock, a Bottleneck, the head) does both in
+// one build call. Nothing matches names or positions between two walks:
+// an arch is one more composition.
 //
 // The parameters are made in the constructors' order, the state_dict's,
-// which is not always the graph's: a BasicBlock's bn2 comes before its
-// downsample in the state_dict, but its op reads the downsample's output.
+// which is not always the graph's: a BasicBlock's bn2 (a Bottleneck's bn3)
+// comes before its downsample in the state_dict, but its op reads the
+// downsample's output.
 
 // builder is what layers are built into: the model (its parameters, its
 // BatchNorms, its engine's values), the op set and the random stream that
@@ -139,40 +140,53 @@ func (c *convBiasReLU) apply(b *builder, x *G.Node, needDX bool) (*G.Node, error
 	return b.ops.convBlock(k, B, cin, H, W, c.cout, c.k, c.pool, x, c.w.node, c.bias.node, needDX)
 }
 
-// conv2d is nn.Conv2d(cin, cout, k, stride, padding=k/2, bias=False), the
-// ResNets' conv: "<name>.weight".
+// conv2d is nn.Conv2d(cin, cout, k, stride, padding=k/2, groups=groups,
+// bias=False), the ResNets' conv: "<name>.weight", of shape (cout,
+// cin/groups, k, k) as nn.Conv2d's.
 type conv2d struct {
-	cout, k, stride int
-	w               *param
+	cout, k, stride, groups int
+	w                       *param
 }
 
-func newConv2d(b *builder, name string, cin, cout, k, stride int) (*conv2d, error) {
-	c := &conv2d{cout: cout, k: k, stride: stride}
+func newConv2d(b *builder, name string, cin, cout, k, stride, groups int) (*conv2d, error) {
+	if groups < 1 || cin%groups != 0 || cout%groups != 0 {
+		return nil, fmt.Errorf("%s: groups=%d must be at least 1 and divide both the %d input and the %d output channels", name, groups, cin, cout)
+	}
+	c := &conv2d{cout: cout, k: k, stride: stride, groups: groups}
 	var err error
-	c.w, err = b.param(&param{name: name + ".weight", shape: []int{cout, cin, k, k}}, b.kaimingNormal(cout*k*k))
+	// kaiming_normal_'s fan_out is weight.size(0)·k·k = cout·k·k, groups or not.
+	c.w, err = b.param(&param{name: name + ".weight", shape: []int{cout, cin / groups, k, k}}, b.kaimingNormal(cout*k*k))
 	return c, err
 }
 
 func (c *conv2d) apply(b *builder, x *G.Node, needDX bool) (*G.Node, error) {
 	B, cin, H, W := nchw(x)
 	re := b.m.eng
-	kc, err := re.NewConv2d(B, cin, H, W, c.cout, c.k, c.stride, c.k/2)
+	kc, err := re.NewConv2d(B, cin, H, W, c.cout, c.k, c.stride, c.k/2, c.groups)
 	if err != nil {
 		return nil, err
 	}
 	ho, wo := convOut(H, c.k, c.stride, c.k/2), convOut(W, c.k, c.stride, c.k/2)
-	xShape, wShape, yShape := tensor.Shape{B, cin, H, W}, tensor.Shape{c.cout, cin, c.k, c.k}, tensor.Shape{B, c.cout, ho, wo}
+	xShape, wShape, yShape := tensor.Shape{B, cin, H, W}, tensor.Shape{c.cout, cin / c.groups, c.k, c.k}, tensor.Shape{B, c.cout, ho, wo}
 	return b.ops.conv2d(kc, xShape, wShape, yShape, x, c.w.node, needDX)
 }
 
 // batchNorm2d is nn.BatchNorm2d(c): weight 1, bias 0, and the running
 // statistics, buffers that follow its bias in the state_dict.
 func newBatchNorm2d(b *builder, name string, c int) (*bnLayer, error) {
+	return newBatchNorm2dGamma(b, name, c, 1)
+}
+
+// newBatchNorm2dGamma is nn.BatchNorm2d(c) with its weight set to gamma (a
+// block's last BatchNorm under zero_init_residual: 0). The init draws
+// nothing from the random stream, so the other weights are the same
+// either way, as in torchvision.
+func newBatchNorm2dGamma(b *builder, name string, c int, gamma float32) (*bnLayer, error) {
 	l := &bnLayer{name: name, channels: c,
 		mean: make([]float32, c), vari: fill1(c),
 		stageMean: make([]float32, c), stageVar: make([]float32, c)}
 	var err error
-	if l.gamma, err = b.param(&param{name: name + ".weight", shape: []int{c}, noDecay: true}, fill(1)); err != nil {
+	if l.gamma, err = b.param(&param{name: name + ".weight", shape: []int{c}, noDecay: true}, fill(gamma)); err != nil {
 		return nil, err
 	}
 	if l.beta, err = b.param(&param{name: name + ".bias", shape: []int{c}, noDecay: true, bn: l}, fill(0)); err != nil {
@@ -226,8 +240,8 @@ type convBN struct {
 	bn   *bnLayer
 }
 
-func newConvBN(b *builder, convName, bnName string, cin, cout, k, stride int) (convBN, error) {
-	c, err := newConv2d(b, convName, cin, cout, k, stride)
+func newConvBN(b *builder, convName, bnName string, cin, cout, k, stride, groups int) (convBN, error) {
+	c, err := newConv2d(b, convName, cin, cout, k, stride, groups)
 	if err != nil {
 		return convBN{}, err
 	}
@@ -257,28 +271,45 @@ func maxPool2d(b *builder, x *G.Node, k, stride, pad int) (*G.Node, error) {
 	return b.ops.maxPoolK(p, tensor.Shape{B, C, H, W}, tensor.Shape{B, C, ho, wo}, x)
 }
 
-// build makes torchvision's BasicBlock blk (resnet.go) on x:
+// build makes the block on x: a BasicBlock or a Bottleneck.
+func (blk residualBlock) build(b *builder, x *G.Node) (*G.Node, error) {
+	if blk.bottleneck {
+		return blk.buildBottleneck(b, x)
+	}
+	return blk.buildBasic(b, x)
+}
+
+// lastBNGamma is the initial weight of a block's last BatchNorm (bn2 of a
+// BasicBlock, bn3 of a Bottleneck): 1, or 0 with Options.ZeroInitResidual
+// (torchvision's zero_init_residual), so that each block starts as its
+// shortcut.
+func (b *builder) lastBNGamma() float32 {
+	if b.m.opt.ZeroInitResidual {
+		return 0
+	}
+	return 1
+}
+
+// buildBasic makes torchvision's BasicBlock blk (resnet.go) on x:
 // ReLU(bn2(conv2(ReLU(bn1(conv1(x))))) + shortcut(x)), conv1 carrying the
 // stride; the shortcut is x, or downsample (1x1 conv + BatchNorm).
-func (blk basicBlock) build(b *builder, x *G.Node) (*G.Node, error) {
+func (blk residualBlock) buildBasic(b *builder, x *G.Node) (*G.Node, error) {
 	pre := blk.prefix
-	c1, err := newConvBN(b, pre+"conv1", pre+"bn1", blk.cin, blk.cout, 3, blk.stride)
+	c1, err := newConvBN(b, pre+"conv1", pre+"bn1", blk.cin, blk.cout, 3, blk.stride, 1)
 	if err != nil {
 		return nil, err
 	}
-	c2, err := newConv2d(b, pre+"conv2", blk.cout, blk.cout, 3, 1)
+	c2, err := newConv2d(b, pre+"conv2", blk.cout, blk.cout, 3, 1, 1)
 	if err != nil {
 		return nil, err
 	}
-	bn2, err := newBatchNorm2d(b, pre+"bn2", blk.cout)
+	bn2, err := newBatchNorm2dGamma(b, pre+"bn2", blk.cout, b.lastBNGamma())
 	if err != nil {
 		return nil, err
 	}
-	var down convBN
-	if blk.downsample {
-		if down, err = newConvBN(b, pre+"downsample.0", pre+"downsample.1", blk.cin, blk.cout, 1, blk.stride); err != nil {
-			return nil, err
-		}
+	down, err := blk.newDownsample(b)
+	if err != nil {
+		return nil, err
 	}
 
 	y, err := c1.apply(b, x, true, true)
@@ -288,15 +319,76 @@ func (blk basicBlock) build(b *builder, x *G.Node) (*G.Node, error) {
 	if y, err = c2.apply(b, y, true); err != nil {
 		return nil, fmt.Errorf("%sconv2: %w", pre, err)
 	}
+	return blk.join(b, bn2, "bn2", y, x, down)
+}
+
+// buildBottleneck makes torchvision's Bottleneck blk (resnet.go) on x:
+// ReLU(bn3(conv3(ReLU(bn2(conv2(ReLU(bn1(conv1(x)))))))) + shortcut(x)),
+// conv1 and conv3 1x1, conv2 3x3 carrying the stride (torchvision's v1.5);
+// the shortcut is x, or downsample (1x1 conv with the stride + BatchNorm).
+// The parameters are made in the state_dict's order: conv1, bn1, conv2,
+// bn2, conv3, bn3, downsample.
+func (blk residualBlock) buildBottleneck(b *builder, x *G.Node) (*G.Node, error) {
+	pre := blk.prefix
+	c1, err := newConvBN(b, pre+"conv1", pre+"bn1", blk.cin, blk.width, 1, 1, 1)
+	if err != nil {
+		return nil, err
+	}
+	c2, err := newConvBN(b, pre+"conv2", pre+"bn2", blk.width, blk.width, 3, blk.stride, blk.groups)
+	if err != nil {
+		return nil, err
+	}
+	c3, err := newConv2d(b, pre+"conv3", blk.width, blk.cout, 1, 1, 1)
+	if err != nil {
+		return nil, err
+	}
+	bn3, err := newBatchNorm2dGamma(b, pre+"bn3", blk.cout, b.lastBNGamma())
+	if err != nil {
+		return nil, err
+	}
+	down, err := blk.newDownsample(b)
+	if err != nil {
+		return nil, err
+	}
+
+	y, err := c1.apply(b, x, true, true)
+	if err != nil {
+		return nil, err
+	}
+	if y, err = c2.apply(b, y, true, true); err != nil {
+		return nil, err
+	}
+	if y, err = c3.apply(b, y, true); err != nil {
+		return nil, fmt.Errorf("%sconv3: %w", pre, err)
+	}
+	return blk.join(b, bn3, "bn3", y, x, down)
+}
+
+// newDownsample makes the block's projection shortcut, downsample.0 (1x1
+// conv with the block's stride) and downsample.1 (BatchNorm), where the
+// block changes the shape; nil where the shortcut is the identity.
+func (blk residualBlock) newDownsample(b *builder) (*convBN, error) {
+	if !blk.downsample {
+		return nil, nil
+	}
+	pre := blk.prefix
+	down, err := newConvBN(b, pre+"downsample.0", pre+"downsample.1", blk.cin, blk.cout, 1, blk.stride, 1)
+	return &down, err
+}
+
+// join is the block's end, ReLU(last(y) + shortcut(x)) in one op, the
+// shortcut x itself or down's projection of it.
+func (blk residualBlock) join(b *builder, last *bnLayer, lastName string, y, x *G.Node, down *convBN) (*G.Node, error) {
 	short := x
-	if blk.downsample {
+	if down != nil {
+		var err error
 		if short, err = down.apply(b, x, false, true); err != nil {
 			return nil, err
 		}
 	}
-	h, err := bn2.applyAddReLU(b, y, short)
+	h, err := last.applyAddReLU(b, y, short)
 	if err != nil {
-		return nil, fmt.Errorf("%sbn2 + shortcut: %w", pre, err)
+		return nil, fmt.Errorf("%s%s + shortcut: %w", blk.prefix, lastName, err)
 	}
 	return h, nil
 }
@@ -352,10 +444,10 @@ func cnn(b *builder, spec Spec, x *G.Node) (*G.Node, error) {
 	return h, nil
 }
 
-// resnet is a BasicBlock ResNet of layout l (resnet.go): the stem (conv1,
+// resnet is a ResNet of layout l (resnet.go): the stem (conv1,
 // bn1, ReLU, the imagenet stem's max-pool), then the layout's blocks.
 func resnet(b *builder, l resnetLayout, x *G.Node) (*G.Node, error) {
-	stem, err := newConvBN(b, "conv1", "bn1", 3, l.stemWidth, l.stemKernel, l.stemStride)
+	stem, err := newConvBN(b, "conv1", "bn1", 3, l.stemWidth, l.stemKernel, l.stemStride, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -368,7 +460,7 @@ func resnet(b *builder, l resnetLayout, x *G.Node) (*G.Node, error) {
 			return nil, fmt.Errorf("maxpool: %w", err)
 		}
 	}
-	for _, blk := range l.basicBlocks() {
+	for _, blk := range l.residualBlocks() {
 		if h, err = blk.build(b, h); err != nil {
 			return nil, err
 		}

@@ -31,6 +31,11 @@ type Options struct {
 	Beta1, Beta2, Eps  float32 // AdamW; all three 0: PyTorch's defaults (0.9, 0.999, 1e-8)
 	NoDecayNormAndBias bool    // no weight decay on BatchNorm parameters and biases
 	LabelSmoothing     float32 // CrossEntropyLoss(label_smoothing=…), in [0, 1)
+	// ZeroInitResidual is torchvision's zero_init_residual: each residual
+	// block's last BatchNorm weight (a BasicBlock's bn2, a Bottleneck's
+	// bn3) starts at 0, so that the block starts as its shortcut. The cnn
+	// has no such layer and ignores it.
+	ZeroInitResidual bool
 
 	// Precision is what the conv and linear layers' GEMMs round their
 	// inputs to (gemm.Precision: fp32, tf32, bf16), summing in float32;

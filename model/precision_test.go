@@ -41,8 +41,8 @@ func (r roundingLayers) NewConv(B, Cin, H, W, Cout, K int, pool bool) (model.Con
 	return roundingConv{k, r}, err
 }
 
-func (r roundingLayers) NewConv2d(B, Cin, H, W, Cout, K, stride, pad int) (model.Conv2dKernel, error) {
-	k, err := r.Layers.NewConv2d(B, Cin, H, W, Cout, K, stride, pad)
+func (r roundingLayers) NewConv2d(B, Cin, H, W, Cout, K, stride, pad, groups int) (model.Conv2dKernel, error) {
+	k, err := r.Layers.NewConv2d(B, Cin, H, W, Cout, K, stride, pad, groups)
 	return roundingConv2d{k, r}, err
 }
 

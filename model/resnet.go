@@ -17,13 +17,24 @@ import (
 //	                    imagenet (conv1 7x7 stride 2 pad 3, bn1, ReLU,
 //	                    max-pool 3x3 stride 2 pad 1) or cifar (conv1 3x3
 //	                    stride 1 pad 1, bn1, ReLU, no max-pool)
+//	resnet50, resnet101,  torchvision's Bottleneck ResNets ("v1.5"),
+//	resnet152           [3,4,6,3], [3,4,23,3] and [3,8,36,3] blocks of
+//	                    planes 64-128-256-512, out 4x that; either stem
+//	wide_resnet50_2,    resnet50's and resnet101's layouts with the 3x3
+//	wide_resnet101_2    convs twice as wide (width_per_group 128)
+//	resnext50_32x4d,    resnet50's and resnet101's layouts with the 3x3
+//	resnext101_32x8d    convs grouped: groups 32, width_per_group 4 and 8
 //	resnet20/32/56      He et al. 2016, section 4.2: conv1 3x3 of 16
 //	                    channels, 3 stages of n = 3/5/9 BasicBlocks of
 //	                    16/32/64 channels, projection shortcuts (1x1 conv +
 //	                    BN) where the shape changes
 //
 // A BasicBlock is ReLU(bn2(conv2(ReLU(bn1(conv1(x))))) + shortcut(x)),
-// conv1 carrying the stage's stride; convs have no bias. Then a global
+// conv1 carrying the stage's stride; a Bottleneck is
+// ReLU(bn3(conv3(ReLU(bn2(conv2(ReLU(bn1(conv1(x)))))))) + shortcut(x)):
+// conv1 1x1 to the block's width (planes x width_per_group/64 x groups),
+// conv2 3x3 carrying the stride (torchvision's v1.5; He et al. put it on
+// conv1), conv3 1x1 to 4 x planes. Convs have no bias. Then a global
 // average pool and fc.
 
 // Arch names.
@@ -34,40 +45,74 @@ const (
 )
 
 // Archs lists every model.arch.
-var Archs = []string{ArchCNN, "resnet18", "resnet34", "resnet20", "resnet32", "resnet56"}
+var Archs = []string{ArchCNN, "resnet18", "resnet34", "resnet50", "resnet101", "resnet152",
+	"wide_resnet50_2", "wide_resnet101_2", "resnext50_32x4d", "resnext101_32x8d",
+	"resnet20", "resnet32", "resnet56"}
+
+// bottlenecks are the Bottleneck archs' layouts: blocks per stage, groups
+// and width_per_group, as torchvision's resnet.py builds them.
+var bottlenecks = map[string]struct {
+	blocks            []int
+	groups, baseWidth int
+}{
+	"resnet50":         {[]int{3, 4, 6, 3}, 1, 64},
+	"resnet101":        {[]int{3, 4, 23, 3}, 1, 64},
+	"resnet152":        {[]int{3, 8, 36, 3}, 1, 64},
+	"wide_resnet50_2":  {[]int{3, 4, 6, 3}, 1, 128},
+	"wide_resnet101_2": {[]int{3, 4, 23, 3}, 1, 128},
+	"resnext50_32x4d":  {[]int{3, 4, 6, 3}, 32, 4},
+	"resnext101_32x8d": {[]int{3, 4, 23, 3}, 32, 8},
+}
+
+// bottleneckExpansion is the Bottleneck's out channels per plane.
+const bottleneckExpansion = 4
 
 type resnetLayout struct {
 	stemWidth, stemKernel, stemStride int
 	maxPool                           bool
-	widths, blocks                    []int
+	widths, blocks                    []int // widths: each stage's planes
+	// bottleneck: the stages are Bottlenecks of groups x planes x
+	// baseWidth/64 channels in the 3x3 conv and 4 x planes out; else
+	// BasicBlocks of planes channels.
+	bottleneck        bool
+	groups, baseWidth int
 }
 
-// basicBlock is one BasicBlock of a layout: its state_dict prefix
-// ("layer2.0."), its input and output channels, its first conv's stride,
-// and whether its shortcut is the 1x1 conv + BatchNorm projection
-// (downsample) rather than the identity.
-type basicBlock struct {
-	prefix     string
-	cin, cout  int
-	stride     int
-	downsample bool
+// residualBlock is one block of a layout, a BasicBlock or a Bottleneck: its
+// state_dict prefix ("layer2.0."), its input channels, its width (the
+// channels of its inner convs), its output channels, the stride (of conv1
+// in a BasicBlock, conv2 in a Bottleneck), conv2's groups, and whether its
+// shortcut is the 1x1 conv + BatchNorm projection (downsample) rather than
+// the identity.
+type residualBlock struct {
+	prefix           string
+	bottleneck       bool
+	cin, width, cout int
+	stride, groups   int
+	downsample       bool
 }
 
-// basicBlocks lists the layout's blocks in order, after the stem: each
+// residualBlocks lists the layout's blocks in order, after the stem: each
 // stage's first block but the first stage's has stride 2, and a block
 // whose shape changes projects its shortcut (torchvision's rule, and He et
 // al.'s option B).
-func (l resnetLayout) basicBlocks() []basicBlock {
-	var out []basicBlock
+func (l resnetLayout) residualBlocks() []residualBlock {
+	var out []residualBlock
 	cin := l.stemWidth
-	for s, w := range l.widths {
+	for s, planes := range l.widths {
+		width, cout, groups := planes, planes, 1
+		if l.bottleneck {
+			// torchvision: int(planes * (base_width / 64.0)) * groups
+			width, cout, groups = planes*l.baseWidth/64*l.groups, planes*bottleneckExpansion, l.groups
+		}
 		for b := 0; b < l.blocks[s]; b++ {
 			stride := 1
 			if s > 0 && b == 0 {
 				stride = 2
 			}
-			out = append(out, basicBlock{fmt.Sprintf("layer%d.%d.", s+1, b), cin, w, stride, stride != 1 || cin != w})
-			cin = w
+			out = append(out, residualBlock{prefix: fmt.Sprintf("layer%d.%d.", s+1, b), bottleneck: l.bottleneck,
+				cin: cin, width: width, cout: cout, stride: stride, groups: groups, downsample: stride != 1 || cin != cout})
+			cin = cout
 		}
 	}
 	return out
@@ -76,13 +121,25 @@ func (l resnetLayout) basicBlocks() []basicBlock {
 // IsResNet says whether the spec is one of the ResNets.
 func (s Spec) IsResNet() bool { return s.Arch != "" && s.Arch != ArchCNN }
 
+// HasStem says whether the spec's arch is one of torchvision's ResNets,
+// which read Spec.Stem (imagenet or cifar); the CIFAR ResNets and the cnn
+// do not.
+func (s Spec) HasStem() bool {
+	_, b := bottlenecks[s.Arch]
+	return b || s.Arch == "resnet18" || s.Arch == "resnet34"
+}
+
 func (s Spec) layout() (resnetLayout, error) {
 	var l resnetLayout
 	switch s.Arch {
-	case "resnet18", "resnet34":
+	case "resnet18", "resnet34", "resnet50", "resnet101", "resnet152",
+		"wide_resnet50_2", "wide_resnet101_2", "resnext50_32x4d", "resnext101_32x8d":
 		l.widths = []int{64, 128, 256, 512}
 		l.blocks = []int{2, 2, 2, 2}
-		if s.Arch == "resnet34" {
+		switch bn, ok := bottlenecks[s.Arch]; {
+		case ok:
+			l.blocks, l.bottleneck, l.groups, l.baseWidth = bn.blocks, true, bn.groups, bn.baseWidth
+		case s.Arch == "resnet34":
 			l.blocks = []int{3, 4, 6, 3}
 		}
 		l.stemWidth = 64
