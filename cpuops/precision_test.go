@@ -64,6 +64,7 @@ func differs(t *testing.T, what string, got, fp32 []float32) {
 }
 
 func TestConv2dPrecisionIsRoundedInputs(t *testing.T) {
+	defer gemm.SetFastBF16(gemm.SetFastBF16(false)) // the reference: rounding while packing, bit for bit
 	for _, p := range []gemm.Precision{gemm.TF32, gemm.BF16} {
 		for _, s := range []struct{ B, cin, H, W, cout, K, S, P int }{
 			{2, 3, 7, 6, 4, 3, 1, 1}, // stride 1: BackwardData is the flipped-kernel forward
@@ -97,6 +98,7 @@ func TestConv2dPrecisionIsRoundedInputs(t *testing.T) {
 // its bias, ReLU and pool stay fp32, and so does the bias gradient (the
 // fp32 one of the unrounded dy).
 func TestConvBlockPrecisionIsRoundedInputs(t *testing.T) {
+	defer gemm.SetFastBF16(gemm.SetFastBF16(false)) // the reference: rounding while packing, bit for bit
 	const B, cin, H, cout = 3, 3, 8, 4
 	for _, p := range []gemm.Precision{gemm.TF32, gemm.BF16} {
 		for _, pool := range []bool{false, true} {
@@ -133,6 +135,7 @@ func TestConvBlockPrecisionIsRoundedInputs(t *testing.T) {
 }
 
 func TestLinearPrecisionIsRoundedInputs(t *testing.T) {
+	defer gemm.SetFastBF16(gemm.SetFastBF16(false)) // the reference: rounding while packing, bit for bit
 	const B, C, N = 7, 37, 11
 	for _, p := range []gemm.Precision{gemm.TF32, gemm.BF16} {
 		rng := rand.New(rand.NewPCG(uint64(p), 25))

@@ -78,6 +78,10 @@ func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 // packed (precision.go); the products are summed in float32 as at FP32,
 // so the result is, bit for bit, Sgemm's on inputs rounded beforehand.
 func SgemmPrec(prec Precision, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	if prec == BF16 && FastBF16() {
+		SgemmBF16(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
 	if !begin("Sgemm", transA, m, n, k, alpha, a, lda, beta, c, ldc) {
 		return
 	}
@@ -101,6 +105,10 @@ func SgemmPanels(transA bool, m, n, k int, alpha float32, a []float32, lda int, 
 // SgemmPanelsPrec is SgemmPanels with op(A) and op(B) rounded to prec as
 // they are packed (SgemmPrec).
 func SgemmPanelsPrec(prec Precision, transA bool, m, n, k int, alpha float32, a []float32, lda int, b Panels, beta float32, c []float32, ldc int) {
+	if prec == BF16 && FastBF16() {
+		SgemmPanelsBF16(transA, m, n, k, alpha, a, lda, b, beta, c, ldc)
+		return
+	}
 	if !begin("SgemmPanels", transA, m, n, k, alpha, a, lda, beta, c, ldc) {
 		return
 	}
@@ -121,6 +129,7 @@ type PackedA struct {
 	m, k, kstep, mpad int
 	prec              Precision
 	data              []float32
+	bf                *PackedABF16 // instead of data: packed for the VDPBF16PS kernels (FastBF16)
 }
 
 // PackA packs op(A) (m×k; A itself is k×m when transA) into p, reusing
@@ -139,6 +148,17 @@ func PackAPrec(p *PackedA, prec Precision, transA bool, m, k int, a []float32, l
 		checkLen("A", a, k, m, lda)
 	} else {
 		checkLen("A", a, m, k, lda)
+	}
+	if prec == BF16 && FastBF16() {
+		if p.bf == nil {
+			p.bf = new(PackedABF16)
+		}
+		PackABF16(p.bf, transA, m, k, a, lda)
+		p.m, p.k, p.prec = m, k, prec
+		return
+	}
+	if p.bf != nil {
+		p.bf = nil
 	}
 	kstep := kStep(k)
 	p.m, p.k, p.kstep, p.mpad, p.prec = m, k, kstep, (m+mr-1)/mr*mr, prec
@@ -173,6 +193,10 @@ func SgemmPacked(a *PackedA, transB bool, n int, alpha float32, b []float32, ldb
 	} else {
 		checkLen("B", b, a.k, n, ldb)
 	}
+	if a.bf != nil {
+		SgemmPackedBF16(a.bf, transB, n, alpha, b, ldb, beta, c, ldc)
+		return
+	}
 	s := scratchPool.Get().(*scratch)
 	s.mat = matrixB{b, ldb, transB}
 	multiply(s, a.prec, a, false, a.m, n, a.k, alpha, nil, 0, &s.mat, beta, c, ldc)
@@ -183,6 +207,10 @@ func SgemmPacked(a *PackedA, transB bool, n int, alpha float32, b []float32, ldb
 // SgemmPackedPanels is SgemmPacked with op(B) given by a Panels source.
 func SgemmPackedPanels(a *PackedA, n int, alpha float32, b Panels, beta float32, c []float32, ldc int) {
 	if !beginPacked("SgemmPackedPanels", a, n, alpha, beta, c, ldc) {
+		return
+	}
+	if a.bf != nil {
+		SgemmPackedPanelsBF16(a.bf, n, alpha, b, beta, c, ldc)
 		return
 	}
 	s := scratchPool.Get().(*scratch)

@@ -197,6 +197,7 @@ func rounded(p Precision, s []float32) []float32 {
 // the rounding happens on every packed block, A's and B's, on both kernel
 // paths, and nothing else changes (the FP32 sums are untouched).
 func TestSgemmPrecIsSgemmOfRoundedInputs(t *testing.T) {
+	defer SetFastBF16(SetFastBF16(false)) // the reference: rounding while packing, bit for bit
 	rng := rand.New(rand.NewPCG(5, 6))
 	defer func(k kernelFunc, w wideKernel) { kernel, wide = k, w }(kernel, wide)
 	var pa PackedA

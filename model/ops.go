@@ -16,6 +16,15 @@ import (
 // the run to print once (e.g. "gemm: Go assembly AVX2+FMA 6x16 micro-kernel").
 func Kernel() string { return gemm.Name() }
 
+// KernelAt is Kernel at precision p: at tf32 and bf16 also how their
+// products run (bf16 on the VDPBF16PS kernels where the CPU has them).
+func KernelAt(p gemm.Precision) string {
+	if p == gemm.FP32 {
+		return gemm.Name()
+	}
+	return gemm.Name() + "; " + gemm.PrecisionName(p)
+}
+
 // The graph's layers are gorgonia Ops of ours whose work is done by the
 // kernels of package cpuops (its package comment has the op table, the
 // contract a device backend implements too). Each op owns its output

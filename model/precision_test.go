@@ -137,6 +137,7 @@ func trainedHash(t *testing.T, c statehash.Case, eng *model.Engine, opt model.Op
 // state of the same steps with every GEMM input rounded by hand around the
 // fp32 kernels (roundingLayers), and a state unlike fp32's.
 func TestPrecisionStepIsRoundedInputs(t *testing.T) {
+	defer gemm.SetFastBF16(gemm.SetFastBF16(false)) // the reference: rounding while packing, bit for bit
 	names := map[string]bool{"cnn": true, "resnet20": true}
 	for _, c := range statehash.Cases {
 		if !names[c.Name] {

@@ -92,7 +92,7 @@ func openDevice(spec model.Spec, opt model.Options, cfg config.Config, out io.Wr
 		if err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(out, "device: cpu, %s, %s, precision %s\n", plural(runtime.GOMAXPROCS(0), "thread"), model.Kernel(), opt.Precision)
+		fmt.Fprintf(out, "device: cpu, %s, %s, precision %s\n", plural(runtime.GOMAXPROCS(0), "thread"), model.KernelAt(opt.Precision), opt.Precision)
 		return &Device{Name: "cpu", Backend: m, Params: m.NumParams()}, nil
 	case "cuda":
 		if newCUDADevice == nil {
