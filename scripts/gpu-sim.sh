@@ -12,7 +12,8 @@
 #      testdata/state_hashes_gpu.json (bit for bit, run again on one host
 #      thread: split-K atomics add in timing order on several); only the tests that
 #      time real hardware, and the PyTorch parity where /usr/bin/python3
-#      lacks torch, may skip; then the
+#      lacks torch, may skip; resnext50_32x4d against PyTorch on its own
+#      (grouped convs; ~150 s on one host thread), where there is torch; then the
 #      trainer's GPU tests (trainer.test -test.run ^TestGPU): 2 and 3 ranks
 #      of data-parallel training on --device cuda against one rank; and
 #      dist's NCCL binding on the NCCL stand-in (3 ranks under mpirun);
@@ -113,7 +114,7 @@ for t in TestGPUKernelParity TestGPUNetMatchesModel TestGPUU8MatchesFloat TestGP
 	TestGPUCublasGemm TestGPUCublasMissingNamesWhereItLooked TestGPUDriverCounters; do
 	grep -q "^--- PASS: $t " "$log" || missing+="$t "
 done
-extra_skips=$(echo "$skipped" | tr ' ' '\n' | grep -v -x -e '' -e TestGPUBandwidth -e TestGPUOverlap -e TestGPUParityWithPyTorch -e TestGPUStateHashesUnchanged -e TestGPUGemmThroughput | tr '\n' ' ')
+extra_skips=$(echo "$skipped" | tr ' ' '\n' | grep -v -x -e '' -e TestGPUBandwidth -e TestGPUOverlap -e TestGPUParityWithPyTorch -e TestGPUStateHashesUnchanged -e TestGPUGemmThroughput -e TestGPUResNeXtParityWithPyTorch | tr '\n' ' ')
 if [ "$rc" != 0 ] || [ -n "$missing" ] || [ -n "$extra_skips" ] || [ "$(stand_in_errors "$log")" != 0 ]; then
 	fail tests "exit $rc; not passed: ${missing:-none}; unexpected skips: ${extra_skips:-none}; stand-in errors: $(stand_in_errors "$log") (see $log)"
 else
@@ -141,6 +142,14 @@ required() {
 # order, and the test skips).
 required state-hashes cudaops '^TestGPUStateHashesUnchanged$' TestGPUStateHashesUnchanged \
 	"state hashes after 3 steps: unchanged (1 host thread)" 900 STOKE_CUDASIM_THREADS=1
+# resnext50_32x4d's step against PyTorch (grouped 3x3 convs; a 25M-parameter
+# model, ~150 s on one host thread: out of the 590 s of the run above), where
+# /usr/bin/python3 has torch and torchvision; the test skips without
+# STOKE_PARITY_RESNEXT=1 under the stand-in.
+if /usr/bin/python3 -c "import torch, torchvision" 2>/dev/null; then
+	required resnext-parity cudaops '^TestGPUResNeXtParityWithPyTorch$' TestGPUResNeXtParityWithPyTorch \
+		"resnext50_32x4d against PyTorch on the GPU engine" 600 STOKE_PARITY_RESNEXT=1
+fi
 # The trainer's GPU tests: data-parallel training on --device cuda (each
 # rank its own CUDA backend, the gradients summed on host copies), and the
 # per-step driver counters.
