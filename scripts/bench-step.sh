@@ -18,7 +18,10 @@
 # When it cannot be, no ratio is printed. Each line records the CPU, torch's BLAS
 # and CPU capability, the load and the CPU time beside the wall time.
 #
-# usage: [MODEL=ref-cnn] scripts/bench-step.sh [rounds=3] [threads="1 2"] [steps=10]
+# PRECISION=bf16 runs both at bf16: stoke's train.precision bf16 (the VDPBF16PS
+# kernels where the CPU has AVX512_BF16) and PyTorch's CPU autocast to bf16.
+#
+# usage: [MODEL=ref-cnn] [PRECISION=fp32] scripts/bench-step.sh [rounds=3] [threads="1 2"] [steps=10]
 # needs: go, /usr/bin/python3 with torch (Debian: apt-get install python3-torch)
 set -eu
 echo "bench-step.sh: CPU only, no GPU; about a minute (quiet 2-core machine, defaults) plus the build"
@@ -56,7 +59,7 @@ resnet50)
 *) echo "MODEL must be ref-cnn, resnet20, resnet18-cifar, resnet18-imagenet or resnet50" >&2; exit 2 ;;
 esac
 torch_best "$python"
-"$bin" bench-step --config "$cfg" --threads 1 --steps 1 --warmup 0 | head -3  # which GEMM, which model, which CPU
+"$bin" bench-step --config "$cfg" --threads 1 --steps 1 --warmup 0 --precision "${PRECISION:-fp32}" | head -3  # which GEMM, which model, which CPU
 out=$tmp/rows
 : > "$out"
 r=1
@@ -64,9 +67,9 @@ while [ "$r" -le "$rounds" ]; do
 	for t in $threads; do
 		echo "round $r/$rounds, $t thread(s): stoke, then PyTorch" >&2
 		printf '%s %s stoke ' "$r" "$t" >> "$out"
-		"$bin" bench-step --config "$cfg" --threads "$t" --steps "$steps" --json >> "$out"
+		"$bin" bench-step --config "$cfg" --threads "$t" --steps "$steps" --precision "${PRECISION:-fp32}" --json >> "$out"
 		printf '%s %s pytorch ' "$r" "$t" >> "$out"
-		torch_env "$python" scripts/bench_step_pytorch.py --threads "$t" --steps "$steps" $targs >> "$out"
+		torch_env "$python" scripts/bench_step_pytorch.py --threads "$t" --steps "$steps" --precision "${PRECISION:-fp32}" $targs >> "$out"
 	done
 	r=$((r + 1))
 done

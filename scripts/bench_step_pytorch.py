@@ -52,6 +52,8 @@ def main():
     ap.add_argument("--conv", default="32p,64p,128")
     ap.add_argument("--arch", default="cnn")
     ap.add_argument("--stem", default="imagenet")
+    ap.add_argument("--precision", default="fp32", choices=["fp32", "bf16"],
+                    help="bf16: torch.autocast('cpu', dtype=torch.bfloat16) around the forward and loss (PyTorch's CPU autocast: convs and linears in bf16)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
@@ -68,7 +70,8 @@ def main():
 
     def step():
         opt.zero_grad(set_to_none=True)
-        loss = loss_fn(net(x), y)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.precision == "bf16"):
+            loss = loss_fn(net(x), y)
         loss.backward()
         opt.step()
 
@@ -87,7 +90,7 @@ def main():
     ru = resource.getrusage(resource.RUSAGE_SELF)
     faults = (ru.ru_minflt - f0) / a.steps
     load = load.stop()
-    print(json.dumps({"threads": a.threads, "ms_per_step": per * 1e3, "img_per_s": a.batch / per,
+    print(json.dumps({"threads": a.threads, "precision": a.precision, "ms_per_step": per * 1e3, "img_per_s": a.batch / per,
                       "peak_rss_bytes": ru.ru_maxrss * 1024, "best_ms": best * 1e3,
                       "cpu_ms_per_step": cpu * 1e3, "minflt_per_step": faults,
                       "busy": machine.busy(load, a.threads), **load, **machine.describe()}))
