@@ -62,6 +62,9 @@ func TestResNetLayoutsCountTorchvisionsParams(t *testing.T) {
 // conv1 is 1x1 and the stride is on conv2 (v1.5) in each stage's first
 // block.
 func TestResNet50IsTorchvisions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds a resnet50")
+	}
 	spec := Spec{Arch: "resnet50", Stem: StemImageNet, InputSize: 32, Classes: 1000}
 	m := newModel(t, spec, Options{Batch: 1, Seed: 1})
 	if got, want := m.NumParams(), torchvisionNumParams["resnet50"]; got != want {

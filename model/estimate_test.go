@@ -25,6 +25,9 @@ func TestEstimateMemoryFollowsTheEngine(t *testing.T) {
 		{"resnet50 imagenet stem", Spec{Arch: "resnet50", InputSize: 64, Classes: 10}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if testing.Short() && tc.spec.Arch == "resnet50" {
+				t.Skip("-short: two steps of a resnet50 (a minute under -race)")
+			}
 			threads := runtime.GOMAXPROCS(0)
 			est := EstimateMemory(tc.spec, tc.batch, threads)
 			before := heapAfterGC()

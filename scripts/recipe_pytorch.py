@@ -50,9 +50,20 @@ def make_model(cfg, classes):
     arch = cfg["model"].get("arch", "cnn")
     if arch == "cnn":
         return blog_pytorch.make_model(cfg["model"], classes)
-    if arch not in ("resnet18", "resnet34", "resnet20", "resnet32", "resnet56"):
-        raise SystemExit("recipe_pytorch.py: model.arch %r is not handled here (cnn, resnet18/34, resnet20/32/56)" % arch)
-    return parity_pytorch.build(arch, cfg["model"].get("stem", "imagenet"), classes)
+    if arch not in ("resnet18", "resnet34", "resnet50", "resnet101", "resnet152", "wide_resnet50_2",
+                    "wide_resnet101_2", "resnet20", "resnet32", "resnet56"):
+        raise SystemExit("recipe_pytorch.py: model.arch %r is not handled here "
+                         "(cnn, resnet18/34/50/101/152, wide_resnet50_2/101_2, resnet20/32/56)" % arch)
+    net = parity_pytorch.build(arch, cfg["model"].get("stem", "imagenet"), classes)
+    if cfg["model"].get("zero_init_residual"):  # torchvision's rule, for its nets and He et al.'s
+        import torch.nn as nn
+        import torchvision
+        for m in net.modules():
+            if isinstance(m, torchvision.models.resnet.Bottleneck):
+                nn.init.constant_(m.bn3.weight, 0)
+            elif isinstance(m, (torchvision.models.resnet.BasicBlock, parity_pytorch.BasicBlock)):
+                nn.init.constant_(m.bn2.weight, 0)
+    return net
 
 
 def synthetic_root(d):
