@@ -110,10 +110,11 @@ for t in TestGPUKernelParity TestGPUNetMatchesModel TestGPUU8MatchesFloat TestGP
 	TestGPUGraphMatchesCPU TestGPUGraphU8MatchesCPU TestGPUStateError \
 	TestGPUAdd TestGPUConv2d TestGPUBatchNorm TestGPUMaxPoolK TestGPUAddReLU TestGPUOptimizers \
 	TestGPUResNetGraphMatchesCPU TestGPUResNetU8MatchesCPU \
-	TestGPUCublasGemm TestGPUCublasMissingNamesWhereItLooked TestGPUDriverCounters; do
+	TestGPUCublasGemm TestGPUCublasMissingNamesWhereItLooked TestGPUDriverCounters \
+	TestGPUGemmStepsMatchCPU TestGPUGemmPrecision TestGPUGemmSelection TestGPUGemmBadCublas; do
 	grep -q "^--- PASS: $t " "$log" || missing+="$t "
 done
-extra_skips=$(echo "$skipped" | tr ' ' '\n' | grep -v -x -e '' -e TestGPUBandwidth -e TestGPUOverlap -e TestGPUParityWithPyTorch -e TestGPUStateHashesUnchanged -e TestGPUGemmThroughput | tr '\n' ' ')
+extra_skips=$(echo "$skipped" | tr ' ' '\n' | grep -v -x -e '' -e TestGPUBandwidth -e TestGPUOverlap -e TestGPUParityWithPyTorch -e TestGPUStateHashesUnchanged -e TestGPUGemmThroughput -e TestGPUStepTimes | tr '\n' ' ')
 if [ "$rc" != 0 ] || [ -n "$missing" ] || [ -n "$extra_skips" ] || [ "$(stand_in_errors "$log")" != 0 ]; then
 	fail tests "exit $rc; not passed: ${missing:-none}; unexpected skips: ${extra_skips:-none}; stand-in errors: $(stand_in_errors "$log") (see $log)"
 else
