@@ -21,6 +21,7 @@ type Config struct {
 	Model   Model   `yaml:"model"`
 	Optim   Optim   `yaml:"optim"`
 	Train   Train   `yaml:"train"`
+	Cuda    Cuda    `yaml:"cuda"`
 }
 
 // Data says where images come from and how the loader runs.
@@ -117,6 +118,13 @@ type Train struct {
 	Precision string `yaml:"precision" help:"fp32, tf32 (conv and linear GEMM inputs rounded to TF32, as PyTorch's allow_tf32) or bf16 (rounded to bfloat16, as torch.autocast); the sums, BatchNorm, the loss, the optimizer, the weights and checkpoints stay fp32. fp32 is the default on every device: on the cpu it is the exact reference, and tf32 and bf16 there reproduce a GPU's rounding at fp32's speed; cuda takes only fp32 until its cuBLAS path lands. A resumed run keeps its precision" flag:"precision"`
 }
 
+// Cuda is the GPU engine's own settings: they act on --device cuda only
+// (docs/cuda.md).
+type Cuda struct {
+	Gemm   string `yaml:"gemm" help:"the GPU engine's matrix products (every conv and linear layer, forward and backward; acts on the cuda device only): auto (cuBLAS when it loads, else our own SGEMM, and the run says where it looked), cublas (cuBLAS, or stop with the places it looked) or own (our own SGEMM kernel: the fallback and the reference)"`
+	Cublas string `yaml:"cublas" help:"where cuBLAS is (acts on the cuda device only): a libcublas.so.N file, or a folder holding libcublas.so.13, .12 or .11; empty = search the library path, the driver's folder, the CUDA toolkit's and Python environments' nvidia/*/lib folders (docs/cuda.md)"`
+}
+
 // Default is the configuration every file and flag starts from: the
 // quickstart (configs/quickstart.yaml holds these same values, with
 // train.out runs/quickstart; a test keeps the two in step), a small CNN on
@@ -160,5 +168,6 @@ func Default() Config {
 			StepEpochs: 30, Milestones: []int{}, Gamma: 0.1},
 		Train: Train{Epochs: 12, Device: "cpu", Precision: "fp32", Seed: 1, Out: "runs/default", Progress: "auto", KeepCkpts: 2, OnDivergence: "auto",
 			Dist: "auto", DistTimeout: 300, DistBucketMB: 25},
+		Cuda: Cuda{Gemm: "auto"},
 	}
 }

@@ -32,6 +32,7 @@ func (c *Config) Validate() error {
 	p.model(c)
 	p.optim(&c.Optim)
 	p.train(&c.Train)
+	p.cuda(&c.Cuda)
 	p.float32s(c)
 	p.counts(c)
 	p.batchNorm(c)
@@ -58,6 +59,19 @@ func (p *problems) finite(path string, v float64) bool {
 		return false
 	}
 	return true
+}
+
+// cuda checks the GPU engine's settings whatever the device, so that a
+// config meant for a GPU fails on the machine where it is written.
+func (p *problems) cuda(c *Cuda) {
+	switch c.Gemm {
+	case "auto", "cublas", "own":
+	default:
+		p.bad("cuda.gemm", "must be auto, cublas or own, got %q", c.Gemm)
+	}
+	if c.Cublas != strings.TrimSpace(c.Cublas) || strings.ContainsRune(c.Cublas, 0) {
+		p.bad("cuda.cublas", "must be a file or folder path without leading or trailing spaces, got %q", c.Cublas)
+	}
 }
 
 func (p *problems) data(d *Data) {

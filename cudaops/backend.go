@@ -86,8 +86,17 @@ var _ model.Pending = (*Pending)(nil)
 // NewBackend builds the network on d with fresh weights from opt.Seed (the
 // CPU model's initialisation, so both start from the same point). norm is
 // what uint8 batches are normalized with (the trainer passes augment.mean
-// and augment.std).
+// and augment.std). Its GEMMs are our own at fp32 (NewBackendWith chooses).
 func NewBackend(d *Device, spec model.Spec, opt model.Options, nonBlocking bool, norm Normalize) (*Backend, error) {
+	return NewBackendWith(d, spec, opt, nonBlocking, norm, EngineOptions{Gemm: GemmOwn})
+}
+
+// NewBackendWith is NewBackend with the engine's GEMM and its precision as
+// eo says (cuda.gemm, cuda.cublas, train.precision); Gemm tells which it got.
+func NewBackendWith(d *Device, spec model.Spec, opt model.Options, nonBlocking bool, norm Normalize, eo EngineOptions) (*Backend, error) {
+	if err := eo.check(); err != nil {
+		return nil, fmt.Errorf("cudaops: %w", err)
+	}
 	if err := norm.validate(); err != nil {
 		return nil, fmt.Errorf("cudaops: %w", err)
 	}
@@ -105,6 +114,9 @@ func NewBackend(d *Device, spec model.Spec, opt model.Options, nonBlocking bool,
 			return err
 		}
 		if b.e, err = newGPUEngine(b.compute); err != nil {
+			return err
+		}
+		if err := b.e.selectGemm(eo); err != nil {
 			return err
 		}
 		b.ge = &GraphEngine{d: d, e: b.e, s: b.compute, shared: true}
@@ -436,6 +448,10 @@ func (b *Backend) Load(params, optState []model.NamedTensor) error {
 
 // NumParams is the number of trainable scalars.
 func (b *Backend) NumParams() int { return b.m.NumParams() }
+
+// Gemm is the GEMM the backend's engine runs every product on, and at
+// what precision.
+func (b *Backend) Gemm() GemmInfo { return b.e.gemmInfo }
 
 // Close frees the device memory, streams and events.
 func (b *Backend) Close() {

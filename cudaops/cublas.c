@@ -22,22 +22,25 @@ FN(cublasSetMathMode);
 FN(cublasSetPointerMode_v2);
 FN(cublasGemmEx);
 FN(cublasGemmStridedBatchedEx);
+FN(cublasSetWorkspace_v2); // optional: cuBLAS 11.0 and 11.1 lack it
 
 static void *lib;
 
 // stoke_cublas_load dlopens path (a file name or a bare soname) and finds
 // the functions stoke calls. 0 on success; else err says what is missing.
+// Once one library is in use, loading it again (by another name or path)
+// succeeds, and a different one is refused after the same checks: the
+// function pointers are the process's.
 int stoke_cublas_load(const char *path, int want_major, int *major, char *err, int n) {
-	if (lib) return 0;
 	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	if (!h) {
 		snprintf(err, n, "%s", dlerror());
 		return 1;
 	}
+	__typeof__(cublasGetProperty) *getProperty;
 #define SYM(name)                                                                                                          \
 	do {                                                                                                               \
-		*(void **)&p_##name = dlsym(h, #name);                                                                     \
-		if (!p_##name) {                                                                                           \
+		if (!dlsym(h, #name)) {                                                                                    \
 			snprintf(err, n, "%s has no %s: not a cuBLAS 11 or newer", path, #name);                           \
 			dlclose(h);                                                                                        \
 			return 2;                                                                                          \
@@ -51,7 +54,8 @@ int stoke_cublas_load(const char *path, int want_major, int *major, char *err, i
 	SYM(cublasSetPointerMode_v2);
 	SYM(cublasGemmEx);
 	SYM(cublasGemmStridedBatchedEx);
-	if (p_cublasGetProperty(MAJOR_VERSION, major) != CUBLAS_STATUS_SUCCESS) {
+	*(void **)&getProperty = dlsym(h, "cublasGetProperty");
+	if (getProperty(MAJOR_VERSION, major) != CUBLAS_STATUS_SUCCESS) {
 		snprintf(err, n, "%s: cublasGetProperty(MAJOR_VERSION) failed", path);
 		dlclose(h);
 		return 3;
@@ -61,15 +65,39 @@ int stoke_cublas_load(const char *path, int want_major, int *major, char *err, i
 		dlclose(h);
 		return 4;
 	}
+	if (lib) {
+		if (h != lib) {
+			snprintf(err, n, "%s: another cuBLAS is already loaded in this process", path);
+			dlclose(h);
+			return 5;
+		}
+		dlclose(h); // the same library: drop the extra reference
+		return 0;
+	}
+#define SET(name) *(void **)&p_##name = dlsym(h, #name)
+	SET(cublasCreate_v2);
+	SET(cublasDestroy_v2);
+	SET(cublasGetProperty);
+	SET(cublasSetStream_v2);
+	SET(cublasSetMathMode);
+	SET(cublasSetPointerMode_v2);
+	SET(cublasGemmEx);
+	SET(cublasGemmStridedBatchedEx);
+	SET(cublasSetWorkspace_v2);
 	lib = h;
 	return 0;
 }
 
-int stoke_cublas_create(void **handle, void *stream) {
+// stoke_cublas_create makes a handle whose work goes on stream, with alpha
+// and beta read from the host and, when workspace is not 0 and the library
+// has cublasSetWorkspace, that workspace (bytes, 256-byte aligned) in place
+// of the one cuBLAS would allocate for itself.
+int stoke_cublas_create(void **handle, void *stream, unsigned long long workspace, unsigned long long bytes) {
 	cublasHandle_t h;
 	int st = p_cublasCreate_v2(&h);
 	if (st) return st;
-	if ((st = p_cublasSetStream_v2(h, (cudaStream_t)stream)) || (st = p_cublasSetPointerMode_v2(h, CUBLAS_POINTER_MODE_HOST))) {
+	if ((st = p_cublasSetStream_v2(h, (cudaStream_t)stream)) || (st = p_cublasSetPointerMode_v2(h, CUBLAS_POINTER_MODE_HOST)) ||
+	    (workspace && p_cublasSetWorkspace_v2 && (st = p_cublasSetWorkspace_v2(h, (void *)workspace, (size_t)bytes)))) {
 		p_cublasDestroy_v2(h);
 		return st;
 	}

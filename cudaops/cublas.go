@@ -133,57 +133,81 @@ func (e *NoCublasError) Error() string {
 		"\ninstall it (pip install nvidia-cublas-cu12, or the CUDA toolkit), name it with cuda.cublas (a file or folder), or use cuda.gemm own"
 }
 
-var cublasLoad struct {
-	sync.Once
+// cublasLoads caches loadCublas's answer per setting: the dynamic loader
+// keeps one copy of a library anyway, and a setting naming no usable one
+// keeps failing the same way.
+var cublasLoads struct {
+	sync.Mutex
+	bySetting map[string]cublasLoaded
+}
+
+type cublasLoaded struct {
 	path  string
 	major int
 	err   error
 }
 
-// loadCublas loads the first usable cuBLAS among the candidates, once per
-// process (the dynamic loader keeps one copy anyway).
+// loadCublas loads the first usable cuBLAS among the candidates for setting
+// (once per setting per process).
 func loadCublas(setting string) (path string, major int, err error) {
-	cublasLoad.Do(func() {
-		var tried []string
-		for _, c := range CublasCandidates(setting) {
-			want := 0
-			if i := strings.LastIndex(c, ".so."); i >= 0 {
-				fmt.Sscanf(c[i+4:], "%d", &want)
-			}
-			if strings.Contains(c, "/") {
-				if _, err := os.Stat(c); err != nil {
-					if setting != "" {
-						tried = append(tried, fmt.Sprintf("%s: %v", c, err))
-					}
-					continue // a folder without it: not worth a line each
+	cublasLoads.Lock()
+	defer cublasLoads.Unlock()
+	if r, ok := cublasLoads.bySetting[setting]; ok {
+		return r.path, r.major, r.err
+	}
+	r := loadCublasFrom(setting)
+	if cublasLoads.bySetting == nil {
+		cublasLoads.bySetting = map[string]cublasLoaded{}
+	}
+	cublasLoads.bySetting[setting] = r
+	return r.path, r.major, r.err
+}
+
+func loadCublasFrom(setting string) cublasLoaded {
+	var tried []string
+	for _, c := range CublasCandidates(setting) {
+		want := 0
+		if i := strings.LastIndex(c, ".so."); i >= 0 {
+			fmt.Sscanf(c[i+4:], "%d", &want)
+		}
+		if strings.Contains(c, "/") {
+			if _, err := os.Stat(c); err != nil {
+				if setting != "" {
+					tried = append(tried, fmt.Sprintf("%s: %v", c, err))
 				}
+				continue // a folder without it: not worth a line each
 			}
-			cs := C.CString(c)
-			buf := make([]byte, 1024)
-			var got C.int
-			rc := C.stoke_cublas_load(cs, C.int(want), &got, (*C.char)(unsafe.Pointer(&buf[0])), C.int(len(buf)))
-			C.free(unsafe.Pointer(cs))
-			if rc == 0 {
-				cublasLoad.path, cublasLoad.major = c, int(got)
-				return
-			}
-			tried = append(tried, fmt.Sprintf("%s: %s", c, C.GoString((*C.char)(unsafe.Pointer(&buf[0])))))
 		}
-		if len(tried) == 0 {
-			tried = append(tried, "no libcublas.so.N in any of: "+strings.Join(CublasCandidates(setting), ", "))
+		cs := C.CString(c)
+		buf := make([]byte, 1024)
+		var got C.int
+		rc := C.stoke_cublas_load(cs, C.int(want), &got, (*C.char)(unsafe.Pointer(&buf[0])), C.int(len(buf)))
+		C.free(unsafe.Pointer(cs))
+		if rc == 0 {
+			return cublasLoaded{path: c, major: int(got)}
 		}
-		cublasLoad.err = &NoCublasError{Tried: tried}
-	})
-	return cublasLoad.path, cublasLoad.major, cublasLoad.err
+		tried = append(tried, fmt.Sprintf("%s: %s", c, C.GoString((*C.char)(unsafe.Pointer(&buf[0])))))
+	}
+	if len(tried) == 0 {
+		tried = append(tried, "no libcublas.so.N in any of: "+strings.Join(CublasCandidates(setting), ", "))
+	}
+	return cublasLoaded{err: &NoCublasError{Tried: tried}}
 }
 
 // Cublas is a cuBLAS handle bound to one stream: its GEMMs are queued there
 // in order with the engine's kernels and copies.
 type Cublas struct {
 	h     unsafe.Pointer
-	Path  string // the library loaded
-	Major int    // its major version
+	ws    cu.DevicePtr // the handle's workspace, allocated once
+	Path  string       // the library loaded
+	Major int          // its major version
 }
+
+// cublasWorkspace is the workspace each handle gets (cublasSetWorkspace),
+// allocated once with the handle: the 32 MiB NVIDIA's cuBLAS documentation
+// recommends for Hopper (4 MiB for older GPUs), so that the GEMMs never
+// allocate, and capture into a CUDA graph stays possible.
+const cublasWorkspace = 32 << 20
 
 // NewCublas loads cuBLAS (see CublasCandidates for where it looks; setting
 // is cuda.cublas) and creates a handle on stream s. The calling thread must
@@ -193,11 +217,16 @@ func NewCublas(setting string, s cu.Stream) (*Cublas, error) {
 	if err != nil {
 		return nil, err
 	}
-	var h unsafe.Pointer
-	if st := C.stoke_cublas_create(&h, unsafe.Pointer(s.C())); st != 0 {
-		return nil, fmt.Errorf("cuBLAS %s: cublasCreate / cublasSetStream failed: %s", path, cublasStatus(int(st)))
+	ws, err := cu.MemAlloc(cublasWorkspace)
+	if err != nil {
+		return nil, fmt.Errorf("cuBLAS %s: allocating its %d MiB workspace: %w", path, cublasWorkspace>>20, err)
 	}
-	return &Cublas{h: h, Path: path, Major: major}, nil
+	var h unsafe.Pointer
+	if st := C.stoke_cublas_create(&h, unsafe.Pointer(s.C()), C.ulonglong(ws), C.ulonglong(cublasWorkspace)); st != 0 {
+		cu.MemFree(ws)
+		return nil, fmt.Errorf("cuBLAS %s: cublasCreate / cublasSetStream / cublasSetWorkspace failed: %s", path, cublasStatus(int(st)))
+	}
+	return &Cublas{h: h, ws: ws, Path: path, Major: major}, nil
 }
 
 // Gemm computes C = alpha op(A) op(B) + beta C for row-major float32
@@ -220,6 +249,7 @@ func (b *Cublas) Close() error {
 	}
 	st := C.stoke_cublas_destroy(b.h)
 	b.h = nil
+	cu.MemFree(b.ws) // cublasDestroy has waited for the device
 	if st != 0 {
 		return fmt.Errorf("cublasDestroy: %s", cublasStatus(int(st)))
 	}

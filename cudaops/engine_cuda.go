@@ -37,6 +37,10 @@ type gpuEngine struct {
 	allocs []cu.DevicePtr
 	args   [12]uint64
 	ptrs   [12]unsafe.Pointer
+
+	blas     *Cublas       // the GEMMs on cuBLAS (selectGemm), or nil: our own sgemm
+	prec     GemmPrecision // the GEMMs' input rounding
+	gemmInfo GemmInfo
 }
 
 var (
@@ -64,6 +68,10 @@ func newGPUEngine(s cu.Stream) (*gpuEngine, error) {
 }
 
 func (e *gpuEngine) free() {
+	if e.blas != nil {
+		e.blas.Close()
+		e.blas = nil
+	}
 	for _, p := range e.allocs {
 		cu.MemFree(p)
 	}
@@ -155,10 +163,11 @@ func bl(v bool) uint64 {
 	return 0
 }
 
-// sgemm splits a long inner dimension over gridDim.z when the output alone
+// ownSgemm is our own kernel (sgemm, kernels.cu) at the engine's precision.
+// It splits a long inner dimension over gridDim.z when the output alone
 // gives too few blocks to fill the GPU (the weight gradients: Cout x C·K·K
 // outputs over B·H·W products); the slices add into a zeroed C.
-func (e *gpuEngine) sgemm(tA, tB bool, M, N, Kd int, a, b, c buffer) error {
+func (e *gpuEngine) ownSgemm(tA, tB bool, M, N, Kd int, a, b, c buffer) error {
 	gx, gy := (N+63)/64, (M+63)/64
 	split := 1
 	if blocks := gx * gy; blocks < 256 && Kd >= 2048 {
@@ -169,7 +178,7 @@ func (e *gpuEngine) sgemm(tA, tB bool, M, N, Kd int, a, b, c buffer) error {
 			return err
 		}
 	}
-	return e.launch("sgemm", gx, gy, split, 256, bl(tA), bl(tB), i(M), i(N), i(Kd), p(a), p(b), p(c))
+	return e.launch("sgemm", gx, gy, split, 256, bl(tA), bl(tB), i(M), i(N), i(Kd), p(a), p(b), p(c), i(int(e.prec)))
 }
 
 func (e *gpuEngine) biasReLU(z, bias, y buffer, B, Cout, HW int) error {

@@ -56,6 +56,22 @@ __device__ int order_key(float v) {
 	return b ^ (int)((unsigned)(b >> 31) >> 1);
 }
 
+// round_input rounds a GEMM input as cuBLAS's reduced-precision compute
+// types round theirs: prec 0 (fp32) leaves x alone, 1 (TF32) keeps 10 of
+// float's 23 mantissa bits, 2 (bfloat16) keeps 7; to nearest, ties to even;
+// Inf stays Inf and a NaN a quiet NaN (as cudasim/fp.h, the stand-ins').
+__device__ float round_input(float x, int prec) {
+	if (prec == 0) return x;
+	unsigned u = (unsigned)__float_as_int(x);
+	if ((u & 0x7f800000u) == 0x7f800000u) {
+		if (u & 0x007fffffu) u |= 0x00400000u;
+	} else {
+		int drop = prec == 1 ? 13 : 16;
+		u = (u + (1u << (drop - 1)) - 1 + ((u >> drop) & 1)) & ~((1u << drop) - 1);
+	}
+	return __int_as_float((int)u);
+}
+
 extern "C" {
 
 // sgemm: C (M,N) = op(A) · op(B), op(A) (M,Kd), op(B) (Kd,N); A is stored
@@ -63,9 +79,12 @@ extern "C" {
 // 256 threads, 4x4 outputs per thread, 16-deep slices of Kd through shared
 // memory. gridDim.z > 1 splits Kd: each slice adds its part with atomicAdd
 // into a C the caller zeroed (for the long, thin weight-gradient products).
+// prec (round_input's) rounds each element of A and B as its tile is
+// loaded: fp32, TF32 or bf16 inputs, float32 accumulation, as cuBLAS's
+// CUBLAS_COMPUTE_32F_PEDANTIC, _FAST_TF32 and _FAST_16BF.
 #define TS 64
 #define TK 16
-__global__ void sgemm(int tA, int tB, int M, int N, int Kd, const float *A, const float *B, float *C) {
+__global__ void sgemm(int tA, int tB, int M, int N, int Kd, const float *A, const float *B, float *C, int prec) {
 	__shared__ float As[TK][TS + 1];
 	__shared__ float Bs[TK][TS + 1];
 	int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
@@ -78,10 +97,10 @@ __global__ void sgemm(int tA, int tB, int M, int N, int Kd, const float *A, cons
 		for (int l = threadIdx.x; l < TS * TK; l += 256) {
 			int mm = tA ? l % TS : l / TK, ka = tA ? l / TS : l % TK;
 			int gm = m0 + mm, gk = k0 + ka;
-			As[ka][mm] = (gm < M && gk < kEnd) ? (tA ? A[(long long)gk * M + gm] : A[(long long)gm * Kd + gk]) : 0.f;
+			As[ka][mm] = (gm < M && gk < kEnd) ? round_input(tA ? A[(long long)gk * M + gm] : A[(long long)gm * Kd + gk], prec) : 0.f;
 			int nn = tB ? l / TK : l % TS, kb = tB ? l % TK : l / TS;
 			int gn = n0 + nn, gk2 = k0 + kb;
-			Bs[kb][nn] = (gn < N && gk2 < kEnd) ? (tB ? B[(long long)gn * Kd + gk2] : B[(long long)gk2 * N + gn]) : 0.f;
+			Bs[kb][nn] = (gn < N && gk2 < kEnd) ? round_input(tB ? B[(long long)gn * Kd + gk2] : B[(long long)gk2 * N + gn], prec) : 0.f;
 		}
 		__syncthreads();
 #pragma unroll

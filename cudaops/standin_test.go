@@ -221,8 +221,8 @@ func standInMisuse(t *testing.T) {
 		}
 		refused("double free", cu.MemFree(dp))
 		a, _ := g.alloc(16)
-		refused("2048 threads per block", g.fn["sgemm"].Launch(1, 1, 1, 2048, 1, 1, 0, s, g.ptrs[:8]))
-		refused("freed pointer argument", g.launch("sgemm", 1, 1, 1, 256, bl(false), bl(false), i(4), i(4), i(4), uint64(dp), p(a), p(a)))
+		refused("2048 threads per block", g.fn["sgemm"].Launch(1, 1, 1, 2048, 1, 1, 0, s, g.ptrs[:9]))
+		refused("freed pointer argument", g.launch("sgemm", 1, 1, 1, 256, bl(false), bl(false), i(4), i(4), i(4), uint64(dp), p(a), p(a), i(0)))
 		refused("foreign cuMemFreeHost", cu.MemFreeHost(unsafe.Pointer(&src[0])))
 		leak, err := cu.MemAlloc(256)
 		_ = leak // left allocated: reported at context release

@@ -8,6 +8,7 @@
 #     when the machine has it;
 #   - parity of every kernel with its CPU mirror (ref_kernels_test.go), forward and backward;
 #   - GEMM TFLOPS of our sgemm and of cuBLAS at fp32, tf32 and bf16 on resnet18/50 shapes;
+#   - step times of resnet18 at 224 px, batch 64, per GEMM (own, cuBLAS) and precision;
 #   - the whole step (logits, loss, every weight and momentum after 3 SGD steps)
 #     against the gorgonia CPU model on the same weights and batches;
 #   - host->device GB/s, pinned vs pageable;
@@ -29,7 +30,7 @@ cat >.gpu/run.sh <<'RUN'
 # Runs the GPU check (built by scripts/gpu-check.sh), cheapest part first, and
 # writes each part's result as it finishes (.gpu/log.txt, and $OUT/ when set),
 # so a part that runs out of time still leaves the earlier ones' evidence.
-# Time limits: 60+60 (sanitizers) + 30 + 60 + 150 + 60 + 120 = 540 s, inside one
+# Time limits: 60+60 (sanitizers) + 30 + 60 + 45 + 150 + 60 + 120 = 585 s, inside one
 # 10-minute call. Exit 0 only when every part exited 0 and every GPU test
 # passed (a skip counts as a failure here: this is the GPU).
 cd "$(dirname "$0")/.."
@@ -55,8 +56,8 @@ part() { # name, time limit (s), command...: runs it, logs its exit status
 	save
 	return $rc
 }
-# gputests TIMEOUT PATTERN (a script, not a function: timeout runs programs)
-gputests=(bash -c 'cd cudaops && exec ../.gpu/cudaops.test -test.v -test.count=1 -test.timeout "$0" -test.run "$1"')
+# gputests TIMEOUT PATTERN [SKIP] (a script, not a function: timeout runs programs)
+gputests=(bash -c 'cd cudaops && exec ../.gpu/cudaops.test -test.v -test.count=1 -test.timeout "$0" -test.run "$1" -test.skip "${2:-}"')
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >>"$log" 2>&1
 if command -v compute-sanitizer >/dev/null; then
 	for tool in memcheck racecheck; do
@@ -68,7 +69,9 @@ else
 fi
 part "kernel parity" 30 "${gputests[@]}" 25s '^TestGPUKernelParity$'
 part "GEMM TFLOPS: own sgemm and cuBLAS fp32 / tf32 / bf16 at resnet18 and resnet50 shapes" 60 "${gputests[@]}" 55s '^TestGPUGemmThroughput$'
-part "GPU tests: step parity, uint8, pinned reuse, copy order, overlap, bandwidth, loss" 150 "${gputests[@]}" 145s '^TestGPU'
+part "step times: resnet18 224 px batch 64, own sgemm and cuBLAS at fp32 / tf32 / bf16" 45 "${gputests[@]}" 40s '^TestGPUStepTimes$'
+part "GPU tests: step parity, uint8, pinned reuse, copy order, overlap, bandwidth, loss" 150 "${gputests[@]}" 145s '^TestGPU' \
+	'^(TestGPUGemmThroughput|TestGPUStepTimes)$'
 part "trainer: 2 epochs on the GPU, pin_memory + non_blocking" 60 .gpu/train --device cuda --pin-memory=true \
 	--non-blocking=true --epochs 2 --data.cache_dir /tmp/stoke-gpu-data --out /tmp/stoke-gpu-run --train.progress plain
 part "bench: the post's experiment on the GPU" 120 .gpu/train bench --config configs/blog.yaml --device cuda --rounds 1 \

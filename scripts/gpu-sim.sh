@@ -19,8 +19,10 @@
 #      dist's NCCL binding on the NCCL stand-in (3 ranks under mpirun);
 #   2. mutations: kernels.cu with an index off by one must fail kernel
 #      parity, and one reading past its buffer must be reported out of bounds;
-#   3. `train --device cuda`, pin_memory + non_blocking on, then off, against
-#      `--device cpu`: 10 steps, final weights within 1e-4 relative; then 2
+#   3. `train --device cuda`, pin_memory + non_blocking on, then off (both on
+#      cuBLAS: cuda.gemm auto finds the stand-in's), then on our own GEMM
+#      (cuda.gemm own), against `--device cpu`: 10 steps, final weights
+#      within 1e-4 relative; then 2
 #      quickstart epochs, final train loss within 5e-2 relative (the weights'
 #      difference is printed beside what a 1e-7 nudge does on the CPU alone);
 #      then resnet20 for 4 steps on float32 and on uint8 batches;
@@ -111,10 +113,11 @@ for t in TestGPUKernelParity TestGPUNetMatchesModel TestGPUU8MatchesFloat TestGP
 	TestGPUGraphMatchesCPU TestGPUGraphU8MatchesCPU TestGPUStateError \
 	TestGPUAdd TestGPUConv2d TestGPUBatchNorm TestGPUMaxPoolK TestGPUAddReLU TestGPUOptimizers \
 	TestGPUResNetGraphMatchesCPU TestGPUResNetU8MatchesCPU \
-	TestGPUCublasGemm TestGPUCublasMissingNamesWhereItLooked TestGPUDriverCounters; do
+	TestGPUCublasGemm TestGPUCublasMissingNamesWhereItLooked TestGPUDriverCounters \
+	TestGPUGemmStepsMatchCPU TestGPUGemmPrecision TestGPUGemmPrecisionSteps TestGPUGemmSelection TestGPUGemmBadCublas; do
 	grep -q "^--- PASS: $t " "$log" || missing+="$t "
 done
-extra_skips=$(echo "$skipped" | tr ' ' '\n' | grep -v -x -e '' -e TestGPUBandwidth -e TestGPUOverlap -e TestGPUParityWithPyTorch -e TestGPUBottleneckParityWithPyTorch -e TestGPUStateHashesUnchanged -e TestGPUGemmThroughput -e TestGPUResNeXtParityWithPyTorch | tr '\n' ' ')
+extra_skips=$(echo "$skipped" | tr ' ' '\n' | grep -v -x -e '' -e TestGPUBandwidth -e TestGPUOverlap -e TestGPUParityWithPyTorch -e TestGPUBottleneckParityWithPyTorch -e TestGPUStateHashesUnchanged -e TestGPUGemmThroughput -e TestGPUStepTimes -e TestGPUResNeXtParityWithPyTorch | tr '\n' ' ')
 if [ "$rc" != 0 ] || [ -n "$missing" ] || [ -n "$extra_skips" ] || [ "$(stand_in_errors "$log")" != 0 ]; then
 	fail tests "exit $rc; not passed: ${missing:-none}; unexpected skips: ${extra_skips:-none}; stand-in errors: $(stand_in_errors "$log") (see $log)"
 else
@@ -218,6 +221,12 @@ for mode in on off; do
 		fail "short-cuda-$mode" "exit $? ($work/run-short-cuda-$mode.log)"
 	fi
 done
+grep -q 'gemm=cublas' "$work/run-short-cuda-on.log" || fail short-cuda-on "cuda.gemm auto did not find the stand-in's cuBLAS ($work/run-short-cuda-on.log)"
+if train short-cuda-own --device cuda --cuda.gemm own "${short[@]}"; then
+	compare short-cuda-own short-cpu "-tol 1e-4 -loss-tol 1e-4" "10 steps cuda own GEMM vs cpu"
+else
+	fail short-cuda-own "exit $? ($work/run-short-cuda-own.log)"
+fi
 # b) the quickstart, 2 epochs (126 steps). Training amplifies rounding: on the
 #    CPU alone, moving augment.mean[0] by 1e-7 changes the final weights by
 #    ~6e-2 (relative, largest tensor) and the last train loss by 1.5e-2. So

@@ -50,7 +50,9 @@ func openCUDADevice(spec model.Spec, opt model.Options, cfg config.Config, out i
 		return nil, cudaUnavailable(err)
 	}
 	norm := cudaops.Normalize{Mean: vec3(cfg.Augment.Mean), Std: vec3(cfg.Augment.Std)}
-	b, err := cudaops.NewBackend(dev, spec, opt, cfg.Train.NonBlocking, norm)
+	eo := cudaops.EngineOptions{Gemm: cfg.Cuda.Gemm, Cublas: cfg.Cuda.Cublas,
+		Precision: cudaops.GemmFP32} // TODO(r6-prec): cfg.Train.Precision (train.precision) once the lead joins config
+	b, err := cudaops.NewBackendWith(dev, spec, opt, cfg.Train.NonBlocking, norm, eo)
 	if err != nil {
 		dev.Close()
 		return nil, fmt.Errorf("device cuda: %w", err)
@@ -63,6 +65,6 @@ func openCUDADevice(spec model.Spec, opt model.Options, cfg config.Config, out i
 	if cfg.Data.PinMemory {
 		d.Alloc = dev.Pinned()
 	}
-	fmt.Fprintf(out, "device: %s, pin_memory=%v, non_blocking=%v\n", d.Name, cfg.Data.PinMemory, cfg.Train.NonBlocking)
+	fmt.Fprintf(out, "device: %s, pin_memory=%v, non_blocking=%v, %s\n", d.Name, cfg.Data.PinMemory, cfg.Train.NonBlocking, b.Gemm())
 	return d, nil
 }

@@ -39,8 +39,14 @@ flags=(-std=c++20 -O3 -march=native -g -fPIC -pthread -Wall -Wno-unused-function
 g++ "${flags[@]}" -ftls-model=initial-exec -c -o "$out/driver.o" "$here/driver.cc"
 g++ "${flags[@]}" -ftls-model=initial-exec -c -o "$out/exec.o" "$here/exec.cc"
 # The kernels: their __shared__ arrays are thread-locals too big for glibc's
-# static TLS surplus, so they get a library of their own (TLS descriptors).
-g++ "${flags[@]}" -mtls-dialect=gnu2 -ftls-model=local-dynamic -Wno-unused-variable -DKERNELS_SRC="\"$out/kernels.host.inc\"" \
+# static TLS surplus, so they get a library of their own (dynamic TLS). Not
+# through TLS descriptors (-mtls-dialect=gnu2): with Debian 12's glibc 2.36 a
+# thread's first access to them (the resolver's slow path, which allocates
+# the block) did not preserve the vector registers a descriptor call must, so
+# sgemm's accumulators in registers came back wrong in the first fiber of
+# the first block a host thread ran (glibc fixed that resolver upstream in
+# 2.40); plain __tls_get_addr calls are ordinary calls.
+g++ "${flags[@]}" -mtls-dialect=gnu -ftls-model=local-dynamic -Wno-unused-variable -DKERNELS_SRC="\"$out/kernels.host.inc\"" \
 	-DKERNELS_LIST="\"$out/kernels.list.inc\"" -c -o "$out/kernels.o" "$here/kernels_host.cc"
 g++ -shared -pthread -Wl,-soname,libcudasim-kernels.so -o "$out/libcudasim-kernels.so" "$out/kernels.o"
 g++ -shared -pthread -Wl,-soname,libcuda.so.1 -Wl,-rpath,'$ORIGIN' -o "$out/libcuda.so.1" "$out/driver.o" "$out/exec.o" \

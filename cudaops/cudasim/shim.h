@@ -52,6 +52,7 @@ template <class T> struct dptr {
 };
 
 inline int __float_as_int(float v) { return std::bit_cast<int>(v); }
+inline float __int_as_float(int v) { return std::bit_cast<float>(v); }
 // __fmul_rn and __fadd_rn are never contracted into an FMA: the empty asm
 // keeps g++ (-ffp-contract=fast) from fusing the product into the next add.
 inline float __fmul_rn(float a, float b) {
@@ -72,6 +73,7 @@ inline int atomicAdd(int *a, int v) { return std::atomic_ref<int>(*a).fetch_add(
 
 using cudasim::__fadd_rn;
 using cudasim::__float_as_int;
+using cudasim::__int_as_float;
 using cudasim::__fmul_rn;
 using cudasim::atomicAdd;
 using cudasim::dim3;
