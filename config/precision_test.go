@@ -36,13 +36,11 @@ func TestPrecisionSetting(t *testing.T) {
 		}
 	}
 	c := Default()
-	c.Train.Device, c.Train.Precision = "cuda", "bf16"
-	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "precision bf16 on cuda: not yet") {
-		t.Errorf("cuda at bf16: err %v, want it refused", err)
-	}
-	c.Train.Precision = "fp32"
-	if err := c.Validate(); err != nil {
-		t.Errorf("cuda at fp32: %v", err)
+	for _, p := range []string{"fp32", "tf32", "bf16"} {
+		c.Train.Device, c.Train.Precision = "cuda", p
+		if err := c.Validate(); err != nil {
+			t.Errorf("cuda at %s: %v", p, err)
+		}
 	}
 	if ResumeChangeable("train.precision") {
 		t.Error("a resume may change train.precision: it changes every number of the run")

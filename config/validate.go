@@ -276,10 +276,8 @@ func (p *problems) train(t *Train) {
 	if t.Device != "cpu" && t.Device != "cuda" {
 		p.bad("train.device", "must be cpu or cuda, got %q", t.Device)
 	}
-	if prec, err := gemm.ParsePrecision(t.Precision); err != nil {
+	if _, err := gemm.ParsePrecision(t.Precision); err != nil {
 		p.bad("train.precision", "must be fp32, tf32 or bf16, got %q", t.Precision)
-	} else if t.Device == "cuda" && prec != gemm.FP32 {
-		p.bad("train.precision", "precision %s on cuda: not yet (the cuda engine's GEMMs are fp32 until its cuBLAS path lands); use --precision fp32, or --device cpu, whose %s is the reference rounding", prec, prec)
 	}
 	if t.Out == "" {
 		p.bad("train.out", "must name a run folder")

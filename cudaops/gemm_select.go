@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"stoke/gemm"
 )
 
 // The GEMM choices (cuda.gemm): every GEMM of the engine (the convolutions'
@@ -25,6 +27,29 @@ type EngineOptions struct {
 	Gemm      string        // GemmAuto (also for ""), GemmCublas or GemmOwn
 	Cublas    string        // cuda.cublas: a file or a folder; "" = search (CublasCandidates)
 	Precision GemmPrecision // the GEMMs' inputs: fp32, TF32 or bf16 (train.precision)
+}
+
+// PrecisionOf is train.precision's p (a gemm.Precision, as the CPU engine
+// takes it) as the GPU engine's.
+func PrecisionOf(p gemm.Precision) GemmPrecision {
+	switch p {
+	case gemm.TF32:
+		return GemmTF32
+	case gemm.BF16:
+		return GemmBF16
+	}
+	return GemmFP32
+}
+
+// Gemm is p as a gemm.Precision (model.Engine.Precision).
+func (p GemmPrecision) Gemm() gemm.Precision {
+	switch p {
+	case GemmTF32:
+		return gemm.TF32
+	case GemmBF16:
+		return gemm.BF16
+	}
+	return gemm.FP32
 }
 
 // GemmInfo is the GEMM an engine uses, for the run's device line.

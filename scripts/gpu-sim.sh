@@ -114,7 +114,8 @@ for t in TestGPUKernelParity TestGPUNetMatchesModel TestGPUU8MatchesFloat TestGP
 	TestGPUAdd TestGPUConv2d TestGPUBatchNorm TestGPUMaxPoolK TestGPUAddReLU TestGPUOptimizers \
 	TestGPUResNetGraphMatchesCPU TestGPUResNetU8MatchesCPU \
 	TestGPUCublasGemm TestGPUCublasMissingNamesWhereItLooked TestGPUDriverCounters \
-	TestGPUGemmStepsMatchCPU TestGPUGemmPrecision TestGPUGemmPrecisionSteps TestGPUGemmSelection TestGPUGemmBadCublas; do
+	TestGPUGemmStepsMatchCPU TestGPUGemmPrecision TestGPUGemmPrecisionSteps TestGPUGemmSelection TestGPUGemmBadCublas \
+	TestGPUPrecisionStepsMatchCPU; do
 	grep -q "^--- PASS: $t " "$log" || missing+="$t "
 done
 extra_skips=$(echo "$skipped" | tr ' ' '\n' | grep -v -x -e '' -e TestGPUBandwidth -e TestGPUOverlap -e TestGPUParityWithPyTorch -e TestGPUBottleneckParityWithPyTorch -e TestGPUStateHashesUnchanged -e TestGPUGemmThroughput -e TestGPUStepTimes -e TestGPUResNeXtParityWithPyTorch | tr '\n' ' ')
