@@ -91,6 +91,9 @@ func estimateResNet(spec Spec, batch, threads int) Memory {
 		out := convOut(size, k, stride, k/2)
 		params := float64(cout * cin / groups * k * k)
 		m.Params += (4*params + 6*float64(cout)) * f32 // w, grad, momentum, a checkpoint's copy; BN's
+		if stride == 1 {
+			m.Params += params * f32 // the flipped weights of its data gradient (cpuops.NewConv2d's wflip)
+		}
 		o := B * float64(cout*out*out)
 		m.Activations += (4*o + B*float64(cin*size*size)) * f32
 		m.Scratch += workers * float64(cin*k*k*out*out) * f32

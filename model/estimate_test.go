@@ -22,6 +22,7 @@ func TestEstimateMemoryFollowsTheEngine(t *testing.T) {
 		{"many channels", Spec{InputSize: 8, Classes: 10, Conv: []ConvSpec{{256, 3, false}, {256, 3, false}}}, 8},
 		{"resnet20", Spec{Arch: "resnet20", InputSize: 32, Classes: 10}, 32},
 		{"resnet18 imagenet stem", Spec{Arch: "resnet18", InputSize: 64, Classes: 10}, 4},
+		{"resnet50 imagenet stem", Spec{Arch: "resnet50", InputSize: 64, Classes: 10}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			threads := runtime.GOMAXPROCS(0)

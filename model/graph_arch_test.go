@@ -28,6 +28,7 @@ func TestEveryArchRunsOnlyOurOps(t *testing.T) {
 		{"resnet18-imagenet", Spec{Arch: "resnet18", Stem: StemImageNet, InputSize: 16, Classes: 3}},
 		{"resnet18-cifar", Spec{Arch: "resnet18", Stem: StemCIFAR, InputSize: 8, Classes: 3}},
 		{"resnet34", Spec{Arch: "resnet34", Stem: StemCIFAR, InputSize: 8, Classes: 3}},
+		{"resnet50", Spec{Arch: "resnet50", Stem: StemCIFAR, InputSize: 8, Classes: 3}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := newModel(t, tc.spec, Options{Batch: 2})

@@ -22,7 +22,7 @@ type Spec struct {
 	Classes   int        `yaml:"-" json:"classes"`
 	Conv      []ConvSpec `yaml:"conv" json:"conv"`
 	Arch      string     `yaml:"-" json:"arch,omitempty"`
-	Stem      string     `yaml:"-" json:"stem,omitempty"` // resnet18/34: imagenet or cifar
+	Stem      string     `yaml:"-" json:"stem,omitempty"` // torchvision's ResNets (HasStem): imagenet or cifar
 	// Skip lists cnn conv blocks whose input is added to their output,
 	// y = x + ReLU(conv(x) + b): a residual connection, so x has two
 	// consumers and its gradient fans out (gorgonia's built-in Add, forward

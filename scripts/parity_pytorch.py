@@ -16,8 +16,8 @@ TestParityWithPyTorch, cudaops's TestGPUParityWithPyTorch):
                             BatchNorm+ReLUs and the residual add+ReLUs, in forward
                             order); maxpool.<k>, the k-th max-pool's float32 input
 
-The same network is built in PyTorch (torchvision's resnet18/34, the cifar stem
-with conv1 = 3x3 stride 1 and maxpool = Identity; He et al.'s resnet20/32/56
+The same network is built in PyTorch (torchvision's resnet18/34/50/101/152 and
+wide_resnet50_2/101_2, the cifar stem with conv1 = 3x3 stride 1 and maxpool = Identity; He et al.'s resnet20/32/56
 defined below with torchvision's module names), the state dict loaded with
 strict=True, and everything recomputed in float64 on stoke's branch. Each stoke
 tensor must be within tol * max|reference| (max abs error) of it; `-v` prints
@@ -288,7 +288,7 @@ def main():
     case, state, batch, got = load_case(d)
     branch = {k: v.double() for k, v in read_safetensors(f"{d}/branch.safetensors").items()}
     _, lines, _, failed = check(case, state, batch["x"], batch["labels"].long(), got, branch, verbose="-v" in sys.argv)
-    label = case["arch"] + (" " + case["stem"] if case["arch"] in ("resnet18", "resnet34") else "")
+    label = case["arch"] + (" " + case["stem"] if case["arch"] not in ("resnet20", "resnet32", "resnet56") else "")
     print(f"{label}: {lines[0]}")
     for line in lines[1:]:
         print(line)
