@@ -1,7 +1,8 @@
 // Package model is the networks as gorgonia expression graphs of our own
 // ops: the plain cnn (conv blocks of convolution, bias, ReLU and an
 // optional max-pool), torchvision's BasicBlock ResNets (resnet18/34) and
-// Bottleneck ResNets (resnet50/101/152, wide_resnet50_2/101_2) and He et
+// Bottleneck ResNets (resnet50/101/152, wide_resnet50_2/101_2,
+// resnext50_32x4d/101_32x8d with grouped 3x3 convs) and He et
 // al.'s CIFAR ResNets (resnet20/32/56) with BatchNorm, then a global
 // average pool, a linear head and softmax cross-entropy (label smoothing);
 // the optimizers SGD, Nesterov and AdamW; and safetensors files for the
