@@ -40,7 +40,8 @@ func (p SizeRamp) size(e int) int {
 	}
 	f := float64(e-p.StartEpoch) / float64(p.EndEpoch-p.StartEpoch)
 	interp := float64(p.Start) + f*float64(p.End-p.Start)
-	s := int(math.RoundToEven(interp/float64(p.Step))) * p.Step
+	step := max(p.Step, 1) // refused by Validate; no division by 0 before it
+	s := int(math.RoundToEven(interp/float64(step))) * step
 	return min(max(s, p.Start), p.End)
 }
 
@@ -61,11 +62,17 @@ func (c Config) TrainSizes() []int {
 	if !c.Data.SizeRamp.On() {
 		return []int{c.Data.ImageSize}
 	}
-	var out []int
-	for e := 0; e <= max(c.Data.SizeRamp.EndEpoch, 0); e++ {
+	g := c.Data.SizeRamp
+	out := []int{g.Start}
+	// The ramp's epochs (bounded: an absurd end_epoch, which Validate
+	// refuses past train.epochs, must not loop for ever before it does).
+	for e := max(g.StartEpoch, 0); e <= g.EndEpoch && e-g.StartEpoch <= 1<<16; e++ {
 		if s := c.TrainSize(e); !slices.Contains(out, s) {
 			out = append(out, s)
 		}
+	}
+	if !slices.Contains(out, g.End) {
+		out = append(out, g.End)
 	}
 	slices.Sort(out)
 	return out

@@ -62,6 +62,7 @@ func TestProgressiveRefused(t *testing.T) {
 		{"negative start_epoch", func(c *Config) { c.Data.SizeRamp.StartEpoch = -1 }, "data.progressive.start_epoch: must be 0 or more"},
 		{"end_epoch before start_epoch", func(c *Config) { c.Data.SizeRamp.StartEpoch = 3; c.Data.SizeRamp.EndEpoch = 2 }, "data.progressive.end_epoch: must be at least data.progressive.start_epoch (3)"},
 		{"end_epoch past the run", func(c *Config) { c.Data.SizeRamp.EndEpoch = 9 }, "data.progressive.end_epoch: 9 is past the run's last epoch (train.epochs 4)"},
+		{"absurd end_epoch (no endless loop)", func(c *Config) { c.Data.SizeRamp.EndEpoch = 1 << 40 }, "data.progressive.end_epoch: 1099511627776 is past the run's last epoch"},
 		{"epochs while off", func(c *Config) { c.Data.SizeRamp = SizeRamp{EndEpoch: 3, Step: 32} }, "data.progressive: start_epoch 0 and end_epoch 3 are set but progressive resizing is off"},
 		{"negative eval_size", func(c *Config) { c.Data.EvalSize = -1 }, "data.eval_size: must be 0"},
 		{"start too small for the cnn", func(c *Config) { c.Data.SizeRamp.Start = 2 }, "data.progressive.start: 2 px does not fit the model"},
@@ -84,5 +85,20 @@ func TestProgressiveRefused(t *testing.T) {
 	c.Data.SizeRamp, c.Data.EvalSize = on, 40
 	if err := c.Validate(); err != nil {
 		t.Errorf("a valid ramp and eval_size: %v", err)
+	}
+}
+
+// TestBatchNormMinSliceAtTheSmallestSide: the fewest images a step may hold
+// follows the smallest training side, not data.image_size: resnet18's
+// imagenet stem leaves 1x1 px BatchNorm planes at 8 px, 2x2 at 64 px.
+func TestBatchNormMinSliceAtTheSmallestSide(t *testing.T) {
+	c := Default()
+	c.Model.Arch, c.Model.Stem, c.Data.ImageSize = "resnet18", "imagenet", 64
+	if got := c.BatchNormMinSlice(); got != 1 {
+		t.Fatalf("64 px: BatchNormMinSlice %d, want 1", got)
+	}
+	c.Data.SizeRamp = SizeRamp{Start: 8, End: 64, StartEpoch: 0, EndEpoch: 4, Step: 8}
+	if got := c.BatchNormMinSlice(); got != 2 {
+		t.Errorf("progressive from 8 px: BatchNormMinSlice %d, want 2", got)
 	}
 }
