@@ -161,8 +161,8 @@ func (p *problems) progressive(c *Config) {
 // sizeFits reports, under path, a side too small for the model: the
 // problems model finds at data.image_size = size.
 func (p *problems) sizeFits(c *Config, path string, size int) {
-	if size < 1 || size == c.Data.ImageSize {
-		return // refused above, or checked as data.image_size
+	if size < 1 || size == c.Data.ImageSize || !slices.Contains(model.Archs, c.Model.Arch) {
+		return // refused above, checked as data.image_size, or an unknown arch (said once, as model.arch)
 	}
 	at := *c
 	at.Data.ImageSize = size
