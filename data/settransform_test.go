@@ -105,3 +105,41 @@ func TestLoaderSetTransformRefuses(t *testing.T) {
 		t.Errorf("after the release: %v", err)
 	}
 }
+
+// TestSetTransformExercisesTheDCTScale: on the test images (24 px) the
+// 5 px epochs of TestLoaderSetTransformIsAFreshLoader decode some crops at
+// a reduced DCT scale and the 16 px ones none, so that test compares
+// batches whose decode scale follows the epoch's side.
+func TestSetTransformExercisesTheDCTScale(t *testing.T) {
+	_, idx := testDataset(t)
+	reduced := map[int]int{}
+	src := NewSampleSource()
+	for _, size := range []int{5, 16} {
+		tr, err := augment.NewTrain(augment.DefaultTrainParams(size))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for epoch := range 3 {
+			for i, s := range idx.Samples {
+				var dec Decoder
+				file, err := dec.ReadFile(s.Path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				h, err := dec.DecodeHeader(s.Path, file)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !h.Scalable {
+					t.Skip("this decoder does not scale in the DCT domain")
+				}
+				if PlanCrop(tr, h, src.For(3, epoch, i), false).Scale > 1 {
+					reduced[size]++
+				}
+			}
+		}
+	}
+	if reduced[5] == 0 || reduced[16] != 0 {
+		t.Errorf("crops decoded at a reduced scale: %d at 5 px, %d at 16 px; want some, none", reduced[5], reduced[16])
+	}
+}
