@@ -98,6 +98,9 @@ func TestProgressiveSidesAreAsScheduled(t *testing.T) {
 					t.Errorf("no epoch line %q in\n%s", line, out.String())
 				}
 			}
+			if line := "image sides: 8 px epochs 1-2, 12 px epoch 3, 16 px epoch 4; evaluation at 12 px\n"; !strings.Contains(out.String(), line) {
+				t.Errorf("no line %q in\n%s", line, out.String())
+			}
 			saved := readFile(t, filepath.Join(c.Train.Out, "config.yaml"))
 			for _, s := range []string{"eval_size: 12", "progressive:", "start: 8", "end: 16", "start_epoch: 1", "end_epoch: 3", "step: 4"} {
 				if !strings.Contains(saved, s) {

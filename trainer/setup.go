@@ -278,6 +278,9 @@ func (s *session) openLoaders(valSet *data.Index) error {
 		return err
 	}
 	fmt.Fprintf(s.out, "loader: %s, %s, %s batches in %s memory\n", plural(cfg.Data.Workers, "worker"), decodersLine(trainLoader.DecoderName(), s.trainSet, valSet), trainLoader.DType(), allocName(s.dev.Alloc))
+	if cfg.SizesVary() {
+		fmt.Fprintln(s.out, sidesLine(cfg))
+	}
 	s.onClose(func() { trainLoader.Close() })
 	s.onClose(func() { valLoader.Close() })
 	s.trainLoader, s.valLoader = trainLoader, valLoader

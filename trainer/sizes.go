@@ -2,6 +2,7 @@ package trainer
 
 import (
 	"fmt"
+	"strings"
 
 	"stoke/augment"
 	"stoke/config"
@@ -121,4 +122,25 @@ func (s *session) evalNet() (Backend, error) {
 		return nil, fmt.Errorf("evaluation at %d px: %w", size, err)
 	}
 	return s.evalModel, nil
+}
+
+// sidesLine says which side each epoch of cfg trains at, and the
+// evaluation side, as the run prints it at the start when they vary:
+// "image sides: 8 px epochs 1-2, 12 px epoch 3, 16 px epoch 4; evaluation at 12 px"
+// (epochs numbered as their lines are).
+func sidesLine(cfg config.Config) string {
+	var parts []string
+	for e := 0; e < cfg.Train.Epochs; {
+		s, end := cfg.TrainSize(e), e+1
+		for end < cfg.Train.Epochs && cfg.TrainSize(end) == s {
+			end++
+		}
+		if end == e+1 {
+			parts = append(parts, fmt.Sprintf("%d px epoch %d", s, e+1))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d px epochs %d-%d", s, e+1, end))
+		}
+		e = end
+	}
+	return fmt.Sprintf("image sides: %s; evaluation at %d px", strings.Join(parts, ", "), cfg.EvalImageSize())
 }
