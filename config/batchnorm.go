@@ -29,8 +29,10 @@ func (p *problems) batchNorm(c *Config) {
 // model's smallest BatchNorm plane is 1x1 px, else 1 (any batch will do;
 // also for the cnn, which has no BatchNorm). A rank's slice of the short
 // last batch below it is left out (data.LoaderConfig.MinSlice).
+//
+// With data.progressive it is that of the smallest training side.
 func (c Config) BatchNormMinSlice() int {
-	if c.ModelSpec(2).MinBatchNormPlane() == 1 {
+	if c.ModelSpecAt(2, c.TrainSizes()[0]).MinBatchNormPlane() == 1 {
 		return 2
 	}
 	return 1

@@ -27,7 +27,9 @@ type Config struct {
 // Data says where images come from and how the loader runs.
 type Data struct {
 	Root       string    `yaml:"root" help:"ImageFolder dataset: ROOT/train/<class>/*.jpg and ROOT/val/<class>/*.jpg, or tar shards in the WebDataset layout (ROOT/train/*.tar and ROOT/val/*.tar, as train pack writes them: docs/shards.md); empty = the generated dataset described by data.synthetic, made on first use in the user cache folder" flag:"data"`
-	ImageSize  int       `yaml:"image_size" help:"side in pixels of the square images fed to the model" flag:"image-size"`
+	ImageSize  int       `yaml:"image_size" help:"side in pixels of the square images fed to the model (training: every epoch unless data.progressive is on; evaluation: unless data.eval_size is set)" flag:"image-size"`
+	EvalSize   int       `yaml:"eval_size" help:"side in pixels of the evaluation images (resize the shorter side to eval_size/augment.eval_resize_ratio, centre crop); 0 = data.image_size" flag:"eval-size"`
+	SizeRamp   SizeRamp  `yaml:"progressive"`
 	BatchSize  int       `yaml:"batch_size" help:"images per training step" flag:"batch-size"`
 	Workers    Workers   `yaml:"workers" help:"loader goroutines (PyTorch num_workers); 0 = load inline in the training goroutine; auto = load the first steps inline, measure what a worker makes against what the step takes, and pick the count (docs/data.md)" flag:"workers"`
 	Prefetch   int       `yaml:"prefetch" help:"batches in flight per worker (PyTorch prefetch_factor)" flag:"prefetch"`
@@ -64,7 +66,7 @@ type Augment struct {
 	Saturation      float64   `yaml:"saturation" help:"colour jitter: saturation factor drawn from [1-s, 1+s]"`
 	Mean            []float64 `yaml:"mean" help:"per-channel normalisation mean (RGB)"`
 	Std             []float64 `yaml:"std" help:"per-channel normalisation std (RGB)"`
-	EvalResizeRatio float64   `yaml:"eval_resize_ratio" help:"evaluation: resize the shorter side to image_size/ratio, then centre-crop"`
+	EvalResizeRatio float64   `yaml:"eval_resize_ratio" help:"evaluation: resize the shorter side to the eval size (data.eval_size, else data.image_size) / ratio, then centre-crop"`
 }
 
 // Model is the network's shape; its input size and class count come from data.
@@ -145,6 +147,7 @@ func Default() Config {
 			Format:     "auto",
 			MaxPixels:  50_000_000,
 			MaxDecode:  data.DefaultMaxDecodeBytes,
+			SizeRamp:   SizeRamp{Step: 32},
 			Synthetic:  Synthetic{Classes: 10, Train: 400, Val: 100, Size: 64, Seed: 1},
 		},
 		Augment: Augment{

@@ -30,6 +30,7 @@ func (c *Config) Validate() error {
 	p.data(&c.Data)
 	p.augment(&c.Augment)
 	p.model(c)
+	p.progressive(c)
 	p.optim(&c.Optim)
 	p.train(&c.Train)
 	p.cuda(&c.Cuda)

@@ -21,7 +21,7 @@ func TestLookupFindsShippedConfigsByName(t *testing.T) {
 			t.Errorf("Lookup(%q) found %q; it names no shipped config", name, file)
 		}
 	}
-	if got := Names(); !slices.Equal(got, []string{"blog", "quickstart", "ref-cnn", "resnet18", "resnet20-cifar"}) {
+	if got := Names(); !slices.Equal(got, []string{"blog", "imagenet-resnet50-ffcv", "imagenet-resnet50", "quickstart", "ref-cnn", "resnet18", "resnet20-cifar"}) {
 		t.Errorf("Names() = %v", got)
 	}
 }

@@ -65,6 +65,11 @@ type LoaderConfig struct {
 	// DropLast; so is a batch that bad images (SkipBadImages) bring below
 	// it. Only that case changes: 0 or 1 leaves every batch as it is.
 	MinSlice int
+	// MaxSize is the largest Transform.Size() of any epoch, for a loader
+	// whose transform changes between epochs (SetTransform: progressive
+	// resizing); 0 = Transform.Size(). The batch buffers are allocated
+	// once, for MaxSize.
+	MaxSize int
 }
 
 // The batch element types (LoaderConfig.DType).
@@ -81,7 +86,9 @@ const (
 //	uint8:   U8 (BatchSize*3*S*S bytes, same order), zero padding to a multiple of 64 bytes, then Labels
 //
 // Labels is BatchSize int32. X (or U8) and Labels are views of Bytes;
-// LabelsOffset is where Labels start. Only one of X and U8 is set.
+// LabelsOffset is where Labels start. Only one of X and U8 is set. S is
+// the side of the epoch's transform: in a loader sized for a larger
+// LoaderConfig.MaxSize, X (or U8) is the front of the space before Labels.
 type Batch struct {
 	Epoch, Index int       // epoch, and batch number within it
 	N            int       // valid samples (the last batch may be short unless DropLast)
@@ -128,7 +135,8 @@ func (b *Batch) Release() {
 // called from any); one Iter is live at a time.
 type Loader struct {
 	cfg       LoaderConfig
-	sampleLen int // 3*S*S floats per sample
+	sampleLen int // 3*S*S floats per sample, S the transform's side
+	maxLen    int // 3*MaxSize*MaxSize: what each buffer holds per sample
 	nb        int // batches per epoch
 
 	region RegionTransform // cfg.Transform, when it is one
@@ -176,8 +184,11 @@ func NewLoader(cfg LoaderConfig) (*Loader, error) {
 		cfg.Alloc = Pageable{}
 	}
 	s := cfg.Transform.Size()
+	if cfg.MaxSize == 0 {
+		cfg.MaxSize = s
+	}
 	n := len(cfg.Index.Samples)
-	l := &Loader{cfg: cfg, sampleLen: 3 * s * s, perm: make([]int, n), region: rt, workers: cfg.Workers}
+	l := &Loader{cfg: cfg, sampleLen: 3 * s * s, maxLen: 3 * cfg.MaxSize * cfg.MaxSize, perm: make([]int, n), region: rt, workers: cfg.Workers}
 	l.nb = cfg.Split.NumBatches(n, cfg.BatchSize, cfg.DropLast)
 	if g := cfg.BatchSize * cfg.Split.ranks(); !cfg.DropLast && n%g != 0 && n%g < cfg.MinSlice {
 		l.nb-- // the short last batch would be all empty slices
@@ -281,6 +292,8 @@ func (cfg *LoaderConfig) check() error {
 		return fmt.Errorf("data: LoaderConfig.ShuffleBuffer is %d, must be >= 0 (0 = the global permutation)", cfg.ShuffleBuffer)
 	case cfg.ShuffleBuffer > 0 && cfg.Index.Shards == nil:
 		return fmt.Errorf("data: a shuffle buffer (data.shuffle_buffer, sequential mode) reads tar shards, and %s is an ImageFolder: pack it with `train pack`, or set the buffer to 0", cfg.Index.Root)
+	case cfg.MaxSize != 0 && cfg.MaxSize < cfg.Transform.Size():
+		return fmt.Errorf("data: LoaderConfig.MaxSize is %d, less than the transform's side %d (0 = the transform's)", cfg.MaxSize, cfg.Transform.Size())
 	case cfg.MinSlice < 0 || cfg.MinSlice > cfg.BatchSize:
 		return fmt.Errorf("data: LoaderConfig.MinSlice is %d, must be in [0, BatchSize %d]", cfg.MinSlice, cfg.BatchSize)
 	case cfg.DropLast && cfg.BatchSize*cfg.Split.ranks() > len(cfg.Index.Samples):
@@ -311,7 +324,7 @@ func (cfg *LoaderConfig) check() error {
 // come back to the new pool (put holds mu, as the swap does).
 func (l *Loader) allocPool(poolSize int) error {
 	cfg := l.cfg
-	xLen := cfg.BatchSize * l.sampleLen
+	xLen := cfg.BatchSize * l.maxLen
 	labelsAt := 4 * xLen
 	if cfg.DType == DTypeUint8 {
 		labelsAt = (xLen + Align - 1) / Align * Align
@@ -337,10 +350,13 @@ func (l *Loader) allocPool(poolSize int) error {
 			Samples:      make([]int, 0, cfg.BatchSize),
 			loader:       l,
 		}
-		if cfg.DType == DTypeUint8 {
-			b.U8 = mem[:xLen:xLen]
+		// Sliced for the current side, as resliceBuffers slices the
+		// others (only a new buffer is touched here: a worker may be
+		// filling one of the others while SetWorkers grows the pool).
+		if cur := cfg.BatchSize * l.sampleLen; cfg.DType == DTypeUint8 {
+			b.U8 = mem[:cur:cur]
 		} else {
-			b.X = Float32s(mem[:4*xLen])
+			b.X = Float32s(mem[: 4*cur : 4*cur])
 		}
 		added = append(added, b)
 	}
@@ -357,6 +373,55 @@ func (l *Loader) allocPool(poolSize int) error {
 	l.pool = pool
 	return nil
 }
+
+// resliceBuffers makes each buffer's X (or U8) the BatchSize samples of
+// the current transform's side.
+func (l *Loader) resliceBuffers() {
+	xLen := l.cfg.BatchSize * l.sampleLen
+	for _, b := range l.bufs {
+		if l.cfg.DType == DTypeUint8 {
+			b.U8 = b.Bytes[:xLen:xLen]
+		} else {
+			b.X = Float32s(b.Bytes[: 4*xLen : 4*xLen])
+		}
+	}
+}
+
+// SetTransform makes t the transform of the epochs started from now on:
+// progressive resizing changes the images' side between epochs. Its side
+// must be at most LoaderConfig.MaxSize, and it must be a RegionTransform
+// where the batches are uint8. No epoch may be in progress (every Iter
+// closed) and every batch must have been released: the buffers are the
+// same, re-sliced for the new side. The DCT-scaled decode follows t: its
+// scale is drawn from t's Region, per image.
+func (l *Loader) SetTransform(t Transform) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.closed:
+		return errors.New("data: SetTransform on a closed Loader")
+	case l.active != nil:
+		return errors.New("data: SetTransform while an epoch is being read: close its Iter first")
+	case l.held.Load() != 0:
+		return fmt.Errorf("data: SetTransform with %d batches not released", l.held.Load())
+	case t == nil:
+		return errors.New("data: SetTransform(nil)")
+	case t.Size() <= 0 || t.Size() > l.cfg.MaxSize:
+		return fmt.Errorf("data: SetTransform: side %d, must be in [1, %d] (LoaderConfig.MaxSize, what the buffers hold)", t.Size(), l.cfg.MaxSize)
+	}
+	rt, _ := t.(RegionTransform)
+	if l.cfg.DType == DTypeUint8 && rt == nil {
+		return fmt.Errorf("data: SetTransform: uint8 batches need a RegionTransform (augment's Train or Eval); %T is not one", t)
+	}
+	s := t.Size()
+	l.cfg.Transform, l.region, l.sampleLen = t, rt, 3*s*s
+	l.resliceBuffers()
+	return nil
+}
+
+// Size is the side of the images of the epochs started now (the
+// transform's).
+func (l *Loader) Size() int { return l.cfg.Transform.Size() }
 
 // NumBatches is the number of batches in one epoch.
 func (l *Loader) NumBatches() int { return l.nb }

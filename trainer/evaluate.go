@@ -51,7 +51,7 @@ func Evaluate(ctx context.Context, from, dataRoot, device string, out io.Writer)
 	if !slices.Equal(valSet.Classes, st.Classes) {
 		return nil, fmt.Errorf("the checkpoint %s was trained on classes %s; the dataset at %s has %s", st.Dir, showClasses(st.Classes), root, showClasses(valSet.Classes))
 	}
-	dev, err := openDevice(cfg.ModelSpec(len(st.Classes)), cfg.ModelOptions(), cfg, out)
+	dev, err := openDevice(cfg.ModelSpecAt(len(st.Classes), cfg.EvalImageSize()), cfg.ModelOptions(), cfg, out)
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +159,7 @@ func retitle(err error, old, prefix string) error {
 // augment.eval_resize_ratio, centre crop, normalize; the val loader's
 // (newLoaders) and predict's.
 func evalTransform(cfg config.Config) (*augment.Eval, error) {
-	ep := augment.DefaultEvalParams(cfg.Data.ImageSize)
+	ep := augment.DefaultEvalParams(cfg.EvalImageSize())
 	ep.ResizeRatio, ep.Mean, ep.Std = cfg.Augment.EvalResizeRatio, vec3(cfg.Augment.Mean), vec3(cfg.Augment.Std)
 	tf, err := augment.NewEval(ep)
 	if err != nil {
@@ -192,7 +192,7 @@ func newEvalSampler(cfg config.Config, dtype string) (*evalSampler, error) {
 		return nil, err
 	}
 	d := cfg.Data
-	S := d.ImageSize
+	S := cfg.EvalImageSize()
 	s := &evalSampler{
 		dec: data.Decoder{MaxPixels: d.MaxPixels, MaxBytes: int64(d.MaxDecode), Kind: d.Decoder},
 		tf:  tf, u8: dtype == data.DTypeUint8, n: 3 * S * S, size: S,

@@ -16,6 +16,8 @@ import (
 type EpochMetrics struct {
 	Epoch        int     `json:"epoch"` // 1-based, as printed
 	Epochs       int     `json:"epochs"`
+	ImageSize    int     `json:"image_size"` // the side of this epoch's training images (data.progressive)
+	EvalSize     int     `json:"eval_size"`  // the side of its evaluation images (data.eval_size)
 	TrainLoss    float64 `json:"train_loss"`
 	TrainAcc     float64 `json:"train_acc"`
 	ValLoss      float64 `json:"val_loss"`
@@ -44,6 +46,8 @@ type EpochMetrics struct {
 	// during the epoch (what it measured, picked, and kept).
 	Workers     int    `json:"workers"`
 	AutoWorkers string `json:"auto_workers,omitempty"`
+
+	showSizes bool // the epoch line names the sides: they vary in this run
 }
 
 // GPUCounters are driver calls per training step (docs/cuda.md, "What a

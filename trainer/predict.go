@@ -42,7 +42,7 @@ func Predict(ctx context.Context, from string, files []string, k int) ([]Predict
 	cfg := st.Config
 	cfg.Data.BatchSize = max(1, min(cfg.Data.BatchSize, len(files)))
 	opt := cfg.ModelOptions()
-	m, err := model.New(cfg.ModelSpec(len(st.Classes)), opt)
+	m, err := model.New(cfg.ModelSpecAt(len(st.Classes), cfg.EvalImageSize()), opt)
 	if err != nil {
 		return nil, err
 	}

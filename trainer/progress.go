@@ -121,8 +121,12 @@ func (p *progress) EpochDone(m EpochMetrics) {
 	if p.mode == "bar" {
 		fmt.Fprint(p.w, "\r\033[K")
 	}
-	fmt.Fprintf(p.w, "epoch %d/%d  train loss %.4f acc %.1f%%  val loss %.4f top1 %.1f%% top5 %.1f%%  %.0f img/s  wait %.0f%% copy %.0f%% compute %.0f%%  rss %d MiB  %.1fs\n",
-		m.Epoch, m.Epochs, m.TrainLoss, 100*m.TrainAcc, m.ValLoss, 100*m.ValTop1, 100*m.ValTop5,
+	sizes := ""
+	if m.showSizes {
+		sizes = fmt.Sprintf("  %d px (eval %d px)", m.ImageSize, m.EvalSize)
+	}
+	fmt.Fprintf(p.w, "epoch %d/%d%s  train loss %.4f acc %.1f%%  val loss %.4f top1 %.1f%% top5 %.1f%%  %.0f img/s  wait %.0f%% copy %.0f%% compute %.0f%%  rss %d MiB  %.1fs\n",
+		m.Epoch, m.Epochs, sizes, m.TrainLoss, 100*m.TrainAcc, m.ValLoss, 100*m.ValTop1, 100*m.ValTop5,
 		m.ImgPerSec, 100*m.WaitShare, 100*m.CopyShare, 100*m.ComputeShare, m.RSSBytes>>20, m.EpochSeconds)
 	if n := len(m.SkippedImages); n > 0 {
 		fmt.Fprintf(p.w, "  skipped %d undecodable image(s) this epoch (bad_images: skip):\n", n)

@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"strings"
 
-	"stoke/augment"
 	"stoke/config"
 	"stoke/data"
 )
@@ -33,7 +32,9 @@ type session struct {
 	decoder  string        // the JPEG decoder resolved (resolvedDecoder)
 
 	dev                    *Device
-	net                    Backend // dev.Backend, or what a test wraps it in
+	net                    Backend // dev.Backend, or what a test wraps it in; rebuilt when the side changes (sizes.go)
+	netSize                int     // the side net is built for
+	evalModel              Backend // the model at data.eval_size when it is not net's side; nil until needed
 	trainLoader, valLoader *data.Loader
 	metrics                *metricsFile // nil on ranks other than 0
 	sched                  schedule
@@ -235,7 +236,12 @@ func (s *session) openData(ctx context.Context) (valSet *data.Index, err error) 
 // and optimizer state resumed from, or broadcast from rank 0.
 func (s *session) openModel(ctx context.Context) error {
 	cfg, start, out := s.cfg, s.start, s.out
-	dev, err := openDevice(cfg.ModelSpec(len(s.trainSet.Classes)), cfg.ModelOptions(), cfg, out)
+	first := 0
+	if start != nil {
+		first = start.Epoch // the side of the epoch resumed (data.progressive)
+	}
+	s.netSize = cfg.TrainSize(first)
+	dev, err := openDevice(cfg.ModelSpecAt(len(s.trainSet.Classes), s.netSize), cfg.ModelOptions(), cfg, out)
 	if err != nil {
 		return err
 	}
@@ -249,7 +255,12 @@ func (s *session) openModel(ctx context.Context) error {
 	if s.opt.wrapBackend != nil {
 		s.net = s.opt.wrapBackend(s.net)
 	}
-	s.onClose(s.net.Close)
+	s.onClose(func() { s.net.Close() }) // the one net is then (sizes.go rebuilds it)
+	s.onClose(func() {
+		if s.evalModel != nil {
+			s.evalModel.Close()
+		}
+	})
 	if start != nil {
 		if err := s.net.Load(start.Params, start.Optim); err != nil {
 			return fmt.Errorf("resume from %s: %w", start.Dir, err)
@@ -271,6 +282,9 @@ func (s *session) openLoaders(valSet *data.Index) error {
 		return err
 	}
 	fmt.Fprintf(s.out, "loader: %s, %s, %s batches in %s memory\n", workersLine(cfg.Data.Workers), decodersLine(trainLoader.DecoderName(), s.trainSet, valSet), trainLoader.DType(), allocName(s.dev.Alloc))
+	if cfg.SizesVary() {
+		fmt.Fprintln(s.out, sidesLine(cfg))
+	}
 	s.onClose(func() { trainLoader.Close() })
 	s.onClose(func() { valLoader.Close() })
 	s.trainLoader, s.valLoader = trainLoader, valLoader
@@ -306,17 +320,15 @@ func (s *session) openMetrics() error {
 	return nil
 }
 
-// newLoaders builds the training loader (random augmentation, shuffled) and
-// the validation loader (resize + centre crop, in order).
+// newLoaders builds the training loader (random augmentation, shuffled; at
+// the first epoch's side, its buffers for the largest training side: the
+// epoch loop sets each epoch's, sizes.go) and the validation loader
+// (resize + centre crop, in order, at the evaluation side).
 func newLoaders(cfg config.Config, trainSet, valSet *data.Index, alloc data.Allocator, dtype string, split data.Split) (train, val *data.Loader, err error) {
-	a, d := cfg.Augment, cfg.Data
-	tp := augment.DefaultTrainParams(d.ImageSize)
-	tp.Scale, tp.Ratio = [2]float64{a.Scale[0], a.Scale[1]}, [2]float64{a.Ratio[0], a.Ratio[1]}
-	tp.HFlip, tp.Brightness, tp.Contrast, tp.Saturation = a.HFlip, a.Brightness, a.Contrast, a.Saturation
-	tp.Mean, tp.Std = vec3(a.Mean), vec3(a.Std)
-	trainTf, err := augment.NewTrain(tp)
+	d := cfg.Data
+	trainTf, err := trainTransform(cfg, cfg.TrainSize(0))
 	if err != nil {
-		return nil, nil, fmt.Errorf("augment: %w", err)
+		return nil, nil, err
 	}
 	evalTf, err := evalTransform(cfg) // the one predict's evalSampler uses too
 	if err != nil {
@@ -332,6 +344,7 @@ func newLoaders(cfg config.Config, trainSet, valSet *data.Index, alloc data.Allo
 	tc.Index, tc.Transform, tc.Shuffle, tc.DropLast = trainSet, trainTf, d.Shuffle, d.DropLast
 	tc.ShuffleBuffer = d.ShuffleBuf       // sequential mode (shards only)
 	tc.MinSlice = cfg.BatchNormMinSlice() // no BatchNorm over 1 value per channel (docs/config.md)
+	tc.MaxSize = cfg.MaxTrainSize()
 	if train, err = data.NewLoader(tc); err != nil {
 		return nil, nil, err
 	}

@@ -99,6 +99,9 @@ func (s *session) epoch(ctx context.Context, epoch int) (EpochMetrics, error) {
 	t0 := time.Now()
 	tr := trainResult{progressState: s.partial, counters: s.dev.Counters}
 	s.partial = progressState{}
+	if err := s.sizeEpoch(epoch); err != nil {
+		return EpochMetrics{}, err
+	}
 	if err := s.trainEpoch(ctx, epoch, &tr); err != nil {
 		return EpochMetrics{}, s.stopped(ctx, err, epoch, tr.progressState, false)
 	}
@@ -106,7 +109,11 @@ func (s *session) epoch(ctx context.Context, epoch int) (EpochMetrics, error) {
 		return EpochMetrics{}, err
 	}
 	t1 := time.Now()
-	ev, err := evaluate(ctx, s.net, s.valLoader, epoch)
+	net, err := s.evalNet()
+	if err != nil {
+		return EpochMetrics{}, err
+	}
+	ev, err := evaluate(ctx, net, s.valLoader, epoch)
 	if err == nil {
 		err = s.d.reduceEval(&ev, len(s.trainSet.Classes))
 	}
@@ -214,6 +221,7 @@ func (s *session) record(epoch int, tr trainResult, ev evalResult, t0 time.Time)
 	}
 	m := epochMetrics(epoch, s.cfg.Train.Epochs, tr, ev, time.Since(t0), s.sched.lr(s.step-1))
 	m.Workers, m.AutoWorkers = s.trainLoader.Workers(), s.auto.taken()
+	m.ImageSize, m.EvalSize, m.showSizes = s.netSize, s.cfg.EvalImageSize(), s.cfg.SizesVary()
 	if s.metrics != nil {
 		if err := s.metrics.Write(m); err != nil {
 			return EpochMetrics{}, err

@@ -47,7 +47,17 @@ func estimateRun(cfg config.Config) (float64, string) {
 	if threads == 0 {
 		threads = runtime.NumCPU()
 	}
-	m := model.EstimateMemory(cfg.ModelSpec(classes), d.BatchSize, threads)
+	// The training model at the largest side of the run (data.progressive),
+	// and, when the evaluation side differs from a training one, the model
+	// at that side the trainer keeps besides it (trainer/sizes.go).
+	trainSide, evalSide := cfg.MaxTrainSize(), cfg.EvalImageSize()
+	m := model.EstimateMemory(cfg.ModelSpecAt(classes, trainSide), d.BatchSize, threads)
+	models, evalModel := m.String(), 0.0
+	if cfg.SizesVary() {
+		em := model.EstimateMemory(cfg.ModelSpecAt(classes, evalSide), d.BatchSize, threads)
+		evalModel = em.Total()
+		models = fmt.Sprintf("%s at %d px and the evaluation model %s at %d px", m, trainSide, em, evalSide)
+	}
 	// The loader's pool: workers x prefetch buffers, 2 when loading inline;
 	// a float, so that absurd flags (--workers 2^32 --prefetch 2^32) give an
 	// absurd figure, not a product wrapped to 0.
@@ -58,12 +68,18 @@ func estimateRun(cfg config.Config) (float64, string) {
 	case d.Workers > 0:
 		perLoader = float64(d.Workers) * float64(d.Prefetch)
 	}
-	s := float64(d.ImageSize)
-	buffer := float64(d.BatchSize) * 3 * s * s * 4 // float32 CHW; uint8 batches take a quarter
-	pool := 2 * perLoader * buffer                 // the training and the validation loader
+	buffer := func(side int) float64 { // float32 CHW; uint8 batches take a quarter
+		s := float64(side)
+		return float64(d.BatchSize) * 3 * s * s * 4
+	}
+	pool := perLoader * (buffer(trainSide) + buffer(evalSide)) // the training and the validation loader
 	eval := evalBytes(classes)
-	return m.Total() + pool + eval + runtimeBytes, fmt.Sprintf("the model %s, batch buffers %s (2 loaders x %.0f buffers of %d images of 3x%dx%d float32), evaluation %s (a %dx%d confusion matrix, its sum across ranks and its figure)",
-		m, model.Bytes(pool), perLoader, d.BatchSize, d.ImageSize, d.ImageSize, model.Bytes(eval), classes, classes)
+	sides := fmt.Sprintf("3x%dx%d", trainSide, trainSide)
+	if trainSide != evalSide {
+		sides = fmt.Sprintf("3x%dx%d (training) and 3x%dx%d (validation)", trainSide, trainSide, evalSide, evalSide)
+	}
+	return m.Total() + evalModel + pool + eval + runtimeBytes, fmt.Sprintf("the model %s, batch buffers %s (2 loaders x %.0f buffers of %d images of %s float32), evaluation %s (a %dx%d confusion matrix, its sum across ranks and its figure)",
+		models, model.Bytes(pool), perLoader, d.BatchSize, sides, model.Bytes(eval), classes, classes)
 }
 
 // evalBytes is what an evaluation of classes classes holds besides the
