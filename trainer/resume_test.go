@@ -218,7 +218,11 @@ func TestResumedEpochFiguresAreThisInvocations(t *testing.T) {
 	if images := m.ImgPerSec * m.TrainSeconds; math.Abs(images-10) > 1e-6 {
 		t.Errorf("img/s %.1f over %.4fs = %.2f images; this invocation trained 10", m.ImgPerSec, m.TrainSeconds, images)
 	}
-	if share := m.WaitShare + m.CopyShare + m.ComputeShare; share < 0.9 || share > 1.0001 {
+	// Counting the skip would put the 5 batches loaded inline beside these
+	// 2 trained ones (a share near 2/7, or past 1); the loop's own
+	// bookkeeping between steps is the rest, which on an epoch of a few
+	// milliseconds on a busy machine was measured at 11% (so not 0.9).
+	if share := m.WaitShare + m.CopyShare + m.ComputeShare; share < 0.75 || share > 1.0001 {
 		t.Errorf("wait %.2f + copy %.2f + compute %.2f = %.2f of the epoch's training time", m.WaitShare, m.CopyShare, m.ComputeShare, share)
 	}
 	t.Logf("resumed epoch: %.0f img/s, wait %.3f copy %.3f compute %.3f of %.4fs", m.ImgPerSec, m.WaitShare, m.CopyShare, m.ComputeShare, m.TrainSeconds)
