@@ -32,7 +32,9 @@ func TestGPUGemmPrecisionSteps(t *testing.T) {
 	p0, v0 := state(t, ref)
 	ref.Close()
 	run := func(g string, prec GemmPrecision) [][]float32 {
-		b, err := NewBackendWith(d, gpuSpec, opt, true, imageNet, EngineOptions{Gemm: g, Cublas: setting, Precision: prec})
+		o := opt
+		o.Precision = prec.Gemm() // the model's options name the engine's precision (model.NewOn checks)
+		b, err := NewBackendWith(d, gpuSpec, o, true, imageNet, EngineOptions{Gemm: g, Cublas: setting, Precision: prec})
 		if err != nil {
 			t.Fatal(err)
 		}

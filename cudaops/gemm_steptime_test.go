@@ -33,7 +33,9 @@ func TestGPUStepTimes(t *testing.T) {
 	}
 	for _, g := range []string{GemmOwn, GemmCublas} {
 		for _, prec := range []GemmPrecision{GemmFP32, GemmTF32, GemmBF16} {
-			b, err := NewBackendWith(d, spec, opt, true, imageNet, EngineOptions{Gemm: g, Precision: prec})
+			o := opt
+			o.Precision = prec.Gemm() // the model's options name the engine's precision (model.NewOn checks)
+			b, err := NewBackendWith(d, spec, o, true, imageNet, EngineOptions{Gemm: g, Precision: prec})
 			if err != nil {
 				t.Logf("%s %s: %v", g, prec, err)
 				continue
