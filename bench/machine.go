@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"stoke/gemm"
+	"stoke/internal/cpustat"
 )
 
 // Machine is what a measurement ran on, recorded beside its result:
@@ -112,13 +113,13 @@ type loadMeter struct {
 }
 
 func startLoad() loadMeter {
-	return loadMeter{load1: load1(), t: time.Now(), ours: ourCPU(), busy: machineBusy()}
+	return loadMeter{load1: load1(), t: time.Now(), ours: cpustat.SelfAndChildren(), busy: cpustat.MachineBusy()}
 }
 
 func (s loadMeter) stop() Load {
 	l := Load{Load1Before: s.load1, Load1After: load1(), WallSeconds: time.Since(s.t).Seconds(),
-		CPUSeconds: (ourCPU() - s.ours).Seconds(), OthersCores: -1}
-	if b := machineBusy(); s.busy >= 0 && b >= 0 && l.WallSeconds > 0 {
+		CPUSeconds: (cpustat.SelfAndChildren() - s.ours).Seconds(), OthersCores: -1}
+	if b := cpustat.MachineBusy(); s.busy >= 0 && b >= 0 && l.WallSeconds > 0 {
 		l.OthersCores = max(0, (b-s.busy-l.CPUSeconds)/l.WallSeconds)
 	}
 	return l
@@ -184,34 +185,4 @@ func load1() float64 {
 		return -1
 	}
 	return v
-}
-
-// machineBusy is the CPU time, in seconds, all CPUs have spent on anything
-// but idling since boot (/proc/stat's first line: user, nice, system, irq,
-// softirq and steal, the last being time the hypervisor gave to another
-// guest), or -1 where it is missing.
-func machineBusy() float64 {
-	b, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return -1
-	}
-	return parseProcStat(b)
-}
-
-func parseProcStat(b []byte) float64 {
-	line, _, _ := bytes.Cut(b, []byte("\n"))
-	f := strings.Fields(string(line))
-	if len(f) < 9 || f[0] != "cpu" {
-		return -1
-	}
-	var busy float64
-	for _, i := range []int{1, 2, 3, 6, 7, 8} { // user nice system [idle iowait] irq softirq steal
-		v, err := strconv.ParseFloat(f[i], 64)
-		if err != nil {
-			return -1
-		}
-		busy += v
-	}
-	const userHZ = 100 // USER_HZ, fixed at 100 for user space on every Linux architecture Go runs on
-	return busy / userHZ
 }

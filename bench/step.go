@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"stoke/config"
+	"stoke/internal/cpustat"
 	"stoke/internal/rss"
 	"stoke/model"
 )
@@ -167,7 +168,7 @@ func timeSteps(step func() error, opt StepOptions) (stepTiming, error) {
 		}
 	}
 	meter := startLoad()
-	start, cpu0 := time.Now(), cpuTime()
+	start, cpu0 := time.Now(), cpustat.Self()
 	best := time.Duration(math.MaxInt64)
 	for i := 0; i < opt.Steps; i++ {
 		t0 := time.Now()
@@ -177,6 +178,6 @@ func timeSteps(step func() error, opt StepOptions) (stepTiming, error) {
 		best = min(best, time.Since(t0))
 	}
 	per := time.Since(start).Seconds() / float64(opt.Steps)
-	cpuPer := (cpuTime() - cpu0).Seconds() / float64(opt.Steps)
+	cpuPer := (cpustat.Self() - cpu0).Seconds() / float64(opt.Steps)
 	return stepTiming{per: per, cpuPer: cpuPer, best: best, load: meter.stop()}, nil
 }

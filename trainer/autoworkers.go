@@ -8,6 +8,7 @@ import (
 
 	"stoke/config"
 	"stoke/data"
+	"stoke/internal/cpustat"
 )
 
 // autoWorkers is data.workers: auto for the training loader, which starts
@@ -95,14 +96,14 @@ func (a *autoWorkers) before(it *data.Iter) error {
 		a.pending = false
 		if a.skip > 0 {
 			if a.skip--; a.skip == 0 {
-				a.w0, a.busy0, a.ours0 = a.t0, machineBusy(), processCPU()
+				a.w0, a.busy0, a.ours0 = a.t0, cpustat.MachineBusy(), cpustat.Self()
 			}
 		} else {
 			a.n++
 			a.load += a.bLoad
 			a.images += a.bN
 			a.step += now.Sub(a.t1)
-			a.cpu += processCPU() - a.cpu1
+			a.cpu += cpustat.Self() - a.cpu1
 			a.wall += now.Sub(a.t0)
 		}
 	}
@@ -123,7 +124,7 @@ func (a *autoWorkers) after(b *data.Batch) {
 	}
 	a.t1, a.pending = time.Now(), true
 	a.bLoad, a.bN = b.End.Sub(b.Start), b.N
-	a.cpu1 = processCPU()
+	a.cpu1 = cpustat.Self()
 }
 
 // decide picks the count from the inline measure and switches to it.
@@ -131,9 +132,9 @@ func (a *autoWorkers) decide(it *data.Iter) error {
 	n := time.Duration(a.n)
 	m := data.WorkerMeasure{Steps: a.n, Images: float64(a.images) / float64(a.n), Load: a.load / n, Step: a.step / n,
 		StepCPU: a.cpu / n, Cores: a.cores, SharedCores: a.shared}
-	if b := machineBusy(); a.busy0 >= 0 && b >= 0 {
+	if b := cpustat.MachineBusy(); a.busy0 >= 0 && b >= 0 {
 		if wall := time.Since(a.w0).Seconds(); wall > 0 {
-			m.OtherCores = max(0, (b-a.busy0-(processCPU()-a.ours0).Seconds())/wall)
+			m.OtherCores = max(0, (b-a.busy0-(cpustat.Self()-a.ours0).Seconds())/wall)
 		}
 	}
 	a.choice = a.choose(m)
