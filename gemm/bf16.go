@@ -336,6 +336,7 @@ type PackedABF16 struct {
 	data              []uint32
 	ks                *bf16Kernels // the kernels it was packed for
 	fb                *PackedA     // the fallback's, when packed without them
+	row               []uint32     // one row of op(A) in pairs, on its way to data (kept: packing allocates once)
 }
 
 // PackABF16 packs op(A) (m×k; A itself is k×m when transA) into p, rounded
@@ -367,14 +368,16 @@ func packABF16(p *PackedABF16, ks *bf16Kernels, transA bool, m, k int, a []float
 	kstep := bf16KStep(k)
 	p.kstep, p.mpad = kstep, (m+bmr-1)/bmr*bmr
 	nblocks := (k + kstep - 1) / kstep
-	buf := make([]uint32, kc/2)
+	if p.row == nil {
+		p.row = make([]uint32, kc/2)
+	}
 	if n := nblocks * p.mpad * kstep / 2; cap(p.data) < n {
 		p.data = make([]uint32, n)
 	} else {
 		p.data = p.data[:n]
 	}
 	for bi, pc := 0, 0; pc < k; bi, pc = bi+1, pc+kstep {
-		bf16PackA(ks, buf, p.data[bi*p.mpad*kstep/2:], a, lda, transA, 0, pc, m, min(kstep, k-pc))
+		bf16PackA(ks, p.row, p.data[bi*p.mpad*kstep/2:], a, lda, transA, 0, pc, m, min(kstep, k-pc))
 	}
 }
 

@@ -515,7 +515,13 @@ func TestBF16NoAllocs(t *testing.T) {
 	m, n, k := 20, 50, 33
 	a, b, c := randSlice(rng, m*k), randSlice(rng, k*n), make([]float32, m*n)
 	mat := &matrixB{b, n, false}
+	var pa PackedABF16
+	PackABF16(&pa, false, m, k, a, k) // the first pack sizes it
 	for name, f := range map[string]func(){
+		"PackABF16+SgemmPackedBF16": func() {
+			PackABF16(&pa, false, m, k, a, k)
+			SgemmPackedBF16(&pa, false, n, 1, b, n, 0, c, n)
+		},
 		"SgemmBF16":       func() { SgemmBF16(false, false, m, n, k, 1, a, k, b, n, 0, c, n) },
 		"SgemmPanelsBF16": func() { SgemmPanelsBF16(false, m, n, k, 1, a, k, mat, 0, c, n) },
 		"fallback": func() {

@@ -157,9 +157,7 @@ func PackAPrec(p *PackedA, prec Precision, transA bool, m, k int, a []float32, l
 		p.m, p.k, p.prec = m, k, prec
 		return
 	}
-	if p.bf != nil {
-		p.bf = nil
-	}
+	p.bf = nil
 	kstep := kStep(k)
 	p.m, p.k, p.kstep, p.mpad, p.prec = m, k, kstep, (m+mr-1)/mr*mr, prec
 	nblocks := (k + kstep - 1) / kstep
