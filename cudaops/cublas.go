@@ -19,31 +19,22 @@ import (
 	"unsafe"
 
 	"gorgonia.org/cu"
+
+	"stoke/gemm"
 )
 
-// GemmPrecision is how cuBLAS treats a GEMM's float32 inputs: as they are
-// (FP32, pedantic: no reduced precision whatever the handle's math mode),
-// rounded to TF32 (10 mantissa bits) or to bfloat16 (7), accumulating in
-// float32 each time (CUBLAS_COMPUTE_32F_PEDANTIC, _FAST_TF32, _FAST_16BF).
-type GemmPrecision int
-
-const (
-	GemmFP32 GemmPrecision = C.STOKE_GEMM_FP32
-	GemmTF32 GemmPrecision = C.STOKE_GEMM_TF32
-	GemmBF16 GemmPrecision = C.STOKE_GEMM_BF16
+// A GEMM's precision is train.precision's gemm.Precision, as the CPU
+// engine takes it: cuBLAS treats the float32 inputs as they are (gemm.FP32,
+// pedantic: no reduced precision whatever the handle's math mode), rounded
+// to TF32 (10 mantissa bits) or to bfloat16 (7), accumulating in float32
+// each time (CUBLAS_COMPUTE_32F_PEDANTIC, _FAST_TF32, _FAST_16BF). cublas.h's
+// STOKE_GEMM_* and kernels.cu's prec argument use its values; these arrays
+// fail to compile if they part.
+var (
+	_ [C.STOKE_GEMM_FP32 - int(gemm.FP32)]struct{} = [0]struct{}{}
+	_ [C.STOKE_GEMM_TF32 - int(gemm.TF32)]struct{} = [0]struct{}{}
+	_ [C.STOKE_GEMM_BF16 - int(gemm.BF16)]struct{} = [0]struct{}{}
 )
-
-func (p GemmPrecision) String() string {
-	switch p {
-	case GemmFP32:
-		return "fp32"
-	case GemmTF32:
-		return "tf32"
-	case GemmBF16:
-		return "bf16"
-	}
-	return fmt.Sprintf("GemmPrecision(%d)", int(p))
-}
 
 // cublasMajors are the sonames tried, newest first.
 var cublasMajors = []int{13, 12, 11}
@@ -232,7 +223,7 @@ func NewCublas(setting string, s cu.Stream) (*Cublas, error) {
 // Gemm computes C = alpha op(A) op(B) + beta C for row-major float32
 // matrices on the device (op(A) is MxK, op(B) KxN, C MxN); batch > 1 runs
 // batch products whose operands are sa, sb and sc elements apart.
-func (b *Cublas) Gemm(p GemmPrecision, tA, tB bool, M, N, K int, alpha float32, a, bm cu.DevicePtr, beta float32, c cu.DevicePtr,
+func (b *Cublas) Gemm(p gemm.Precision, tA, tB bool, M, N, K int, alpha float32, a, bm cu.DevicePtr, beta float32, c cu.DevicePtr,
 	batch int, sa, sb, sc int64) error {
 	st := C.stoke_cublas_gemm(b.h, C.int(p), cbool(tA), cbool(tB), C.int(M), C.int(N), C.int(K), C.float(alpha),
 		C.ulonglong(a), C.ulonglong(bm), C.float(beta), C.ulonglong(c), C.int(batch), C.longlong(sa), C.longlong(sb), C.longlong(sc))

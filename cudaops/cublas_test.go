@@ -13,6 +13,8 @@ import (
 	"unsafe"
 
 	"gorgonia.org/cu"
+
+	"stoke/gemm"
 )
 
 // roundMantissa rounds x to keep of float32's 23 mantissa bits, to nearest
@@ -29,12 +31,12 @@ func roundMantissa(x float32, keep int) float32 {
 
 // refGemm is C = alpha op(A) op(B) + beta C, row-major, in float64 over
 // inputs rounded as p rounds them, and each element's sum of |alpha a b|.
-func refGemm(p GemmPrecision, tA, tB bool, M, N, K int, alpha float32, a, b []float32, beta float32, c []float32) (out, mag []float64) {
+func refGemm(p gemm.Precision, tA, tB bool, M, N, K int, alpha float32, a, b []float32, beta float32, c []float32) (out, mag []float64) {
 	in := func(x float32) float64 {
 		switch p {
-		case GemmTF32:
+		case gemm.TF32:
 			return float64(roundMantissa(x, 10))
-		case GemmBF16:
+		case gemm.BF16:
 			return float64(roundMantissa(x, 7))
 		}
 		return float64(x)
@@ -97,7 +99,7 @@ func TestGPUCublasGemm(t *testing.T) {
 		defer bl.Close()
 		t.Logf("cuBLAS %d from %s", bl.Major, bl.Path)
 		rng := rand.New(rand.NewPCG(3, 4))
-		for _, p := range []GemmPrecision{GemmFP32, GemmTF32, GemmBF16} {
+		for _, p := range []gemm.Precision{gemm.FP32, gemm.TF32, gemm.BF16} {
 			for _, shape := range [][3]int{{1, 1, 1}, {5, 7, 3}, {33, 17, 65}} {
 				for _, tr := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
 					for _, batch := range []int{1, 3} {
@@ -128,8 +130,8 @@ func TestGPUCublasGemm(t *testing.T) {
 							for j, w := range want {
 								g := float64(got[i*M*N+j])
 								tol := 1e-5 * (math.Abs(w) + math.Sqrt(float64(K)))
-								if !d.Simulated() && p != GemmFP32 {
-									keep := map[GemmPrecision]int{GemmTF32: 10, GemmBF16: 7}[p]
+								if !d.Simulated() && p != gemm.FP32 {
+									keep := map[gemm.Precision]int{gemm.TF32: 10, gemm.BF16: 7}[p]
 									tol += math.Ldexp(mag[j], -keep)
 								}
 								if math.Abs(g-w) > tol {

@@ -9,6 +9,8 @@ import (
 	"unsafe"
 
 	"gorgonia.org/cu"
+
+	"stoke/gemm"
 )
 
 // kernelsPTX is kernels.cu compiled for compute_80 by scripts/gen-ptx.sh;
@@ -38,8 +40,8 @@ type gpuEngine struct {
 	args   [12]uint64
 	ptrs   [12]unsafe.Pointer
 
-	blas     *Cublas       // the GEMMs on cuBLAS (selectGemm), or nil: our own sgemm
-	prec     GemmPrecision // the GEMMs' input rounding
+	blas     *Cublas        // the GEMMs on cuBLAS (selectGemm), or nil: our own sgemm
+	prec     gemm.Precision // the GEMMs' input rounding
 	gemmInfo GemmInfo
 }
 

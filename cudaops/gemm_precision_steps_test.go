@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"stoke/model"
+
+	"stoke/gemm"
 )
 
 // TestGPUGemmPrecisionSteps: the precision reaches every GEMM of a training
@@ -31,9 +33,9 @@ func TestGPUGemmPrecisionSteps(t *testing.T) {
 	}
 	p0, v0 := state(t, ref)
 	ref.Close()
-	run := func(g string, prec GemmPrecision) [][]float32 {
+	run := func(g string, prec gemm.Precision) [][]float32 {
 		o := opt
-		o.Precision = prec.Gemm() // the model's options name the engine's precision (model.NewOn checks)
+		o.Precision = prec // the model's options name the engine's precision (model.NewOn checks)
 		b, err := NewBackendWith(d, gpuSpec, o, true, imageNet, EngineOptions{Gemm: g, Cublas: setting, Precision: prec})
 		if err != nil {
 			t.Fatal(err)
@@ -75,8 +77,8 @@ func TestGPUGemmPrecisionSteps(t *testing.T) {
 		}
 		return worst
 	}
-	fp32 := run(GemmOwn, GemmFP32)
-	for _, prec := range []GemmPrecision{GemmTF32, GemmBF16} {
+	fp32 := run(GemmOwn, gemm.FP32)
+	for _, prec := range []gemm.Precision{gemm.TF32, gemm.BF16} {
 		own, cub := run(GemmOwn, prec), run(GemmCublas, prec)
 		engines, ownVsFP32, cubVsFP32 := diff(own, cub), diff(own, fp32), diff(cub, fp32)
 		t.Logf("%s: own vs cuBLAS %.3g; own vs fp32 %.3g; cuBLAS vs fp32 %.3g", prec, engines, ownVsFP32, cubVsFP32)

@@ -24,41 +24,18 @@ var GemmChoices = []string{GemmAuto, GemmCublas, GemmOwn}
 
 // EngineOptions are the GPU engine's settings beyond the model's.
 type EngineOptions struct {
-	Gemm      string        // GemmAuto (also for ""), GemmCublas or GemmOwn
-	Cublas    string        // cuda.cublas: a file or a folder; "" = search (CublasCandidates)
-	Precision GemmPrecision // the GEMMs' inputs: fp32, TF32 or bf16 (train.precision)
-}
-
-// PrecisionOf is train.precision's p (a gemm.Precision, as the CPU engine
-// takes it) as the GPU engine's.
-func PrecisionOf(p gemm.Precision) GemmPrecision {
-	switch p {
-	case gemm.TF32:
-		return GemmTF32
-	case gemm.BF16:
-		return GemmBF16
-	}
-	return GemmFP32
-}
-
-// Gemm is p as a gemm.Precision (model.Engine.Precision).
-func (p GemmPrecision) Gemm() gemm.Precision {
-	switch p {
-	case GemmTF32:
-		return gemm.TF32
-	case GemmBF16:
-		return gemm.BF16
-	}
-	return gemm.FP32
+	Gemm      string         // GemmAuto (also for ""), GemmCublas or GemmOwn
+	Cublas    string         // cuda.cublas: a file or a folder; "" = search (CublasCandidates)
+	Precision gemm.Precision // the GEMMs' inputs: fp32, TF32 or bf16 (train.precision)
 }
 
 // GemmInfo is the GEMM an engine uses, for the run's device line.
 type GemmInfo struct {
-	Cublas    bool          // cuBLAS, else our own sgemm
-	Path      string        // the cuBLAS library loaded
-	Major     int           // its major version
-	Precision GemmPrecision // the inputs' rounding
-	Note      string        // with auto and no cuBLAS: why not, and where it looked
+	Cublas    bool           // cuBLAS, else our own sgemm
+	Path      string         // the cuBLAS library loaded
+	Major     int            // its major version
+	Precision gemm.Precision // the inputs' rounding
+	Note      string         // with auto and no cuBLAS: why not, and where it looked
 }
 
 func (g GemmInfo) String() string {
@@ -79,7 +56,7 @@ func (o EngineOptions) check() error {
 		return fmt.Errorf("cuda.gemm is %q: want one of %s", o.Gemm, strings.Join(GemmChoices, ", "))
 	}
 	switch o.Precision {
-	case GemmFP32, GemmTF32, GemmBF16:
+	case gemm.FP32, gemm.TF32, gemm.BF16:
 	default:
 		return fmt.Errorf("GEMM precision %s: want fp32, tf32 or bf16", o.Precision)
 	}

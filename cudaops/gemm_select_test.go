@@ -14,10 +14,12 @@ import (
 	"gorgonia.org/cu"
 
 	"stoke/model"
+
+	"stoke/gemm"
 )
 
 // The engine's GEMM selection (cuda.gemm auto|cublas|own, cuda.cublas) and
-// precision (GemmPrecision), through the engine: every product a step makes
+// precision (gemm.Precision), through the engine: every product a step makes
 // goes through the one the engine picked.
 
 // cublasOrSkip is the cuda.cublas setting the tests use; on a real GPU
@@ -55,12 +57,12 @@ func TestGPUGemmStepsMatchCPU(t *testing.T) {
 	start, startV := state(t, ref)
 	var backends [2]*Backend
 	for k, g := range []string{GemmCublas, GemmOwn} {
-		b, err := NewBackendWith(d, gpuSpec, opt, true, imageNet, EngineOptions{Gemm: g, Cublas: setting, Precision: GemmFP32})
+		b, err := NewBackendWith(d, gpuSpec, opt, true, imageNet, EngineOptions{Gemm: g, Cublas: setting, Precision: gemm.FP32})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer b.Close()
-		if info := b.Gemm(); info.Cublas != (g == GemmCublas) || info.Precision != GemmFP32 {
+		if info := b.Gemm(); info.Cublas != (g == GemmCublas) || info.Precision != gemm.FP32 {
 			t.Fatalf("cuda.gemm %s: the backend reports %s", g, info)
 		}
 		if err := b.Load(start, startV); err != nil {
@@ -137,7 +139,7 @@ func TestGPUGemmPrecision(t *testing.T) {
 	shapes := [][3]int{{1, 1, 1}, {5, 7, 3}, {33, 17, 65}, {70, 3, 130}, {70, 130, 45},
 		{3, 5, 2100}} // the last splits K over gridDim.z in our own kernel
 	for _, g := range []string{GemmOwn, GemmCublas} {
-		for _, prec := range []GemmPrecision{GemmFP32, GemmTF32, GemmBF16} {
+		for _, prec := range []gemm.Precision{gemm.FP32, gemm.TF32, gemm.BF16} {
 			withEngine(t, d, cu.NonBlocking, func(s cu.Stream, e *gpuEngine) error {
 				if err := e.selectGemm(EngineOptions{Gemm: g, Cublas: setting, Precision: prec}); err != nil {
 					return err
@@ -170,13 +172,13 @@ func TestGPUGemmPrecision(t *testing.T) {
 						}
 						zero := make([]float32, M*N)
 						want, _ := refGemm(prec, tr[0], tr[1], M, N, K, 1, a, b, 0, zero)
-						plain, _ := refGemm(GemmFP32, tr[0], tr[1], M, N, K, 1, a, b, 0, zero)
+						plain, _ := refGemm(gemm.FP32, tr[0], tr[1], M, N, K, 1, a, b, 0, zero)
 						mag := roundedMag(prec, tr[0], tr[1], M, N, K, a, b)
-						keep := map[GemmPrecision]int{GemmFP32: 23, GemmTF32: 10, GemmBF16: 7}[prec]
-						distinct := prec == GemmFP32 || K < 3 || K > 130
+						keep := map[gemm.Precision]int{gemm.FP32: 23, gemm.TF32: 10, gemm.BF16: 7}[prec]
+						distinct := prec == gemm.FP32 || K < 3 || K > 130
 						for j, w := range want {
 							tol := float64(K+1)*math.Ldexp(mag[j], -24) + 1e-30
-							if g == GemmCublas && !d.Simulated() && prec != GemmFP32 {
+							if g == GemmCublas && !d.Simulated() && prec != gemm.FP32 {
 								tol += math.Ldexp(mag[j], -keep)
 							}
 							if gv := float64(got[j]); !(math.Abs(gv-w) <= tol) {
@@ -200,12 +202,12 @@ func TestGPUGemmPrecision(t *testing.T) {
 
 // roundedMag is each element's sum of |a·b| over the inputs rounded as p
 // rounds them.
-func roundedMag(p GemmPrecision, tA, tB bool, M, N, K int, a, b []float32) []float64 {
+func roundedMag(p gemm.Precision, tA, tB bool, M, N, K int, a, b []float32) []float64 {
 	r := func(x float32) float64 {
 		switch p {
-		case GemmTF32:
+		case gemm.TF32:
 			return float64(roundMantissa(x, 10))
-		case GemmBF16:
+		case gemm.BF16:
 			return float64(roundMantissa(x, 7))
 		}
 		return float64(x)
@@ -274,7 +276,7 @@ func TestGPUGemmSelection(t *testing.T) {
 			b.Close()
 		}
 	}
-	for _, eo := range []EngineOptions{{Gemm: "cudnn"}, {Precision: GemmPrecision(7)}} {
+	for _, eo := range []EngineOptions{{Gemm: "cudnn"}, {Precision: gemm.Precision(7)}} {
 		_, err := NewBackendWith(d, gpuSpec, opt, true, imageNet, eo)
 		if err == nil || (eo.Gemm != "" && !strings.Contains(err.Error(), "auto, cublas, own")) {
 			t.Errorf("%+v: got %v, want an error naming the choices", eo, err)

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"stoke/model"
+
+	"stoke/gemm"
 )
 
 // TestGPUStepTimes: the training step of resnet18 at 224 px, batch 64, for
@@ -32,9 +34,9 @@ func TestGPUStepTimes(t *testing.T) {
 		labels[i] = int32(rng.IntN(spec.Classes))
 	}
 	for _, g := range []string{GemmOwn, GemmCublas} {
-		for _, prec := range []GemmPrecision{GemmFP32, GemmTF32, GemmBF16} {
+		for _, prec := range []gemm.Precision{gemm.FP32, gemm.TF32, gemm.BF16} {
 			o := opt
-			o.Precision = prec.Gemm() // the model's options name the engine's precision (model.NewOn checks)
+			o.Precision = prec // the model's options name the engine's precision (model.NewOn checks)
 			b, err := NewBackendWith(d, spec, o, true, imageNet, EngineOptions{Gemm: g, Precision: prec})
 			if err != nil {
 				t.Logf("%s %s: %v", g, prec, err)

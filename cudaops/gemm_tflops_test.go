@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"gorgonia.org/cu"
+
+	"stoke/gemm"
 )
 
 // gemmShapes are the convolutions of resnet18 and resnet50 at 224 px as
@@ -111,7 +113,7 @@ func TestGPUGemmThroughput(t *testing.T) {
 				return err
 			}
 			row = append(row, fmt.Sprintf("%8.1f", flop/ms/1e9))
-			for _, p := range []GemmPrecision{GemmFP32, GemmTF32, GemmBF16} {
+			for _, p := range []gemm.Precision{gemm.FP32, gemm.TF32, gemm.BF16} {
 				if bl == nil {
 					row = append(row, fmt.Sprintf("%8s", "-"))
 					continue

@@ -41,12 +41,12 @@ func TestGPUPrecisionStepsMatchCPU(t *testing.T) {
 		fpOpt.Precision = gemm.FP32
 		var backends []*Backend
 		for _, eo := range []EngineOptions{
-			{Gemm: GemmCublas, Cublas: setting, Precision: PrecisionOf(prec)},
-			{Gemm: GemmOwn, Precision: PrecisionOf(prec)},
-			{Gemm: GemmOwn, Precision: GemmFP32},
+			{Gemm: GemmCublas, Cublas: setting, Precision: prec},
+			{Gemm: GemmOwn, Precision: prec},
+			{Gemm: GemmOwn, Precision: gemm.FP32},
 		} {
 			o := opt
-			if eo.Precision == GemmFP32 {
+			if eo.Precision == gemm.FP32 {
 				o = fpOpt
 			}
 			b, err := NewBackendWith(d, gpuSpec, o, true, imageNet, eo)

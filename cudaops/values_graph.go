@@ -13,7 +13,7 @@ import (
 
 // Engine is g in the three roles a model is built on (model.NewOn).
 func (g *GraphEngine) Engine() model.Engine {
-	return model.Engine{Values: g, Layers: g, Updater: g, Precision: g.e.prec.Gemm()}
+	return model.Engine{Values: g, Layers: g, Updater: g, Precision: g.e.prec}
 }
 
 // ValueOf is a device value of shape holding a copy of data.

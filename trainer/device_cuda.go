@@ -51,7 +51,7 @@ func openCUDADevice(spec model.Spec, opt model.Options, cfg config.Config, out i
 	}
 	norm := cudaops.Normalize{Mean: vec3(cfg.Augment.Mean), Std: vec3(cfg.Augment.Std)}
 	eo := cudaops.EngineOptions{Gemm: cfg.Cuda.Gemm, Cublas: cfg.Cuda.Cublas,
-		Precision: cudaops.PrecisionOf(cfg.Train.GEMMPrecision())}
+		Precision: cfg.Train.GEMMPrecision()}
 	b, err := cudaops.NewBackendWith(dev, spec, opt, cfg.Train.NonBlocking, norm, eo)
 	if err != nil {
 		dev.Close()
