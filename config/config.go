@@ -117,7 +117,7 @@ type Train struct {
 	DistTimeout  float64 `yaml:"dist_timeout" help:"seconds a collective may take before the job ends, naming the rank that waited (a dead or stuck rank)"`
 	DistBucketMB float64 `yaml:"dist_bucket_mb" help:"gradients are summed across ranks in buckets of about this many MB, each started as soon as backward has produced it (PyTorch DDP's bucket_cap_mb)"`
 	// The precision of the conv and linear GEMMs (docs/config.md "Precision").
-	Precision string `yaml:"precision" help:"fp32, tf32 (conv and linear GEMM inputs rounded to TF32, as PyTorch's allow_tf32) or bf16 (rounded to bfloat16, as torch.autocast); the sums, BatchNorm, the loss, the optimizer, the weights and checkpoints stay fp32. fp32 is the default on every device: on the cpu it is the exact reference (its bf16 runs on the VDPBF16PS kernels where the CPU has AVX512_BF16, within float32 summation of the reference), and on cuda tf32 and bf16 are cuBLAS's (or our own GEMM's, cuda.gemm own) rounding of the same inputs. A resumed run keeps its precision" flag:"precision"`
+	Precision string `yaml:"precision" help:"fp32, tf32 (conv and linear GEMM inputs rounded to TF32, as PyTorch's allow_tf32) or bf16 (rounded to bfloat16, as torch.autocast); the sums, BatchNorm, the loss, the optimizer, the weights and checkpoints stay fp32. fp32 is the default on every device: on the cpu it is the exact reference (its bf16 runs on the VDPBF16PS kernels on an AMD CPU with AVX512_BF16, within float32 summation of the reference; STOKE_GEMM_BF16 overrides), and on cuda tf32 and bf16 are cuBLAS's (or our own GEMM's, cuda.gemm own) rounding of the same inputs. A resumed run keeps its precision" flag:"precision"`
 }
 
 // Cuda is the GPU engine's own settings: they act on --device cuda only

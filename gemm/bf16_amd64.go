@@ -72,3 +72,31 @@ func hasAVX512BF16() bool {
 	eax71, _, _, _ := cpuid(7, 1)
 	return eax71&(1<<5) != 0
 }
+
+// cpuVendor is CPUID leaf 0's vendor string ("AuthenticAMD",
+// "GenuineIntel", ...): EBX, EDX, ECX in that order.
+func cpuVendor() string {
+	_, b, c, d := cpuid(0, 0)
+	var v [12]byte
+	for i, r := range [3]uint32{b, d, c} {
+		v[4*i], v[4*i+1], v[4*i+2], v[4*i+3] = byte(r), byte(r>>8), byte(r>>16), byte(r>>24)
+	}
+	return string(v[:])
+}
+
+// roundMantissaAVX2 rounds n floats (a multiple of 8) in place as
+// roundMantissa(x, drop) does, bit for bit (round_amd64.s).
+//
+//go:noescape
+func roundMantissaAVX2(s *float32, n int, drop, half, mask uint32)
+
+// roundVec rounds the longest multiple of 8 floats at the start of s as
+// roundMantissa(x, drop) where the CPU has AVX2 and returns how many it did.
+func roundVec(s []float32, drop uint) int {
+	n := len(s) &^ 7
+	if !hasAVX2 || n == 0 {
+		return 0
+	}
+	roundMantissaAVX2(&s[0], n, uint32(drop), uint32(1)<<(drop-1)-1, ^(uint32(1)<<drop - 1))
+	return n
+}

@@ -9,3 +9,8 @@ var (
 )
 
 func bf16RoundVec(s []float32) int { return 0 }
+
+// cpuVendor is empty off amd64 (no bf16 kernels to choose).
+func cpuVendor() string { return "" }
+
+func roundVec(s []float32, drop uint) int { return 0 }

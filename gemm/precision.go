@@ -95,8 +95,9 @@ func roundSlice(p Precision, s []float32) {
 	default:
 		return
 	}
-	for i, v := range s {
-		s[i] = roundMantissa(v, drop)
+	n := roundVec(s, drop) // AVX2, the same bits
+	for i, v := range s[n:] {
+		s[n+i] = roundMantissa(v, drop)
 	}
 }
 

@@ -1,0 +1,51 @@
+#include "textflag.h"
+
+// func roundMantissaAVX2(s *float32, n int, drop, half, mask uint32)
+//
+// Rounds n floats (n a multiple of 8) in place as roundMantissa(x, drop)
+// does: u + half + (u>>drop & 1) with the low drop bits cleared (half =
+// 2^(drop-1) - 1, mask = ^(2^drop - 1)), which leaves an infinity as it is;
+// a NaN keeps all its bits with the quiet bit set.
+TEXT ·roundMantissaAVX2(SB), NOSPLIT, $0-28
+	MOVQ s+0(FP), DI
+	MOVQ n+8(FP), CX
+	SHRQ $3, CX
+	JZ done
+	MOVL drop+16(FP), AX
+	MOVQ AX, X9
+	MOVL half+20(FP), AX
+	MOVD AX, X15
+	VPBROADCASTD X15, Y15
+	MOVL mask+24(FP), AX
+	MOVD AX, X13
+	VPBROADCASTD X13, Y13
+	MOVL $1, AX
+	MOVD AX, X14
+	VPBROADCASTD X14, Y14
+	MOVL $0x7fffffff, AX
+	MOVD AX, X12
+	VPBROADCASTD X12, Y12
+	MOVL $0x7f800000, AX
+	MOVD AX, X11
+	VPBROADCASTD X11, Y11
+	MOVL $0x00400000, AX
+	MOVD AX, X10
+	VPBROADCASTD X10, Y10
+loop:
+	VMOVDQU (DI), Y0
+	VPSRLD X9, Y0, Y1
+	VPAND Y14, Y1, Y1
+	VPADDD Y15, Y1, Y1
+	VPADDD Y0, Y1, Y1
+	VPAND Y13, Y1, Y1
+	VPAND Y12, Y0, Y2
+	VPCMPGTD Y11, Y2, Y3
+	VPOR Y10, Y0, Y4
+	VPBLENDVB Y3, Y4, Y1, Y1
+	VMOVDQU Y1, (DI)
+	ADDQ $32, DI
+	DECQ CX
+	JNZ loop
+	VZEROUPPER
+done:
+	RET
