@@ -28,7 +28,8 @@
 #      difference is printed beside what a 1e-7 nudge does on the CPU alone);
 #      then resnet20 for 4 steps on float32 and on uint8 batches;
 #   4. `train bench --device cuda --epochs 1 --rounds 1`: every variant runs
-#      (its figures are the host's, and the table says so).
+#      (its figures are the host's, and the table says so), and the device's
+#      table has its driver calls per step.
 # Each step's output is in $STOKE_GPU_SIM_DIR (default /tmp/stoke-gpu-sim);
 # the last line is the summary. Exit 0 when every step passed, 1 otherwise.
 # Needs g++ and the CUDA 11.8 header (scripts/cuda-toolchain.sh).
@@ -281,11 +282,13 @@ log="$work/bench.log"
 LD_LIBRARY_PATH="$sim" timeout 900 "$work/train" bench --device cuda --epochs 1 --rounds 1 --python "" --out "$work/bench" >"$log" 2>&1
 rc=$?
 cat "$work/bench/bench.md" 2>/dev/null
-variants=$(grep -c '^| stoke ' "$work/bench/bench.md" 2>/dev/null)
-if [ "$rc" = 0 ] && [ "${variants:-0}" -ge 5 ] && [ "$(stand_in_errors "$log")" = 0 ]; then
-	summary+=("bench: $variants variants")
+# The device's table: a row of driver calls per step for each variant, ending in its graph column.
+counted=$(grep -cE '^\| stoke .*\| (true|false) \|$' "$work/bench/bench.md" 2>/dev/null)
+variants=$(($(grep -c '^| stoke ' "$work/bench/bench.md" 2>/dev/null) - ${counted:-0}))
+if [ "$rc" = 0 ] && [ "$variants" -ge 5 ] && [ "${counted:-0}" -ge 5 ] && [ "$(stand_in_errors "$log")" = 0 ]; then
+	summary+=("bench: $variants variants, each with its driver counters per step")
 else
-	fail bench "exit $rc, ${variants:-0} variants in bench.md ($log)"
+	fail bench "exit $rc, $variants variants in bench.md, ${counted:-0} rows of driver counters ($log)"
 	tail -5 "$log"
 fi
 
