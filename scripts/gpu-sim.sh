@@ -115,7 +115,7 @@ for t in TestGPUKernelParity TestGPUNetMatchesModel TestGPUU8MatchesFloat TestGP
 	TestGPUGraphMatchesCPU TestGPUGraphU8MatchesCPU TestGPUStateError \
 	TestGPUAdd TestGPUConv2d TestGPUBatchNorm TestGPUMaxPoolK TestGPUAddReLU TestGPUOptimizers \
 	TestGPUResNetGraphMatchesCPU TestGPUResNetU8MatchesCPU \
-	TestGPUCublasGemm TestGPUCublasMissingNamesWhereItLooked TestGPUDriverCounters \
+	TestGPUCublasGemm TestGPUCublasMissingNamesWhereItLooked TestGPUDriverCounters TestGPUBackendDriverCounters \
 	TestGPUGemmStepsMatchCPU TestGPUGemmPrecision TestGPUGemmPrecisionSteps TestGPUGemmSelection TestGPUGemmBadCublas \
 	TestGPUPrecisionStepsMatchCPU; do
 	grep -q "^--- PASS: $t " "$log" || missing+="$t "
