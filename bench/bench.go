@@ -338,7 +338,7 @@ func readMetrics(path string) (Result, error) {
 		r.FinalLoss = m.TrainLoss
 		r.PeakRSSBytes = max(r.PeakRSSBytes, m.PeakRSS)
 		if g := m.GPU; g != nil {
-			gpu.Graph = g.Graph && (gpuEpochs == 0 || gpu.Graph)
+			gpu.Graph = g.Graph && (gpuEpochs == 0 || gpu.Graph) // every epoch a graph
 			gpuEpochs++
 			addGPU(&gpu, g, 1)
 		}
