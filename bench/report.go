@@ -50,7 +50,7 @@ func (rep *Report) gpuTable() string {
 			continue
 		}
 		if b.Len() == 0 {
-			b.WriteString("\nPer training step on the device, counted at the driver calls (a real GPU's counts as the stand-in's; cuBLAS's own launches are not counted):\n\n")
+			b.WriteString("\nPer training step on the device, counted at the driver calls, on a GPU as under the stand-in (cuBLAS's own launches are not counted):\n\n")
 			b.WriteString("| impl | variant | launches | host syncs | allocs | H2D bytes | D2H bytes | graph |\n|---|---|---|---|---|---|---|---|\n")
 		}
 		g := r.GPU
