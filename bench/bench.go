@@ -38,6 +38,7 @@ import (
 
 	"stoke/config"
 	"stoke/model"
+	"stoke/trainer"
 )
 
 // Variant is one row of the experiment: the three switches.
@@ -89,6 +90,11 @@ type Result struct {
 	OpenBLASCore  string   `json:"openblas_core,omitempty"`
 	CPUCapability string   `json:"cpu_capability,omitempty"`
 	NotAtBest     []string `json:"not_at_best,omitempty"`
+	// GPU is what a training step cost the host on --device cuda, counted
+	// at the driver calls: the run's metrics.jsonl "gpu" records, averaged
+	// over its epochs (each has the same steps). nil on the CPU and for
+	// PyTorch.
+	GPU *trainer.GPUCounters `json:"gpu,omitempty"`
 }
 
 // Options say what to run.
@@ -169,8 +175,8 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 			if err != nil {
 				return nil, fmt.Errorf("bench: %s, round %d: %w", v.Name, round, err)
 			}
-			fmt.Fprintf(opt.Log, "round %d/%d  %-13s %6.1fs  %6.0f img/s  wait %3.0f%%  compute %3.0f%%  CPU %5.1fs  others %.2f cores\n",
-				round, opt.Rounds, v.Name, r.TrainSeconds, r.ImgPerSec, 100*r.WaitShare, 100*r.ComputeShare, r.CPUSeconds, r.OthersCores)
+			fmt.Fprintf(opt.Log, "round %d/%d  %-13s %6.1fs  %6.0f img/s  wait %3.0f%%  compute %3.0f%%  CPU %5.1fs  others %.2f cores%s\n",
+				round, opt.Rounds, v.Name, r.TrainSeconds, r.ImgPerSec, 100*r.WaitShare, 100*r.ComputeShare, r.CPUSeconds, r.OthersCores, gpuLine(r.GPU))
 			if r.Busy != "" {
 				rep.warn(opt.Log, fmt.Sprintf("round %d, stoke %s: the machine was busy: %s", round, v.Name, r.Busy))
 			}
@@ -306,16 +312,19 @@ func readMetrics(path string) (Result, error) {
 	var r Result
 	var images, epochs float64
 	var wait, cp, compute float64
+	var gpu trainer.GPUCounters
+	gpuEpochs := 0
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		var m struct {
-			TrainLoss    float64 `json:"train_loss"`
-			ImgPerSec    float64 `json:"img_per_s"`
-			WaitShare    float64 `json:"wait_share"`
-			CopyShare    float64 `json:"copy_share"`
-			ComputeShare float64 `json:"compute_share"`
-			TrainSeconds float64 `json:"train_seconds"`
-			PeakRSS      int64   `json:"peak_rss_bytes"`
+			TrainLoss    float64              `json:"train_loss"`
+			ImgPerSec    float64              `json:"img_per_s"`
+			WaitShare    float64              `json:"wait_share"`
+			CopyShare    float64              `json:"copy_share"`
+			ComputeShare float64              `json:"compute_share"`
+			TrainSeconds float64              `json:"train_seconds"`
+			PeakRSS      int64                `json:"peak_rss_bytes"`
+			GPU          *trainer.GPUCounters `json:"gpu"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
 			return Result{}, fmt.Errorf("%s: %v", path, err)
@@ -328,6 +337,11 @@ func readMetrics(path string) (Result, error) {
 		compute += m.ComputeShare * m.TrainSeconds
 		r.FinalLoss = m.TrainLoss
 		r.PeakRSSBytes = max(r.PeakRSSBytes, m.PeakRSS)
+		if g := m.GPU; g != nil {
+			gpu.Graph = g.Graph && (gpuEpochs == 0 || gpu.Graph) // every epoch a graph
+			gpuEpochs++
+			addGPU(&gpu, g, 1)
+		}
 	}
 	if epochs == 0 || r.TrainSeconds == 0 {
 		return Result{}, fmt.Errorf("%s: no epochs recorded", path)
@@ -336,6 +350,13 @@ func readMetrics(path string) (Result, error) {
 	r.ImgPerSec = images / r.TrainSeconds
 	r.WaitShare, r.CopyShare, r.ComputeShare = wait/r.TrainSeconds, cp/r.TrainSeconds, compute/r.TrainSeconds
 	r.DeviceBusy = r.ComputeShare
+	if gpuEpochs > 0 {
+		if gpuEpochs != int(epochs) {
+			return Result{}, fmt.Errorf("%s: %d of %d epochs have gpu counters", path, gpuEpochs, int(epochs))
+		}
+		r.GPU = &trainer.GPUCounters{Graph: gpu.Graph}
+		addGPU(r.GPU, &gpu, 1/epochs)
+	}
 	return r, sc.Err()
 }
 
@@ -408,7 +429,15 @@ func median(runs []Result) Result {
 	m := mid[0]
 	m.Rounds = n
 	var secs, images, epochs, wait, cp, compute, busy, loss float64
+	var gpu *trainer.GPUCounters
+	if mid[0].GPU != nil {
+		gpu = &trainer.GPUCounters{Graph: true}
+	}
 	for _, r := range mid {
+		if gpu != nil && r.GPU != nil {
+			addGPU(gpu, r.GPU, 1/float64(len(mid)))
+			gpu.Graph = gpu.Graph && r.GPU.Graph
+		}
 		secs += r.TrainSeconds
 		images += r.ImgPerSec * r.TrainSeconds
 		if r.SecPerEpoch > 0 {
@@ -421,6 +450,7 @@ func median(runs []Result) Result {
 		loss += r.FinalLoss
 	}
 	k := float64(len(mid))
+	m.GPU = gpu
 	m.TrainSeconds = secs / k
 	m.FinalLoss = loss / k
 	if secs > 0 {
@@ -437,6 +467,24 @@ func median(runs []Result) Result {
 	slices.Sort(peaks)
 	m.PeakRSSBytes = peaks[n/2]
 	return m
+}
+
+// addGPU adds w times g's per-step counts to sum (Graph is the caller's).
+func addGPU(sum, g *trainer.GPUCounters, w float64) {
+	sum.LaunchesPerStep += w * g.LaunchesPerStep
+	sum.HostSyncsPerStep += w * g.HostSyncsPerStep
+	sum.AllocsPerStep += w * g.AllocsPerStep
+	sum.H2DBytesPerStep += w * g.H2DBytesPerStep
+	sum.D2HBytesPerStep += w * g.D2HBytesPerStep
+}
+
+// gpuLine is a round's log line's tail for a run's driver counters ("" for
+// none).
+func gpuLine(g *trainer.GPUCounters) string {
+	if g == nil {
+		return ""
+	}
+	return fmt.Sprintf("  per step: %.1f launches, %.2f host syncs, %.2f allocs, graph %t", g.LaunchesPerStep, g.HostSyncsPerStep, g.AllocsPerStep, g.Graph)
 }
 
 func slug(s string) string { return strings.ReplaceAll(s, " ", "_") }

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"stoke/trainer"
 )
 
 // Markdown renders the results as the table printed on stdout.
@@ -34,6 +36,27 @@ func (rep *Report) Markdown() string {
 			100*r.WaitShare, 100*r.CopyShare, 100*r.ComputeShare, 100*r.DeviceBusy, r.FinalLoss, r.PeakRSSBytes>>20, r.Speedup,
 			r.CPUSeconds, r.OthersCores, r.Note)
 	}
+	b.WriteString(rep.gpuTable())
+	return b.String()
+}
+
+// gpuTable is the device's table, on --device cuda: each variant's driver
+// calls per training step (metrics.jsonl's gpu; docs/cuda.md, "What a step
+// costs the host"), or "" when no result has them (the CPU).
+func (rep *Report) gpuTable() string {
+	var b strings.Builder
+	for _, r := range rep.Results {
+		if r.GPU == nil {
+			continue
+		}
+		if b.Len() == 0 {
+			b.WriteString("\nPer training step on the device, counted at the driver calls, on a GPU as under the stand-in (cuBLAS's own launches are not counted):\n\n")
+			b.WriteString("| impl | variant | launches | host syncs | allocs | H2D bytes | D2H bytes | graph |\n|---|---|---|---|---|---|---|---|\n")
+		}
+		g := r.GPU
+		fmt.Fprintf(&b, "| %s | %s | %.1f | %.2f | %.2f | %.0f | %.0f | %t |\n",
+			r.Impl, r.Name, g.LaunchesPerStep, g.HostSyncsPerStep, g.AllocsPerStep, g.H2DBytesPerStep, g.D2HBytesPerStep, g.Graph)
+	}
 	return b.String()
 }
 
@@ -55,11 +78,12 @@ func (rep *Report) write(dir string) error {
 	}
 	w := csv.NewWriter(f)
 	w.Write([]string{"impl", "variant", "workers", "pin_memory", "non_blocking", "rounds", "train_seconds", "s_per_epoch", "img_per_s",
-		"wait_share", "copy_share", "compute_share", "device_busy", "final_loss", "peak_rss_bytes", "speedup", "cpu_seconds", "others_cores", "note"})
+		"wait_share", "copy_share", "compute_share", "device_busy", "final_loss", "peak_rss_bytes", "speedup", "cpu_seconds", "others_cores", "note",
+		"launches_per_step", "host_syncs_per_step", "allocs_per_step", "h2d_bytes_per_step", "d2h_bytes_per_step", "graph"})
 	for _, r := range rep.Results {
-		w.Write([]string{r.Impl, r.Name, fmt.Sprint(r.Workers), fmt.Sprint(r.PinMemory), fmt.Sprint(r.NonBlocking), fmt.Sprint(r.Rounds),
+		w.Write(append([]string{r.Impl, r.Name, fmt.Sprint(r.Workers), fmt.Sprint(r.PinMemory), fmt.Sprint(r.NonBlocking), fmt.Sprint(r.Rounds),
 			g(r.TrainSeconds), g(r.SecPerEpoch), g(r.ImgPerSec), g(r.WaitShare), g(r.CopyShare), g(r.ComputeShare), g(r.DeviceBusy),
-			g(r.FinalLoss), fmt.Sprint(r.PeakRSSBytes), g(r.Speedup), g(r.CPUSeconds), g(r.OthersCores), r.Note})
+			g(r.FinalLoss), fmt.Sprint(r.PeakRSSBytes), g(r.Speedup), g(r.CPUSeconds), g(r.OthersCores), r.Note}, gpuColumns(r.GPU)...))
 	}
 	w.Flush()
 	if err := w.Error(); err != nil {
@@ -70,6 +94,14 @@ func (rep *Report) write(dir string) error {
 		return err
 	}
 	return rep.chart(dir)
+}
+
+// gpuColumns are the CSV's counter columns: empty where there are none.
+func gpuColumns(c *trainer.GPUCounters) []string {
+	if c == nil {
+		return make([]string, 6)
+	}
+	return []string{g(c.LaunchesPerStep), g(c.HostSyncsPerStep), g(c.AllocsPerStep), g(c.H2DBytesPerStep), g(c.D2HBytesPerStep), fmt.Sprint(c.Graph)}
 }
 
 func g(v float64) string { return fmt.Sprintf("%.6g", v) }

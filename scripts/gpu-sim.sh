@@ -15,7 +15,8 @@
 #      lacks torch, may skip; resnext50_32x4d against PyTorch on its own
 #      (grouped convs; ~150 s on one host thread), where there is torch; then the
 #      trainer's GPU tests (trainer.test -test.run ^TestGPU): 2 and 3 ranks
-#      of data-parallel training on --device cuda against one rank; and
+#      of data-parallel training on --device cuda against one rank, and the
+#      per-step driver counters of metrics.jsonl against the driver's; and
 #      dist's NCCL binding on the NCCL stand-in (3 ranks under mpirun);
 #   2. mutations: kernels.cu with an index off by one must fail kernel
 #      parity, and one reading past its buffer must be reported out of bounds;
@@ -27,7 +28,8 @@
 #      difference is printed beside what a 1e-7 nudge does on the CPU alone);
 #      then resnet20 for 4 steps on float32 and on uint8 batches;
 #   4. `train bench --device cuda --epochs 1 --rounds 1`: every variant runs
-#      (its figures are the host's, and the table says so).
+#      (its figures are the host's, and the table says so), and the device's
+#      table has its driver calls per step.
 # Each step's output is in $STOKE_GPU_SIM_DIR (default /tmp/stoke-gpu-sim);
 # the last line is the summary. Exit 0 when every step passed, 1 otherwise.
 # Needs g++ and the CUDA 11.8 header (scripts/cuda-toolchain.sh).
@@ -113,7 +115,7 @@ for t in TestGPUKernelParity TestGPUNetMatchesModel TestGPUU8MatchesFloat TestGP
 	TestGPUGraphMatchesCPU TestGPUGraphU8MatchesCPU TestGPUStateError \
 	TestGPUAdd TestGPUConv2d TestGPUBatchNorm TestGPUMaxPoolK TestGPUAddReLU TestGPUOptimizers \
 	TestGPUResNetGraphMatchesCPU TestGPUResNetU8MatchesCPU \
-	TestGPUCublasGemm TestGPUCublasMissingNamesWhereItLooked TestGPUDriverCounters \
+	TestGPUCublasGemm TestGPUCublasMissingNamesWhereItLooked TestGPUDriverCounters TestGPUBackendDriverCounters \
 	TestGPUGemmStepsMatchCPU TestGPUGemmPrecision TestGPUGemmPrecisionSteps TestGPUGemmSelection TestGPUGemmBadCublas \
 	TestGPUPrecisionStepsMatchCPU; do
 	grep -q "^--- PASS: $t " "$log" || missing+="$t "
@@ -127,16 +129,20 @@ fi
 
 # required NAME PKG PATTERN MUST_PASS SUMMARY LIMIT [VAR=VALUE...]: runs PKG's
 # test binary (-test.run PATTERN, at most LIMIT seconds) under the stand-in
-# with the extra environment, and fails NAME unless it exits 0, MUST_PASS
-# passes and the stand-in reported no error.
+# with the extra environment, and fails NAME unless it exits 0, every test
+# MUST_PASS names (separated by spaces) passes and the stand-in reported no
+# error.
 required() {
-	local name=$1 pkg=$2 run=$3 must=$4 ok=$5 limit=$6 log="$work/$1.log"
+	local name=$1 pkg=$2 run=$3 must=$4 ok=$5 limit=$6 log="$work/$1.log" t notpassed=""
 	shift 6
 	(cd "$pkg" && env LD_LIBRARY_PATH="$sim" "$@" timeout "$limit" "$work/$pkg.test" -test.run "$run" -test.v -test.count=1) >"$log" 2>&1
 	local rc=$?
 	grep -E '^(--- |ok|FAIL|PASS)|^cudasim: error|want|weights within' "$log"
-	if [ "$rc" != 0 ] || ! grep -q "^--- PASS: $must " "$log" || [ "$(stand_in_errors "$log")" != 0 ]; then
-		fail "$name" "exit $rc; $must must pass (see $log)"
+	for t in $must; do
+		grep -q "^--- PASS: $t " "$log" || notpassed+="$t "
+	done
+	if [ "$rc" != 0 ] || [ -n "$notpassed" ] || [ "$(stand_in_errors "$log")" != 0 ]; then
+		fail "$name" "exit $rc; must pass: $must; not passed: ${notpassed:-none} (see $log)"
 	else
 		summary+=("$ok")
 	fi
@@ -156,9 +162,10 @@ if /usr/bin/python3 -c "import torch, torchvision" 2>/dev/null; then
 fi
 # The trainer's GPU tests: data-parallel training on --device cuda (each
 # rank its own CUDA backend, the gradients summed on host copies), and the
-# per-step driver counters.
-required trainer-tests trainer '^TestGPU' TestGPUDataParallelMatchesOneProcess \
-	"data parallel on cuda: 2 and 3 ranks match one rank" 600
+# per-step driver counters in metrics.jsonl (plausible, and equal to the
+# driver's counts around the same steps).
+required trainer-tests trainer '^TestGPU' "TestGPUDataParallelMatchesOneProcess TestGPUCountersPerStep TestGPUCountersAgreeWithDriver" \
+	"data parallel on cuda: 2 and 3 ranks match one rank; gpu counters per step agree with the driver's" 600
 # dist's NCCL binding on the NCCL stand-in, 3 processes under mpirun (needed),
 # device memory and a stream of the driver stand-in.
 required dist-nccl dist '^TestMPINCCLOnDevice$' TestMPINCCLOnDevice \
@@ -275,11 +282,13 @@ log="$work/bench.log"
 LD_LIBRARY_PATH="$sim" timeout 900 "$work/train" bench --device cuda --epochs 1 --rounds 1 --python "" --out "$work/bench" >"$log" 2>&1
 rc=$?
 cat "$work/bench/bench.md" 2>/dev/null
-variants=$(grep -c '^| stoke ' "$work/bench/bench.md" 2>/dev/null)
-if [ "$rc" = 0 ] && [ "${variants:-0}" -ge 5 ] && [ "$(stand_in_errors "$log")" = 0 ]; then
-	summary+=("bench: $variants variants")
+# The device's table: a row of driver calls per step for each variant, ending in its graph column.
+counted=$(grep -cE '^\| stoke .*\| (true|false) \|$' "$work/bench/bench.md" 2>/dev/null)
+variants=$(($(grep -c '^| stoke ' "$work/bench/bench.md" 2>/dev/null) - ${counted:-0}))
+if [ "$rc" = 0 ] && [ "$variants" -ge 5 ] && [ "${counted:-0}" -ge 5 ] && [ "$(stand_in_errors "$log")" = 0 ]; then
+	summary+=("bench: $variants variants, each with its driver counters per step")
 else
-	fail bench "exit $rc, ${variants:-0} variants in bench.md ($log)"
+	fail bench "exit $rc, $variants variants in bench.md, ${counted:-0} rows of driver counters ($log)"
 	tail -5 "$log"
 fi
 

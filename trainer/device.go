@@ -48,8 +48,10 @@ type Device struct {
 	// to copy); "" = float32, as on the CPU.
 	AutoDType string
 	Close     func() error // releases the device after the loaders are closed; may be nil
-	// Counters reads the driver's running totals (cuda); nil on the CPU.
-	Counters func() DriverCounts
+	// Counters reads the driver's running totals through the backend
+	// (cuda: the Backend's optional DriverCounters, device_cuda.go); ok is
+	// false when the backend cannot say. nil on the CPU.
+	Counters func() (c DriverCounts, ok bool)
 }
 
 // batchDType resolves data.batch_dtype for the device.

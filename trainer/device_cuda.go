@@ -58,13 +58,31 @@ func openCUDADevice(spec model.Spec, opt model.Options, cfg config.Config, out i
 		return nil, fmt.Errorf("device cuda: %w", err)
 	}
 	d := &Device{Name: dev.String(), Backend: b, Params: b.NumParams(), AutoDType: data.DTypeUint8, Close: dev.Close,
-		Counters: func() DriverCounts {
-			c := cudaops.ReadDriverCounters()
-			return DriverCounts{Launches: c.Launches, HostSyncs: c.HostSyncs, Allocs: c.Allocs, H2DBytes: c.H2DBytes, D2HBytes: c.D2HBytes}
-		}}
+		Counters: countersOf(b)}
 	if cfg.Data.PinMemory {
 		d.Alloc = dev.Pinned()
 	}
 	fmt.Fprintf(out, "device: %s, pin_memory=%v, non_blocking=%v, %s\n", d.Name, cfg.Data.PinMemory, cfg.Train.NonBlocking, b.Gemm())
 	return d, nil
+}
+
+// driverCounting is a Backend that reads the driver's counters for its
+// steps (cudaops.Backend, cudaops/backend_counters.go): metrics.jsonl's
+// "gpu" field. The CPU model is not one.
+type driverCounting interface {
+	DriverCounters() (cudaops.BackendCounters, bool)
+}
+
+// countersOf is Device.Counters for b: its readings, or nil when b counts
+// nothing.
+func countersOf(b Backend) func() (DriverCounts, bool) {
+	cb, ok := b.(driverCounting)
+	if !ok {
+		return nil
+	}
+	return func() (DriverCounts, bool) {
+		c, ok := cb.DriverCounters()
+		return DriverCounts{Launches: c.Launches, HostSyncs: c.HostSyncs, Allocs: c.Allocs,
+			H2DBytes: c.H2DBytes, D2HBytes: c.D2HBytes, Graph: c.Graph}, ok
+	}
 }

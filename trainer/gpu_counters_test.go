@@ -60,3 +60,24 @@ func TestGPUCountersPerStep(t *testing.T) {
 		}
 	}
 }
+
+// TestPerStep: the counters between two readings over the steps between;
+// none for no steps or a reading the backend could not make; graph as the
+// second reading says.
+func TestPerStep(t *testing.T) {
+	a := DriverCounts{Launches: 10, HostSyncs: 4, Allocs: 2, H2DBytes: 100, D2HBytes: 8}
+	b := DriverCounts{Launches: 90, HostSyncs: 4, Allocs: 3, H2DBytes: 500, D2HBytes: 48, Graph: true}
+	got := perStep(a, b, true, true, 4)
+	want := GPUCounters{LaunchesPerStep: 20, HostSyncsPerStep: 0, AllocsPerStep: 0.25, H2DBytesPerStep: 100, D2HBytesPerStep: 10, Graph: true}
+	if got == nil || *got != want {
+		t.Errorf("perStep over 4 steps = %+v, want %+v", got, want)
+	}
+	for _, c := range []struct {
+		okA, okB bool
+		steps    int
+	}{{true, true, 0}, {false, true, 4}, {true, false, 4}} {
+		if g := perStep(a, b, c.okA, c.okB, c.steps); g != nil {
+			t.Errorf("perStep(ok %v %v, %d steps) = %+v, want none", c.okA, c.okB, c.steps, *g)
+		}
+	}
+}

@@ -38,8 +38,10 @@ type EpochMetrics struct {
 	// (data.bad_images: skip).
 	SkippedImages []string `json:"skipped_images,omitempty"`
 	// GPU is what a training step cost the host on the cuda device, counted
-	// at the driver calls (cudaops.ReadDriverCounters) over this epoch's
-	// steps in this invocation, evaluation excluded; absent on the CPU.
+	// at the driver calls (the backend's DriverCounters, cudaops/
+	// backend_counters.go) over this epoch's steps in this invocation,
+	// evaluation and checkpoints excluded; absent on the CPU, whose backend
+	// counts nothing.
 	GPU *GPUCounters `json:"gpu,omitempty"`
 	// Workers is the training loader's worker count at the epoch's end;
 	// under data.workers: auto, AutoWorkers holds the lines auto printed
@@ -51,8 +53,11 @@ type EpochMetrics struct {
 }
 
 // GPUCounters are driver calls per training step (docs/cuda.md, "What a
-// step costs the host"). Graph says whether the step ran as a CUDA Graph
-// (not yet: always false).
+// step costs the host"): the difference of two readings, at the start of
+// the epoch's first step and after its last one, over the steps between.
+// Graph says whether the steps ran as a CUDA Graph, as the backend reported
+// it at the end of the epoch (a graph is captured in the first step it
+// runs); no backend captures one yet, so it is false.
 type GPUCounters struct {
 	LaunchesPerStep  float64 `json:"launches_per_step"`
 	HostSyncsPerStep float64 `json:"host_syncs_per_step"`
@@ -62,13 +67,18 @@ type GPUCounters struct {
 	Graph            bool    `json:"graph"`
 }
 
-// DriverCounts are the device's running totals of launches, host waits,
-// allocations and bytes copied to and from it (Device.Counters).
-type DriverCounts struct{ Launches, HostSyncs, Allocs, H2DBytes, D2HBytes uint64 }
+// DriverCounts are a backend's reading of the driver's running totals of
+// launches, host waits, allocations and bytes copied to and from the device,
+// and whether its steps run as a CUDA Graph (Device.Counters).
+type DriverCounts struct {
+	Launches, HostSyncs, Allocs, H2DBytes, D2HBytes uint64
+	Graph                                           bool
+}
 
-// perStep is the counts from a to b over steps steps (nil for none).
-func perStep(a, b DriverCounts, steps int) *GPUCounters {
-	if steps <= 0 {
+// perStep is the counts from reading a to reading b over steps steps; nil
+// for no steps, or when either reading failed (ok false: a closed backend).
+func perStep(a, b DriverCounts, okA, okB bool, steps int) *GPUCounters {
+	if steps <= 0 || !okA || !okB {
 		return nil
 	}
 	n := float64(steps)
@@ -78,6 +88,7 @@ func perStep(a, b DriverCounts, steps int) *GPUCounters {
 		AllocsPerStep:    float64(b.Allocs-a.Allocs) / n,
 		H2DBytesPerStep:  float64(b.H2DBytes-a.H2DBytes) / n,
 		D2HBytesPerStep:  float64(b.D2HBytes-a.D2HBytes) / n,
+		Graph:            b.Graph,
 	}
 }
 

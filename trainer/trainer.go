@@ -345,8 +345,9 @@ type trainResult struct {
 	Skipped       []string  // images that could not be decoded (bad_images: skip)
 	start         time.Time // of this invocation's part
 	stepsNow      int       // steps finished in this invocation's part
-	counters      func() DriverCounts
+	counters      func() (DriverCounts, bool)
 	c0            DriverCounts
+	c0ok          bool
 	gpu           *GPUCounters // the driver calls per step of this part (cuda)
 }
 
@@ -355,14 +356,15 @@ type trainResult struct {
 func (r *trainResult) begin() {
 	r.start, r.stepsNow = time.Now(), 0
 	if r.counters != nil {
-		r.c0 = r.counters()
+		r.c0, r.c0ok = r.counters()
 	}
 }
 
 func (r *trainResult) end() {
 	r.Wall = time.Since(r.start)
 	if r.counters != nil {
-		r.gpu = perStep(r.c0, r.counters(), r.stepsNow)
+		c1, ok := r.counters()
+		r.gpu = perStep(r.c0, c1, r.c0ok, ok, r.stepsNow)
 	}
 }
 

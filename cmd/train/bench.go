@@ -19,7 +19,9 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		"Runs the baseline (0 workers, pageable, blocking), each switch alone and all three, alternating,\n"+
 		"each as a child process, then the same in PyTorch at its best (OpenBLAS's own core detection, a\n"+
 		"malloc that keeps memory); writes a table, a chart and a timeline per run, with the CPU, torch's\n"+
-		"BLAS, the load and each run's CPU time, and warns when the machine was busy.\n\n", stderr)
+		"BLAS, the load and each run's CPU time, and warns when the machine was busy. On --device cuda a\n"+
+		"second table gives each variant's driver calls per training step (launches, host syncs,\n"+
+		"allocations, bytes each way, graph: metrics.jsonl's gpu record).\n\n", stderr)
 	cfgPath := c.String("config", "configs/blog.yaml", "the experiment's config (the built-in one when this file is absent)")
 	epochs := c.Int("epochs", 0, "epochs of every run; 0 = the config's")
 	device := c.String("device", "", "cpu or cuda; empty = the config's")
