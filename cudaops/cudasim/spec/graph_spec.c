@@ -60,7 +60,8 @@ static CUstream s1, s2, s3, sb; // s1-s3 non-blocking, sb blocking (flags 0)
 static void add(CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, CUstream s, CUresult want) {
 	int n = N;
 	void *args[] = {&a, &b, &c, &n};
-	EXPECT(cuLaunchKernel(add_f32, N / 256, 1, 1, 256, 1, 1, 0, s, args, NULL), want);
+	CUresult r = cuLaunchKernel(add_f32, N / 256, 1, 1, 256, 1, 1, 0, s, args, NULL);
+	CHECK(r == want, "cuLaunchKernel(add_f32) = %d, want %d", (int)r, (int)want);
 }
 
 static void copy(CUdeviceptr src, CUdeviceptr dst, CUstream s) {
