@@ -5,6 +5,9 @@ package cudaops
 import (
 	"errors"
 	"math"
+	"os"
+	"os/exec"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -200,4 +203,53 @@ func TestGPUGraphCaptureRefusesSync(t *testing.T) {
 		}
 		return first(g.zero(b, 0, 256), s.Synchronize())
 	})
+}
+
+// TestStandInGraphReportsFreedMemory: a graph replayed after the memory its
+// kernel uses was freed is an illegal access on hardware; the stand-in
+// reports it (naming the kernel and the freed allocation) and the
+// context's error becomes sticky. In a child process: the report counts as
+// a stand-in error.
+func TestStandInGraphReportsFreedMemory(t *testing.T) {
+	if os.Getenv("STOKE_STANDIN_CHILD") == "graph-free" {
+		d := openStandInOrSkip(t)
+		withEngine(t, d, cu.NonBlocking, func(s cu.Stream, g *gpuEngine) error {
+			mem, err := cu.MemAlloc(4 * 256)
+			if err != nil {
+				return err
+			}
+			b := devBuf{mem, 256}
+			c, err := BeginCapture(s, CaptureGlobal)
+			if err != nil {
+				return err
+			}
+			if err := g.launch1D("add_f32", 256, p(b), p(b), p(b), i(256)); err != nil {
+				return err
+			}
+			graph, err := c.End()
+			if err != nil {
+				return err
+			}
+			exec, err := graph.Instantiate()
+			if err != nil {
+				return err
+			}
+			if err := first(graph.Destroy(), cu.MemFree(mem), exec.Launch(s)); err != nil {
+				return err
+			}
+			t.Logf("sync after the replay: %v", s.Synchronize())
+			return exec.Destroy()
+		})
+		return
+	}
+	openStandInOrSkip(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestStandInGraphReportsFreedMemory$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), "STOKE_STANDIN_CHILD=graph-free")
+	out, _ := cmd.CombinedOutput()
+	for _, want := range []string{"cudasim: error: kernel add_f32: argument 0 no longer points into live memory", "that was freed",
+		"sync after the replay: IllegalAddress"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("no %q; the child said:\n%s", want, out)
+		}
+	}
 }

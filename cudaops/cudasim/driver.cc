@@ -333,6 +333,24 @@ CUresult check_range(const char *what, CUdeviceptr p, size_t n, char **host) {
 	return CUDA_SUCCESS;
 }
 
+// live_at_run is the host bytes of [p, p+n) when a queued or captured
+// operation runs (g_mu not held). cuMemFree waits for queued work, so only a
+// graph captured before the free finds them gone: reported, and the
+// context's error becomes sticky, as an illegal access on hardware.
+char *live_at_run(CUctx_st *ctx, const char *what, CUdeviceptr p, size_t n) {
+	std::lock_guard<std::mutex> l(g_mu);
+	if (ctx->sticky) return nullptr;
+	Alloc *a = find(p, n);
+	if (!a) {
+		report_error("%s: %zu bytes at device address 0x%llx are no longer live memory (%s): freed after the graph that holds "
+			     "it was captured?",
+			     what, n, (unsigned long long)p, describe(p).c_str());
+		ctx->sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
+		return nullptr;
+	}
+	return a->host + (p - a->dev);
+}
+
 HostAlloc *pinned_of(const void *p, size_t n) {
 	uintptr_t u = (uintptr_t)p;
 	auto it = g_pinned.upper_bound(u);
@@ -976,8 +994,10 @@ CUresult cuMemsetD32Async(CUdeviceptr p, unsigned int v, size_t n, CUstream h) {
 	}
 	char *dst;
 	if (CUresult r = check_range("cuMemsetD32Async", p, 4 * n, &dst)) return r;
-	return submit(s, "cuMemsetD32Async", [dst, v, n] {
-		uint32_t *d = (uint32_t *)dst;
+	(void)dst;
+	return submit(s, "cuMemsetD32Async", [ctx = s->ctx, p, v, n] {
+		uint32_t *d = (uint32_t *)live_at_run(ctx, "cuMemsetD32Async", p, 4 * n);
+		if (!d) return;
 		for (size_t k = 0; k < n; k++) d[k] = v;
 	});
 }
@@ -1011,10 +1031,11 @@ CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t n, CUstream 
 			return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 		}
 		CUctx_st *ctx = s->ctx;
-		return submit(s, "cuMemcpyHtoDAsync", [d, src, n, ctx] {
+		return submit(s, "cuMemcpyHtoDAsync", [dst, src, n, ctx] {
+			char *d = live_at_run(ctx, "graph launch: cuMemcpyHtoDAsync", dst, n);
+			if (!d) return;
 			{
 				std::lock_guard<std::mutex> l(g_mu);
-				if (ctx->sticky) return;
 				if (!pinned_of(src, n)) {
 					report_error("graph launch: a captured cuMemcpyHtoDAsync reads %zu bytes at %p, which is no longer pinned "
 						     "memory (freed with cuMemFreeHost after the capture)", n, src);
@@ -1054,10 +1075,11 @@ CUresult cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t n, CUstream h) {
 			return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 		}
 		CUctx_st *ctx = s->ctx;
-		return submit(s, "cuMemcpyDtoHAsync", [dst, sp, n, ctx] {
+		return submit(s, "cuMemcpyDtoHAsync", [dst, src, n, ctx] {
+			char *sp = live_at_run(ctx, "graph launch: cuMemcpyDtoHAsync", src, n);
+			if (!sp) return;
 			{
 				std::lock_guard<std::mutex> l(g_mu);
-				if (ctx->sticky) return;
 				if (!pinned_of(dst, n)) {
 					report_error("graph launch: a captured cuMemcpyDtoHAsync writes %zu bytes at %p, which is no longer pinned "
 						     "memory (freed with cuMemFreeHost after the capture)", n, dst);
@@ -1284,14 +1306,19 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, uns
 		}
 	}
 	CUctx_st *ctx = t_cur;
-	return submit(s, def->name, [def, a, ctx]() mutable {
+	// The node may run many times (a graph's replays): each run resolves the
+	// pointers afresh, into a copy of the arguments.
+	return submit(s, def->name, [def, a0 = a, ctx]() {
+		LaunchArgs a = a0;
 		{
 			std::lock_guard<std::mutex> l(g_mu);
 			for (int k = 0; k < def->nparams; k++) {
 				if (!def->params[k].pointer) continue;
 				Alloc *al = find(a.slot[k], 0);
-				if (!al) { // freed between the launch and now: cannot happen (cuMemFree waits)
-					report_error("kernel %s: argument %d no longer points into live memory", def->name, k);
+				if (!al) { // cuMemFree waits for queued work, so only a graph captured before the free gets here
+					report_error("kernel %s: argument %d no longer points into live memory (%s): freed after the graph "
+						     "that launches it was captured?",
+						     def->name, k, describe(a.slot[k]).c_str());
 					ctx->sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
 					return;
 				}
@@ -1316,7 +1343,12 @@ CUresult cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream 
 	char *d, *sp;
 	if (CUresult r = check_range("cuMemcpyDtoDAsync (destination)", dst, n, &d)) return r;
 	if (CUresult r = check_range("cuMemcpyDtoDAsync (source)", src, n, &sp)) return r;
-	return submit(s, "cuMemcpyDtoDAsync", [d, sp, n] { memmove(d, sp, n); });
+	(void)d, (void)sp;
+	return submit(s, "cuMemcpyDtoDAsync", [ctx = s->ctx, dst, src, n] {
+		char *d = live_at_run(ctx, "cuMemcpyDtoDAsync (destination)", dst, n);
+		char *sp = d ? live_at_run(ctx, "cuMemcpyDtoDAsync (source)", src, n) : nullptr;
+		if (sp) memmove(d, sp, n);
+	});
 }
 
 // ---- stream capture and graphs (the rules R1-R9 are above, with their sources)
