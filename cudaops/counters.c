@@ -21,6 +21,7 @@ static _Atomic unsigned long long c_launch, c_sync, c_alloc, c_free, c_h2d, c_d2
 
 #define REAL(name) static __typeof__(&name) real_##name
 REAL(cuLaunchKernel);
+REAL(cuGraphLaunch);
 REAL(cuStreamSynchronize);
 REAL(cuEventSynchronize);
 REAL(cuCtxSynchronize);
@@ -38,6 +39,11 @@ static CUresult w_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigne
 				 unsigned shared, CUstream s, void **params, void **extra) {
 	atomic_fetch_add(&c_launch, 1);
 	return real_cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shared, s, params, extra);
+}
+// A graph launch is one launch, whatever it holds: the host's cost is one call.
+static CUresult w_cuGraphLaunch(CUgraphExec x, CUstream s) {
+	atomic_fetch_add(&c_launch, 1);
+	return real_cuGraphLaunch(x, s);
 }
 static CUresult w_cuStreamSynchronize(CUstream s) {
 	atomic_fetch_add(&c_sync, 1);
@@ -108,6 +114,7 @@ static void wrap(const char *name, void *w, void **real) {
 
 void stoke_counters_install(void) {
 	WRAP(cuLaunchKernel);
+	WRAP(cuGraphLaunch);
 	WRAP(cuStreamSynchronize);
 	WRAP(cuEventSynchronize);
 	WRAP(cuCtxSynchronize);

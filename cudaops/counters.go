@@ -12,7 +12,8 @@ import "C"
 // a real GPU as under the stand-in): kernel launches, host waits for the
 // device (stream, event and context synchronizations, and synchronous
 // copies), allocations and frees of device and pinned memory, and bytes
-// copied host to device and device to host.
+// copied host to device and device to host. A cuGraphLaunch counts as one
+// launch.
 type DriverCounters struct {
 	Launches, HostSyncs, Allocs, Frees, H2DBytes, D2HBytes uint64
 }

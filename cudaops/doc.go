@@ -30,4 +30,9 @@
 // cuInit, and tramp_linux_amd64.S routes every driver function cu calls
 // through a jump table, so a stokecuda binary starts without a driver and
 // Open explains what is missing. docs/cuda.md has the reasons.
+//
+// CUDA Graphs (graphs.go): BeginCapture records what is queued on a stream
+// instead of running it, Capture.End gives the Graph, Instantiate the
+// GraphExec that Launch replays with one driver call; the calls the driver
+// forbids during a capture come back as GraphError with its code.
 package cudaops

@@ -13,8 +13,10 @@ set -euo pipefail
 cd "$(dirname "$0")"
 cache="${STOKE_CUDA_CACHE:-$HOME/.cache/stoke/cuda-11.8}"
 cu=$(go list -m -f '{{.Dir}}' gorgonia.org/cu)
-# Our own calls (driver.c) beyond cu's.
-ours="cuMemHostAlloc cuMemAllocHost cuMemFreeHost cuGetErrorString cuGetErrorName cuDriverGetVersion"
+# Our own calls beyond cu's (driver.c, pinned.go, graphs.go).
+ours="cuMemHostAlloc cuMemAllocHost cuMemFreeHost cuGetErrorString cuGetErrorName cuDriverGetVersion
+	cuStreamBeginCapture cuStreamEndCapture cuStreamIsCapturing cuThreadExchangeStreamCaptureMode
+	cuGraphInstantiate cuGraphLaunch cuGraphExecDestroy cuGraphDestroy"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 {

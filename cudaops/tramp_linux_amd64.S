@@ -327,504 +327,534 @@ cuGraphExecDestroy:
 cuGraphGetEdges:
 	jmp *stoke_cu_fn+504(%rip)
 	.size cuGraphGetEdges, .-cuGraphGetEdges
+	.globl cuGraphInstantiate_v2
+	.type cuGraphInstantiate_v2, @function
+cuGraphInstantiate_v2:
+	jmp *stoke_cu_fn+512(%rip)
+	.size cuGraphInstantiate_v2, .-cuGraphInstantiate_v2
+	.globl cuGraphLaunch
+	.type cuGraphLaunch, @function
+cuGraphLaunch:
+	jmp *stoke_cu_fn+520(%rip)
+	.size cuGraphLaunch, .-cuGraphLaunch
 	.globl cuLaunchKernel
 	.type cuLaunchKernel, @function
 cuLaunchKernel:
-	jmp *stoke_cu_fn+512(%rip)
+	jmp *stoke_cu_fn+528(%rip)
 	.size cuLaunchKernel, .-cuLaunchKernel
 	.globl cuLinkAddData_v2
 	.type cuLinkAddData_v2, @function
 cuLinkAddData_v2:
-	jmp *stoke_cu_fn+520(%rip)
+	jmp *stoke_cu_fn+536(%rip)
 	.size cuLinkAddData_v2, .-cuLinkAddData_v2
 	.globl cuLinkAddFile_v2
 	.type cuLinkAddFile_v2, @function
 cuLinkAddFile_v2:
-	jmp *stoke_cu_fn+528(%rip)
+	jmp *stoke_cu_fn+544(%rip)
 	.size cuLinkAddFile_v2, .-cuLinkAddFile_v2
 	.globl cuLinkComplete
 	.type cuLinkComplete, @function
 cuLinkComplete:
-	jmp *stoke_cu_fn+536(%rip)
+	jmp *stoke_cu_fn+552(%rip)
 	.size cuLinkComplete, .-cuLinkComplete
 	.globl cuLinkCreate_v2
 	.type cuLinkCreate_v2, @function
 cuLinkCreate_v2:
-	jmp *stoke_cu_fn+544(%rip)
+	jmp *stoke_cu_fn+560(%rip)
 	.size cuLinkCreate_v2, .-cuLinkCreate_v2
 	.globl cuLinkDestroy
 	.type cuLinkDestroy, @function
 cuLinkDestroy:
-	jmp *stoke_cu_fn+552(%rip)
+	jmp *stoke_cu_fn+568(%rip)
 	.size cuLinkDestroy, .-cuLinkDestroy
 	.globl cuMemAdvise
 	.type cuMemAdvise, @function
 cuMemAdvise:
-	jmp *stoke_cu_fn+560(%rip)
+	jmp *stoke_cu_fn+576(%rip)
 	.size cuMemAdvise, .-cuMemAdvise
 	.globl cuMemAllocHost_v2
 	.type cuMemAllocHost_v2, @function
 cuMemAllocHost_v2:
-	jmp *stoke_cu_fn+568(%rip)
+	jmp *stoke_cu_fn+584(%rip)
 	.size cuMemAllocHost_v2, .-cuMemAllocHost_v2
 	.globl cuMemAllocManaged
 	.type cuMemAllocManaged, @function
 cuMemAllocManaged:
-	jmp *stoke_cu_fn+576(%rip)
+	jmp *stoke_cu_fn+592(%rip)
 	.size cuMemAllocManaged, .-cuMemAllocManaged
 	.globl cuMemAllocPitch_v2
 	.type cuMemAllocPitch_v2, @function
 cuMemAllocPitch_v2:
-	jmp *stoke_cu_fn+584(%rip)
+	jmp *stoke_cu_fn+600(%rip)
 	.size cuMemAllocPitch_v2, .-cuMemAllocPitch_v2
 	.globl cuMemAlloc_v2
 	.type cuMemAlloc_v2, @function
 cuMemAlloc_v2:
-	jmp *stoke_cu_fn+592(%rip)
+	jmp *stoke_cu_fn+608(%rip)
 	.size cuMemAlloc_v2, .-cuMemAlloc_v2
 	.globl cuMemFreeHost
 	.type cuMemFreeHost, @function
 cuMemFreeHost:
-	jmp *stoke_cu_fn+600(%rip)
+	jmp *stoke_cu_fn+616(%rip)
 	.size cuMemFreeHost, .-cuMemFreeHost
 	.globl cuMemFree_v2
 	.type cuMemFree_v2, @function
 cuMemFree_v2:
-	jmp *stoke_cu_fn+608(%rip)
+	jmp *stoke_cu_fn+624(%rip)
 	.size cuMemFree_v2, .-cuMemFree_v2
 	.globl cuMemGetAddressRange_v2
 	.type cuMemGetAddressRange_v2, @function
 cuMemGetAddressRange_v2:
-	jmp *stoke_cu_fn+616(%rip)
+	jmp *stoke_cu_fn+632(%rip)
 	.size cuMemGetAddressRange_v2, .-cuMemGetAddressRange_v2
 	.globl cuMemGetInfo_v2
 	.type cuMemGetInfo_v2, @function
 cuMemGetInfo_v2:
-	jmp *stoke_cu_fn+624(%rip)
+	jmp *stoke_cu_fn+640(%rip)
 	.size cuMemGetInfo_v2, .-cuMemGetInfo_v2
 	.globl cuMemHostAlloc
 	.type cuMemHostAlloc, @function
 cuMemHostAlloc:
-	jmp *stoke_cu_fn+632(%rip)
+	jmp *stoke_cu_fn+648(%rip)
 	.size cuMemHostAlloc, .-cuMemHostAlloc
 	.globl cuMemPrefetchAsync
 	.type cuMemPrefetchAsync, @function
 cuMemPrefetchAsync:
-	jmp *stoke_cu_fn+640(%rip)
+	jmp *stoke_cu_fn+656(%rip)
 	.size cuMemPrefetchAsync, .-cuMemPrefetchAsync
 	.globl cuMemcpy
 	.type cuMemcpy, @function
 cuMemcpy:
-	jmp *stoke_cu_fn+648(%rip)
+	jmp *stoke_cu_fn+664(%rip)
 	.size cuMemcpy, .-cuMemcpy
 	.globl cuMemcpy2DAsync_v2
 	.type cuMemcpy2DAsync_v2, @function
 cuMemcpy2DAsync_v2:
-	jmp *stoke_cu_fn+656(%rip)
+	jmp *stoke_cu_fn+672(%rip)
 	.size cuMemcpy2DAsync_v2, .-cuMemcpy2DAsync_v2
 	.globl cuMemcpy2DUnaligned_v2
 	.type cuMemcpy2DUnaligned_v2, @function
 cuMemcpy2DUnaligned_v2:
-	jmp *stoke_cu_fn+664(%rip)
+	jmp *stoke_cu_fn+680(%rip)
 	.size cuMemcpy2DUnaligned_v2, .-cuMemcpy2DUnaligned_v2
 	.globl cuMemcpy2D_v2
 	.type cuMemcpy2D_v2, @function
 cuMemcpy2D_v2:
-	jmp *stoke_cu_fn+672(%rip)
+	jmp *stoke_cu_fn+688(%rip)
 	.size cuMemcpy2D_v2, .-cuMemcpy2D_v2
 	.globl cuMemcpy3DAsync_v2
 	.type cuMemcpy3DAsync_v2, @function
 cuMemcpy3DAsync_v2:
-	jmp *stoke_cu_fn+680(%rip)
+	jmp *stoke_cu_fn+696(%rip)
 	.size cuMemcpy3DAsync_v2, .-cuMemcpy3DAsync_v2
 	.globl cuMemcpy3DPeer
 	.type cuMemcpy3DPeer, @function
 cuMemcpy3DPeer:
-	jmp *stoke_cu_fn+688(%rip)
+	jmp *stoke_cu_fn+704(%rip)
 	.size cuMemcpy3DPeer, .-cuMemcpy3DPeer
 	.globl cuMemcpy3DPeerAsync
 	.type cuMemcpy3DPeerAsync, @function
 cuMemcpy3DPeerAsync:
-	jmp *stoke_cu_fn+696(%rip)
+	jmp *stoke_cu_fn+712(%rip)
 	.size cuMemcpy3DPeerAsync, .-cuMemcpy3DPeerAsync
 	.globl cuMemcpy3D_v2
 	.type cuMemcpy3D_v2, @function
 cuMemcpy3D_v2:
-	jmp *stoke_cu_fn+704(%rip)
+	jmp *stoke_cu_fn+720(%rip)
 	.size cuMemcpy3D_v2, .-cuMemcpy3D_v2
 	.globl cuMemcpyAsync
 	.type cuMemcpyAsync, @function
 cuMemcpyAsync:
-	jmp *stoke_cu_fn+712(%rip)
+	jmp *stoke_cu_fn+728(%rip)
 	.size cuMemcpyAsync, .-cuMemcpyAsync
 	.globl cuMemcpyAtoA_v2
 	.type cuMemcpyAtoA_v2, @function
 cuMemcpyAtoA_v2:
-	jmp *stoke_cu_fn+720(%rip)
+	jmp *stoke_cu_fn+736(%rip)
 	.size cuMemcpyAtoA_v2, .-cuMemcpyAtoA_v2
 	.globl cuMemcpyAtoD_v2
 	.type cuMemcpyAtoD_v2, @function
 cuMemcpyAtoD_v2:
-	jmp *stoke_cu_fn+728(%rip)
+	jmp *stoke_cu_fn+744(%rip)
 	.size cuMemcpyAtoD_v2, .-cuMemcpyAtoD_v2
 	.globl cuMemcpyAtoHAsync_v2
 	.type cuMemcpyAtoHAsync_v2, @function
 cuMemcpyAtoHAsync_v2:
-	jmp *stoke_cu_fn+736(%rip)
+	jmp *stoke_cu_fn+752(%rip)
 	.size cuMemcpyAtoHAsync_v2, .-cuMemcpyAtoHAsync_v2
 	.globl cuMemcpyAtoH_v2
 	.type cuMemcpyAtoH_v2, @function
 cuMemcpyAtoH_v2:
-	jmp *stoke_cu_fn+744(%rip)
+	jmp *stoke_cu_fn+760(%rip)
 	.size cuMemcpyAtoH_v2, .-cuMemcpyAtoH_v2
 	.globl cuMemcpyDtoA_v2
 	.type cuMemcpyDtoA_v2, @function
 cuMemcpyDtoA_v2:
-	jmp *stoke_cu_fn+752(%rip)
+	jmp *stoke_cu_fn+768(%rip)
 	.size cuMemcpyDtoA_v2, .-cuMemcpyDtoA_v2
 	.globl cuMemcpyDtoDAsync_v2
 	.type cuMemcpyDtoDAsync_v2, @function
 cuMemcpyDtoDAsync_v2:
-	jmp *stoke_cu_fn+760(%rip)
+	jmp *stoke_cu_fn+776(%rip)
 	.size cuMemcpyDtoDAsync_v2, .-cuMemcpyDtoDAsync_v2
 	.globl cuMemcpyDtoD_v2
 	.type cuMemcpyDtoD_v2, @function
 cuMemcpyDtoD_v2:
-	jmp *stoke_cu_fn+768(%rip)
+	jmp *stoke_cu_fn+784(%rip)
 	.size cuMemcpyDtoD_v2, .-cuMemcpyDtoD_v2
 	.globl cuMemcpyDtoHAsync_v2
 	.type cuMemcpyDtoHAsync_v2, @function
 cuMemcpyDtoHAsync_v2:
-	jmp *stoke_cu_fn+776(%rip)
+	jmp *stoke_cu_fn+792(%rip)
 	.size cuMemcpyDtoHAsync_v2, .-cuMemcpyDtoHAsync_v2
 	.globl cuMemcpyDtoH_v2
 	.type cuMemcpyDtoH_v2, @function
 cuMemcpyDtoH_v2:
-	jmp *stoke_cu_fn+784(%rip)
+	jmp *stoke_cu_fn+800(%rip)
 	.size cuMemcpyDtoH_v2, .-cuMemcpyDtoH_v2
 	.globl cuMemcpyHtoAAsync_v2
 	.type cuMemcpyHtoAAsync_v2, @function
 cuMemcpyHtoAAsync_v2:
-	jmp *stoke_cu_fn+792(%rip)
+	jmp *stoke_cu_fn+808(%rip)
 	.size cuMemcpyHtoAAsync_v2, .-cuMemcpyHtoAAsync_v2
 	.globl cuMemcpyHtoA_v2
 	.type cuMemcpyHtoA_v2, @function
 cuMemcpyHtoA_v2:
-	jmp *stoke_cu_fn+800(%rip)
+	jmp *stoke_cu_fn+816(%rip)
 	.size cuMemcpyHtoA_v2, .-cuMemcpyHtoA_v2
 	.globl cuMemcpyHtoDAsync_v2
 	.type cuMemcpyHtoDAsync_v2, @function
 cuMemcpyHtoDAsync_v2:
-	jmp *stoke_cu_fn+808(%rip)
+	jmp *stoke_cu_fn+824(%rip)
 	.size cuMemcpyHtoDAsync_v2, .-cuMemcpyHtoDAsync_v2
 	.globl cuMemcpyHtoD_v2
 	.type cuMemcpyHtoD_v2, @function
 cuMemcpyHtoD_v2:
-	jmp *stoke_cu_fn+816(%rip)
+	jmp *stoke_cu_fn+832(%rip)
 	.size cuMemcpyHtoD_v2, .-cuMemcpyHtoD_v2
 	.globl cuMemcpyPeer
 	.type cuMemcpyPeer, @function
 cuMemcpyPeer:
-	jmp *stoke_cu_fn+824(%rip)
+	jmp *stoke_cu_fn+840(%rip)
 	.size cuMemcpyPeer, .-cuMemcpyPeer
 	.globl cuMemcpyPeerAsync
 	.type cuMemcpyPeerAsync, @function
 cuMemcpyPeerAsync:
-	jmp *stoke_cu_fn+832(%rip)
+	jmp *stoke_cu_fn+848(%rip)
 	.size cuMemcpyPeerAsync, .-cuMemcpyPeerAsync
 	.globl cuMemsetD16Async
 	.type cuMemsetD16Async, @function
 cuMemsetD16Async:
-	jmp *stoke_cu_fn+840(%rip)
+	jmp *stoke_cu_fn+856(%rip)
 	.size cuMemsetD16Async, .-cuMemsetD16Async
 	.globl cuMemsetD16_v2
 	.type cuMemsetD16_v2, @function
 cuMemsetD16_v2:
-	jmp *stoke_cu_fn+848(%rip)
+	jmp *stoke_cu_fn+864(%rip)
 	.size cuMemsetD16_v2, .-cuMemsetD16_v2
 	.globl cuMemsetD2D16Async
 	.type cuMemsetD2D16Async, @function
 cuMemsetD2D16Async:
-	jmp *stoke_cu_fn+856(%rip)
+	jmp *stoke_cu_fn+872(%rip)
 	.size cuMemsetD2D16Async, .-cuMemsetD2D16Async
 	.globl cuMemsetD2D16_v2
 	.type cuMemsetD2D16_v2, @function
 cuMemsetD2D16_v2:
-	jmp *stoke_cu_fn+864(%rip)
+	jmp *stoke_cu_fn+880(%rip)
 	.size cuMemsetD2D16_v2, .-cuMemsetD2D16_v2
 	.globl cuMemsetD2D32Async
 	.type cuMemsetD2D32Async, @function
 cuMemsetD2D32Async:
-	jmp *stoke_cu_fn+872(%rip)
+	jmp *stoke_cu_fn+888(%rip)
 	.size cuMemsetD2D32Async, .-cuMemsetD2D32Async
 	.globl cuMemsetD2D32_v2
 	.type cuMemsetD2D32_v2, @function
 cuMemsetD2D32_v2:
-	jmp *stoke_cu_fn+880(%rip)
+	jmp *stoke_cu_fn+896(%rip)
 	.size cuMemsetD2D32_v2, .-cuMemsetD2D32_v2
 	.globl cuMemsetD2D8Async
 	.type cuMemsetD2D8Async, @function
 cuMemsetD2D8Async:
-	jmp *stoke_cu_fn+888(%rip)
+	jmp *stoke_cu_fn+904(%rip)
 	.size cuMemsetD2D8Async, .-cuMemsetD2D8Async
 	.globl cuMemsetD2D8_v2
 	.type cuMemsetD2D8_v2, @function
 cuMemsetD2D8_v2:
-	jmp *stoke_cu_fn+896(%rip)
+	jmp *stoke_cu_fn+912(%rip)
 	.size cuMemsetD2D8_v2, .-cuMemsetD2D8_v2
 	.globl cuMemsetD32Async
 	.type cuMemsetD32Async, @function
 cuMemsetD32Async:
-	jmp *stoke_cu_fn+904(%rip)
+	jmp *stoke_cu_fn+920(%rip)
 	.size cuMemsetD32Async, .-cuMemsetD32Async
 	.globl cuMemsetD32_v2
 	.type cuMemsetD32_v2, @function
 cuMemsetD32_v2:
-	jmp *stoke_cu_fn+912(%rip)
+	jmp *stoke_cu_fn+928(%rip)
 	.size cuMemsetD32_v2, .-cuMemsetD32_v2
 	.globl cuMemsetD8Async
 	.type cuMemsetD8Async, @function
 cuMemsetD8Async:
-	jmp *stoke_cu_fn+920(%rip)
+	jmp *stoke_cu_fn+936(%rip)
 	.size cuMemsetD8Async, .-cuMemsetD8Async
 	.globl cuMemsetD8_v2
 	.type cuMemsetD8_v2, @function
 cuMemsetD8_v2:
-	jmp *stoke_cu_fn+928(%rip)
+	jmp *stoke_cu_fn+944(%rip)
 	.size cuMemsetD8_v2, .-cuMemsetD8_v2
 	.globl cuModuleGetFunction
 	.type cuModuleGetFunction, @function
 cuModuleGetFunction:
-	jmp *stoke_cu_fn+936(%rip)
+	jmp *stoke_cu_fn+952(%rip)
 	.size cuModuleGetFunction, .-cuModuleGetFunction
 	.globl cuModuleGetGlobal_v2
 	.type cuModuleGetGlobal_v2, @function
 cuModuleGetGlobal_v2:
-	jmp *stoke_cu_fn+944(%rip)
+	jmp *stoke_cu_fn+960(%rip)
 	.size cuModuleGetGlobal_v2, .-cuModuleGetGlobal_v2
 	.globl cuModuleGetSurfRef
 	.type cuModuleGetSurfRef, @function
 cuModuleGetSurfRef:
-	jmp *stoke_cu_fn+952(%rip)
+	jmp *stoke_cu_fn+968(%rip)
 	.size cuModuleGetSurfRef, .-cuModuleGetSurfRef
 	.globl cuModuleGetTexRef
 	.type cuModuleGetTexRef, @function
 cuModuleGetTexRef:
-	jmp *stoke_cu_fn+960(%rip)
+	jmp *stoke_cu_fn+976(%rip)
 	.size cuModuleGetTexRef, .-cuModuleGetTexRef
 	.globl cuModuleLoad
 	.type cuModuleLoad, @function
 cuModuleLoad:
-	jmp *stoke_cu_fn+968(%rip)
+	jmp *stoke_cu_fn+984(%rip)
 	.size cuModuleLoad, .-cuModuleLoad
 	.globl cuModuleLoadData
 	.type cuModuleLoadData, @function
 cuModuleLoadData:
-	jmp *stoke_cu_fn+976(%rip)
+	jmp *stoke_cu_fn+992(%rip)
 	.size cuModuleLoadData, .-cuModuleLoadData
 	.globl cuModuleLoadDataEx
 	.type cuModuleLoadDataEx, @function
 cuModuleLoadDataEx:
-	jmp *stoke_cu_fn+984(%rip)
+	jmp *stoke_cu_fn+1000(%rip)
 	.size cuModuleLoadDataEx, .-cuModuleLoadDataEx
 	.globl cuModuleLoadFatBinary
 	.type cuModuleLoadFatBinary, @function
 cuModuleLoadFatBinary:
-	jmp *stoke_cu_fn+992(%rip)
+	jmp *stoke_cu_fn+1008(%rip)
 	.size cuModuleLoadFatBinary, .-cuModuleLoadFatBinary
 	.globl cuModuleUnload
 	.type cuModuleUnload, @function
 cuModuleUnload:
-	jmp *stoke_cu_fn+1000(%rip)
+	jmp *stoke_cu_fn+1016(%rip)
 	.size cuModuleUnload, .-cuModuleUnload
 	.globl cuOccupancyMaxActiveBlocksPerMultiprocessor
 	.type cuOccupancyMaxActiveBlocksPerMultiprocessor, @function
 cuOccupancyMaxActiveBlocksPerMultiprocessor:
-	jmp *stoke_cu_fn+1008(%rip)
+	jmp *stoke_cu_fn+1024(%rip)
 	.size cuOccupancyMaxActiveBlocksPerMultiprocessor, .-cuOccupancyMaxActiveBlocksPerMultiprocessor
 	.globl cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags
 	.type cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, @function
 cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags:
-	jmp *stoke_cu_fn+1016(%rip)
+	jmp *stoke_cu_fn+1032(%rip)
 	.size cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, .-cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags
 	.globl cuOccupancyMaxPotentialBlockSize
 	.type cuOccupancyMaxPotentialBlockSize, @function
 cuOccupancyMaxPotentialBlockSize:
-	jmp *stoke_cu_fn+1024(%rip)
+	jmp *stoke_cu_fn+1040(%rip)
 	.size cuOccupancyMaxPotentialBlockSize, .-cuOccupancyMaxPotentialBlockSize
 	.globl cuPointerGetAttribute
 	.type cuPointerGetAttribute, @function
 cuPointerGetAttribute:
-	jmp *stoke_cu_fn+1032(%rip)
+	jmp *stoke_cu_fn+1048(%rip)
 	.size cuPointerGetAttribute, .-cuPointerGetAttribute
 	.globl cuPointerSetAttribute
 	.type cuPointerSetAttribute, @function
 cuPointerSetAttribute:
-	jmp *stoke_cu_fn+1040(%rip)
+	jmp *stoke_cu_fn+1056(%rip)
 	.size cuPointerSetAttribute, .-cuPointerSetAttribute
 	.globl cuStreamAttachMemAsync
 	.type cuStreamAttachMemAsync, @function
 cuStreamAttachMemAsync:
-	jmp *stoke_cu_fn+1048(%rip)
+	jmp *stoke_cu_fn+1064(%rip)
 	.size cuStreamAttachMemAsync, .-cuStreamAttachMemAsync
+	.globl cuStreamBeginCapture_v2
+	.type cuStreamBeginCapture_v2, @function
+cuStreamBeginCapture_v2:
+	jmp *stoke_cu_fn+1072(%rip)
+	.size cuStreamBeginCapture_v2, .-cuStreamBeginCapture_v2
 	.globl cuStreamCreate
 	.type cuStreamCreate, @function
 cuStreamCreate:
-	jmp *stoke_cu_fn+1056(%rip)
+	jmp *stoke_cu_fn+1080(%rip)
 	.size cuStreamCreate, .-cuStreamCreate
 	.globl cuStreamCreateWithPriority
 	.type cuStreamCreateWithPriority, @function
 cuStreamCreateWithPriority:
-	jmp *stoke_cu_fn+1064(%rip)
+	jmp *stoke_cu_fn+1088(%rip)
 	.size cuStreamCreateWithPriority, .-cuStreamCreateWithPriority
 	.globl cuStreamDestroy_v2
 	.type cuStreamDestroy_v2, @function
 cuStreamDestroy_v2:
-	jmp *stoke_cu_fn+1072(%rip)
+	jmp *stoke_cu_fn+1096(%rip)
 	.size cuStreamDestroy_v2, .-cuStreamDestroy_v2
+	.globl cuStreamEndCapture
+	.type cuStreamEndCapture, @function
+cuStreamEndCapture:
+	jmp *stoke_cu_fn+1104(%rip)
+	.size cuStreamEndCapture, .-cuStreamEndCapture
 	.globl cuStreamGetFlags
 	.type cuStreamGetFlags, @function
 cuStreamGetFlags:
-	jmp *stoke_cu_fn+1080(%rip)
+	jmp *stoke_cu_fn+1112(%rip)
 	.size cuStreamGetFlags, .-cuStreamGetFlags
 	.globl cuStreamGetPriority
 	.type cuStreamGetPriority, @function
 cuStreamGetPriority:
-	jmp *stoke_cu_fn+1088(%rip)
+	jmp *stoke_cu_fn+1120(%rip)
 	.size cuStreamGetPriority, .-cuStreamGetPriority
+	.globl cuStreamIsCapturing
+	.type cuStreamIsCapturing, @function
+cuStreamIsCapturing:
+	jmp *stoke_cu_fn+1128(%rip)
+	.size cuStreamIsCapturing, .-cuStreamIsCapturing
 	.globl cuStreamQuery
 	.type cuStreamQuery, @function
 cuStreamQuery:
-	jmp *stoke_cu_fn+1096(%rip)
+	jmp *stoke_cu_fn+1136(%rip)
 	.size cuStreamQuery, .-cuStreamQuery
 	.globl cuStreamSynchronize
 	.type cuStreamSynchronize, @function
 cuStreamSynchronize:
-	jmp *stoke_cu_fn+1104(%rip)
+	jmp *stoke_cu_fn+1144(%rip)
 	.size cuStreamSynchronize, .-cuStreamSynchronize
 	.globl cuStreamWaitEvent
 	.type cuStreamWaitEvent, @function
 cuStreamWaitEvent:
-	jmp *stoke_cu_fn+1112(%rip)
+	jmp *stoke_cu_fn+1152(%rip)
 	.size cuStreamWaitEvent, .-cuStreamWaitEvent
 	.globl cuStreamWaitValue32
 	.type cuStreamWaitValue32, @function
 cuStreamWaitValue32:
-	jmp *stoke_cu_fn+1120(%rip)
+	jmp *stoke_cu_fn+1160(%rip)
 	.size cuStreamWaitValue32, .-cuStreamWaitValue32
 	.globl cuStreamWriteValue32
 	.type cuStreamWriteValue32, @function
 cuStreamWriteValue32:
-	jmp *stoke_cu_fn+1128(%rip)
+	jmp *stoke_cu_fn+1168(%rip)
 	.size cuStreamWriteValue32, .-cuStreamWriteValue32
 	.globl cuSurfRefGetArray
 	.type cuSurfRefGetArray, @function
 cuSurfRefGetArray:
-	jmp *stoke_cu_fn+1136(%rip)
+	jmp *stoke_cu_fn+1176(%rip)
 	.size cuSurfRefGetArray, .-cuSurfRefGetArray
 	.globl cuSurfRefSetArray
 	.type cuSurfRefSetArray, @function
 cuSurfRefSetArray:
-	jmp *stoke_cu_fn+1144(%rip)
+	jmp *stoke_cu_fn+1184(%rip)
 	.size cuSurfRefSetArray, .-cuSurfRefSetArray
 	.globl cuTexRefGetAddressMode
 	.type cuTexRefGetAddressMode, @function
 cuTexRefGetAddressMode:
-	jmp *stoke_cu_fn+1152(%rip)
+	jmp *stoke_cu_fn+1192(%rip)
 	.size cuTexRefGetAddressMode, .-cuTexRefGetAddressMode
 	.globl cuTexRefGetAddress_v2
 	.type cuTexRefGetAddress_v2, @function
 cuTexRefGetAddress_v2:
-	jmp *stoke_cu_fn+1160(%rip)
+	jmp *stoke_cu_fn+1200(%rip)
 	.size cuTexRefGetAddress_v2, .-cuTexRefGetAddress_v2
 	.globl cuTexRefGetArray
 	.type cuTexRefGetArray, @function
 cuTexRefGetArray:
-	jmp *stoke_cu_fn+1168(%rip)
+	jmp *stoke_cu_fn+1208(%rip)
 	.size cuTexRefGetArray, .-cuTexRefGetArray
 	.globl cuTexRefGetBorderColor
 	.type cuTexRefGetBorderColor, @function
 cuTexRefGetBorderColor:
-	jmp *stoke_cu_fn+1176(%rip)
+	jmp *stoke_cu_fn+1216(%rip)
 	.size cuTexRefGetBorderColor, .-cuTexRefGetBorderColor
 	.globl cuTexRefGetFilterMode
 	.type cuTexRefGetFilterMode, @function
 cuTexRefGetFilterMode:
-	jmp *stoke_cu_fn+1184(%rip)
+	jmp *stoke_cu_fn+1224(%rip)
 	.size cuTexRefGetFilterMode, .-cuTexRefGetFilterMode
 	.globl cuTexRefGetFlags
 	.type cuTexRefGetFlags, @function
 cuTexRefGetFlags:
-	jmp *stoke_cu_fn+1192(%rip)
+	jmp *stoke_cu_fn+1232(%rip)
 	.size cuTexRefGetFlags, .-cuTexRefGetFlags
 	.globl cuTexRefGetFormat
 	.type cuTexRefGetFormat, @function
 cuTexRefGetFormat:
-	jmp *stoke_cu_fn+1200(%rip)
+	jmp *stoke_cu_fn+1240(%rip)
 	.size cuTexRefGetFormat, .-cuTexRefGetFormat
 	.globl cuTexRefGetMaxAnisotropy
 	.type cuTexRefGetMaxAnisotropy, @function
 cuTexRefGetMaxAnisotropy:
-	jmp *stoke_cu_fn+1208(%rip)
+	jmp *stoke_cu_fn+1248(%rip)
 	.size cuTexRefGetMaxAnisotropy, .-cuTexRefGetMaxAnisotropy
 	.globl cuTexRefSetAddress2D_v3
 	.type cuTexRefSetAddress2D_v3, @function
 cuTexRefSetAddress2D_v3:
-	jmp *stoke_cu_fn+1216(%rip)
+	jmp *stoke_cu_fn+1256(%rip)
 	.size cuTexRefSetAddress2D_v3, .-cuTexRefSetAddress2D_v3
 	.globl cuTexRefSetAddressMode
 	.type cuTexRefSetAddressMode, @function
 cuTexRefSetAddressMode:
-	jmp *stoke_cu_fn+1224(%rip)
+	jmp *stoke_cu_fn+1264(%rip)
 	.size cuTexRefSetAddressMode, .-cuTexRefSetAddressMode
 	.globl cuTexRefSetAddress_v2
 	.type cuTexRefSetAddress_v2, @function
 cuTexRefSetAddress_v2:
-	jmp *stoke_cu_fn+1232(%rip)
+	jmp *stoke_cu_fn+1272(%rip)
 	.size cuTexRefSetAddress_v2, .-cuTexRefSetAddress_v2
 	.globl cuTexRefSetArray
 	.type cuTexRefSetArray, @function
 cuTexRefSetArray:
-	jmp *stoke_cu_fn+1240(%rip)
+	jmp *stoke_cu_fn+1280(%rip)
 	.size cuTexRefSetArray, .-cuTexRefSetArray
 	.globl cuTexRefSetBorderColor
 	.type cuTexRefSetBorderColor, @function
 cuTexRefSetBorderColor:
-	jmp *stoke_cu_fn+1248(%rip)
+	jmp *stoke_cu_fn+1288(%rip)
 	.size cuTexRefSetBorderColor, .-cuTexRefSetBorderColor
 	.globl cuTexRefSetFilterMode
 	.type cuTexRefSetFilterMode, @function
 cuTexRefSetFilterMode:
-	jmp *stoke_cu_fn+1256(%rip)
+	jmp *stoke_cu_fn+1296(%rip)
 	.size cuTexRefSetFilterMode, .-cuTexRefSetFilterMode
 	.globl cuTexRefSetFlags
 	.type cuTexRefSetFlags, @function
 cuTexRefSetFlags:
-	jmp *stoke_cu_fn+1264(%rip)
+	jmp *stoke_cu_fn+1304(%rip)
 	.size cuTexRefSetFlags, .-cuTexRefSetFlags
 	.globl cuTexRefSetFormat
 	.type cuTexRefSetFormat, @function
 cuTexRefSetFormat:
-	jmp *stoke_cu_fn+1272(%rip)
+	jmp *stoke_cu_fn+1312(%rip)
 	.size cuTexRefSetFormat, .-cuTexRefSetFormat
 	.globl cuTexRefSetMaxAnisotropy
 	.type cuTexRefSetMaxAnisotropy, @function
 cuTexRefSetMaxAnisotropy:
-	jmp *stoke_cu_fn+1280(%rip)
+	jmp *stoke_cu_fn+1320(%rip)
 	.size cuTexRefSetMaxAnisotropy, .-cuTexRefSetMaxAnisotropy
 	.globl cuTexRefSetMipmapFilterMode
 	.type cuTexRefSetMipmapFilterMode, @function
 cuTexRefSetMipmapFilterMode:
-	jmp *stoke_cu_fn+1288(%rip)
+	jmp *stoke_cu_fn+1328(%rip)
 	.size cuTexRefSetMipmapFilterMode, .-cuTexRefSetMipmapFilterMode
 	.globl cuTexRefSetMipmapLevelBias
 	.type cuTexRefSetMipmapLevelBias, @function
 cuTexRefSetMipmapLevelBias:
-	jmp *stoke_cu_fn+1296(%rip)
+	jmp *stoke_cu_fn+1336(%rip)
 	.size cuTexRefSetMipmapLevelBias, .-cuTexRefSetMipmapLevelBias
 	.globl cuTexRefSetMipmapLevelClamp
 	.type cuTexRefSetMipmapLevelClamp, @function
 cuTexRefSetMipmapLevelClamp:
-	jmp *stoke_cu_fn+1304(%rip)
+	jmp *stoke_cu_fn+1344(%rip)
 	.size cuTexRefSetMipmapLevelClamp, .-cuTexRefSetMipmapLevelClamp
+	.globl cuThreadExchangeStreamCaptureMode
+	.type cuThreadExchangeStreamCaptureMode, @function
+cuThreadExchangeStreamCaptureMode:
+	jmp *stoke_cu_fn+1352(%rip)
+	.size cuThreadExchangeStreamCaptureMode, .-cuThreadExchangeStreamCaptureMode
 	.section .note.GNU-stack,"",@progbits

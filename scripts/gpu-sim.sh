@@ -3,7 +3,8 @@
 # stand-in for the CUDA driver (cudaops/cudasim, loaded through
 # LD_LIBRARY_PATH by the unchanged stokecuda binaries). In order:
 #   0. the stand-ins (libcuda.so.1, libcublas.so.11, libnccl.so.2) against C programs
-#      written from NVIDIA's documentation alone (cudaops/cudasim/spec);
+#      written from NVIDIA's documentation alone (cudaops/cudasim/spec: cuBLAS, NCCL, stream
+#      capture and graph launch, an exit with streams alive);
 #   1. the GPU test binary (cudaops.test): kernel parity, the same graph on
 #      the CPU and GPU engines (float32, uint8, padded), whole-step parity
 #      with the CPU model, uint8 path, pinned-buffer reuse, loss falls, copy
@@ -117,7 +118,7 @@ for t in TestGPUKernelParity TestGPUNetMatchesModel TestGPUU8MatchesFloat TestGP
 	TestGPUResNetGraphMatchesCPU TestGPUResNetU8MatchesCPU \
 	TestGPUCublasGemm TestGPUCublasMissingNamesWhereItLooked TestGPUDriverCounters TestGPUBackendDriverCounters \
 	TestGPUGemmStepsMatchCPU TestGPUGemmPrecision TestGPUGemmPrecisionSteps TestGPUGemmSelection TestGPUGemmBadCublas \
-	TestGPUPrecisionStepsMatchCPU; do
+	TestGPUPrecisionStepsMatchCPU TestGPUGraphCaptureReplay TestGPUGraphCaptureRefusesSync; do
 	grep -q "^--- PASS: $t " "$log" || missing+="$t "
 done
 extra_skips=$(echo "$skipped" | tr ' ' '\n' | grep -v -x -e '' -e TestGPUBandwidth -e TestGPUOverlap -e TestGPUParityWithPyTorch -e TestGPUBottleneckParityWithPyTorch -e TestGPUStateHashesUnchanged -e TestGPUGemmThroughput -e TestGPUStepTimes -e TestGPUResNeXtParityWithPyTorch | tr '\n' ' ')

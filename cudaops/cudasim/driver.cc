@@ -19,12 +19,18 @@
 //     the stream workers and shuffles threads within blocks;
 //   - launch limits as the hardware has them (1024 threads per block,
 //     48 KiB static + dynamic shared memory) and argument lists checked
-//     against the kernel's signature and the PTX's .param lines.
+//     against the kernel's signature and the PTX's .param lines;
+//   - stream capture and graph launch (cuStreamBeginCapture ... cuGraphLaunch,
+//     the "stream capture" section below): captured work is recorded, not
+//     run, and replayed in stream order by cuGraphLaunch; the calls the
+//     documentation forbids during a capture are refused with its codes and
+//     invalidate the capture.
 // Errors the stand-in catches are printed as "cudasim: error: ...".
 #include <cuda.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdarg>
@@ -107,6 +113,7 @@ struct HostAlloc {
 };
 
 struct Mark; // an event's position in a stream
+struct Capture; // a stream capture sequence in progress
 
 } // namespace
 
@@ -124,6 +131,8 @@ struct CUevent_st {
 	unsigned flags;
 	bool dead = false;
 	std::shared_ptr<Mark> last;
+	Capture *cap = nullptr;     // last recorded in this capture (a "captured event"), while it lasts
+	std::vector<int> capnodes;  // the nodes it marks there
 };
 
 struct CUfunc_st {
@@ -147,6 +156,8 @@ struct Stream {
 	uint64_t enq = 0, done = 0;
 	bool stop = false, dead = false;
 	std::thread th;
+	Capture *cap = nullptr;   // the capture sequence the stream is in (cuStreamBeginCapture, or joined by a wait)
+	std::vector<int> capdeps; // while capturing: the nodes the next captured node depends on
 	int chaos;              // seed, 0 = off (STOKE_CUDASIM_CHAOS when the stream was created)
 	unsigned chaos_max_us;  // the longest delay before an operation
 	uint64_t rng;
@@ -322,6 +333,24 @@ CUresult check_range(const char *what, CUdeviceptr p, size_t n, char **host) {
 	return CUDA_SUCCESS;
 }
 
+// live_at_run is the host bytes of [p, p+n) when a queued or captured
+// operation runs (g_mu not held). cuMemFree waits for queued work, so only a
+// graph captured before the free finds them gone: reported, and the
+// context's error becomes sticky, as an illegal access on hardware.
+char *live_at_run(CUctx_st *ctx, const char *what, CUdeviceptr p, size_t n) {
+	std::lock_guard<std::mutex> l(g_mu);
+	if (ctx->sticky) return nullptr;
+	Alloc *a = find(p, n);
+	if (!a) {
+		report_error("%s: %zu bytes at device address 0x%llx are no longer live memory (%s): freed after the graph that holds "
+			     "it was captured?",
+			     what, n, (unsigned long long)p, describe(p).c_str());
+		ctx->sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
+		return nullptr;
+	}
+	return a->host + (p - a->dev);
+}
+
 HostAlloc *pinned_of(const void *p, size_t n) {
 	uintptr_t u = (uintptr_t)p;
 	auto it = g_pinned.upper_bound(u);
@@ -329,6 +358,184 @@ HostAlloc *pinned_of(const void *p, size_t n) {
 	--it;
 	if (u + n > it->first + it->second.size) return nullptr;
 	return &it->second;
+}
+
+// ---- stream capture: the rules, and where they are written down
+//
+// From the CUDA driver API reference (cuda.h 11.8's comments, the same text
+// as docs.nvidia.com/cuda/cuda-driver-api, "Stream Management" and "Graph
+// Management") and the CUDA C++ Programming Guide, "CUDA Graphs" > "Creating
+// a Graph Using Stream Capture" (sections "Cross-stream Dependencies and
+// Events", "Prohibited and Unhandled Operations", "Invalidation"):
+//  R1 cuStreamBeginCapture: work pushed into a capturing stream is not run
+//     but captured into a graph; capture may not begin on CU_STREAM_LEGACY
+//     (or the NULL stream), nor on a stream already capturing
+//     (CUDA_ERROR_INVALID_VALUE, the documented return).
+//  R2 Fork and join: cuEventRecord in a capturing stream makes a captured
+//     event; a stream that waits on it joins the same capture, its next node
+//     depending on the event's nodes. Waiting from a stream in one capture on
+//     an event of another would merge two graphs (CUDA_ERROR_STREAM_CAPTURE_MERGE);
+//     waiting from a capturing stream on a non-captured event without
+//     CU_EVENT_WAIT_EXTERNAL would cross the capture's boundary
+//     (CUDA_ERROR_STREAM_CAPTURE_ISOLATION, "a dependency ... which crosses
+//     the capture sequence boundary").
+//  R3 It is invalid to synchronize or query a capturing stream or a captured
+//     event, or a broader handle (the context) while a stream in it captures:
+//     cuStreamSynchronize / cuStreamQuery on a capturing stream and
+//     cuCtxSynchronize return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED ("not
+//     permitted when the stream is capturing"); cuEventSynchronize /
+//     cuEventQuery / cuEventElapsedTime on a captured event return
+//     CUDA_ERROR_CAPTURED_EVENT ("not permitted on an event which was last
+//     recorded in a capturing stream").
+//  R4 While a stream not created CU_STREAM_NON_BLOCKING captures, any use of
+//     the legacy stream is invalid, and so are the synchronous calls that use
+//     it (cuMemcpyHtoD, cuMemcpyDtoH): CUDA_ERROR_STREAM_CAPTURE_IMPLICIT
+//     ("a disallowed implicit dependency ... from cudaStreamLegacy").
+//     cuStreamIsCapturing / cuStreamGetCaptureInfo on the legacy stream then
+//     return that code too, and (documented) do not invalidate the capture.
+//  R5 Potentially unsafe calls (cuThreadExchangeStreamCaptureMode): in
+//     CU_STREAM_CAPTURE_MODE_GLOBAL (the thread's default) a thread with a
+//     capture of its own not begun RELAXED, or while any thread has a GLOBAL
+//     capture, may not make them; THREAD_LOCAL: only its own captures count;
+//     RELAXED: no restriction. The reference's example is cudaMalloc (not
+//     stream ordered, so a replay would not repeat it). The stand-in counts
+//     cuMemAlloc, cuMemFree (it synchronizes the device) and the synchronous
+//     copies cuMemcpyHtoD / cuMemcpyDtoH as unsafe; the documentation does
+//     not list the unsafe calls, so this is the stand-in's reading (the same
+//     three are what aws-ofi-nccl#1342 had to wrap in RELAXED mode to make
+//     them work during a capture). Refused with
+//     CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED.
+//  R6 A copy to or from pageable host memory is synchronous with respect to
+//     the host ("API synchronization behavior"), so it cannot be captured:
+//     cuMemcpyHtoDAsync / cuMemcpyDtoHAsync of pageable memory into a
+//     capturing stream return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED. Pinned
+//     memory is read or written when the node runs, at each replay.
+//  R7 Invalidation: an invalid operation during capture invalidates the
+//     capture; further use of its streams or captured events returns
+//     CUDA_ERROR_STREAM_CAPTURE_INVALIDATED until cuStreamEndCapture, which
+//     takes the streams out of capture and returns that error and a NULL graph.
+//  R8 cuStreamEndCapture must be called on the stream where the capture began
+//     (on a stream that only joined it: CUDA_ERROR_STREAM_CAPTURE_UNMATCHED,
+//     "the capture was not initiated in this stream", and the capture is
+//     invalidated as R7 says of any invalid operation), and from the thread
+//     that began it unless it was RELAXED (CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD).
+//     Every stream that joined must have been joined back into the origin
+//     stream (CUDA_ERROR_STREAM_CAPTURE_UNJOINED, "a fork that was not
+//     joined to the primary stream"), with a NULL graph.
+//  R9 cuGraphLaunch: each launch is ordered behind the previous work in the
+//     stream and the previous launches of the same executable graph; the
+//     executable graph is a snapshot, independent of the graph it came from
+//     (cuGraphDestroy of that graph does not touch it), and cuGraphExecDestroy
+//     of one in flight frees it on completion.
+// Captured work becomes nodes in capture order (so every node comes after
+// the nodes it depends on); a launch runs them in that order as one
+// operation of the launch stream, which respects every dependency.
+
+struct GNode {
+	std::string what;
+	std::function<void()> fn;
+	std::vector<int> deps;
+};
+using Nodes = std::vector<GNode>;
+
+} // namespace
+
+struct CUgraph_st {
+	std::shared_ptr<Nodes> nodes = std::make_shared<Nodes>();
+	bool live = false; // returned by cuStreamEndCapture and not destroyed
+};
+
+struct CUgraphExec_st {
+	std::shared_ptr<const Nodes> nodes;
+	Stream *last_s = nullptr; // where the previous launch went (R9)
+	uint64_t last_seq = 0;
+};
+
+namespace {
+
+struct Capture {
+	uint64_t id;
+	Stream *origin;
+	CUstreamCaptureMode mode;
+	std::thread::id thread;
+	CUctx_st *ctx;
+	CUgraph_st *graph;
+	std::set<Stream *> streams; // origin and every stream that joined
+	bool invalid = false, ended = false;
+};
+
+std::set<Capture *> &g_captures = *new std::set<Capture *>; // in progress
+std::set<CUgraph_st *> &g_graphs = *new std::set<CUgraph_st *>;
+std::set<CUgraphExec_st *> &g_execs = *new std::set<CUgraphExec_st *>;
+uint64_t g_capture_id = 0;
+thread_local CUstreamCaptureMode t_capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+
+void invalidate(Capture *c, const char *why) {
+	if (!c->invalid) report_note("capture sequence %llu invalidated: %s", (unsigned long long)c->id, why);
+	c->invalid = true;
+}
+
+bool captured_event(CUevent_st *e) { return e->cap && !e->cap->ended; }
+
+// legacy_use applies R4 to a use of ctx's legacy stream.
+CUresult legacy_use(CUctx_st *ctx, const char *what) {
+	CUresult r = CUDA_SUCCESS;
+	for (Capture *c : g_captures)
+		for (Stream *s : c->streams)
+			if (c->ctx == ctx && !s->nonblocking) {
+				invalidate(c, what);
+				r = CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
+			}
+	return r;
+}
+
+// unsafe_call applies R5 to a potentially unsafe call by this thread.
+CUresult unsafe_call(const char *what) {
+	if (t_capture_mode == CU_STREAM_CAPTURE_MODE_RELAXED) return CUDA_SUCCESS;
+	CUresult r = CUDA_SUCCESS;
+	auto me = std::this_thread::get_id();
+	for (Capture *c : g_captures) {
+		bool own = c->thread == me && c->mode != CU_STREAM_CAPTURE_MODE_RELAXED;
+		bool global = t_capture_mode == CU_STREAM_CAPTURE_MODE_GLOBAL && c->mode == CU_STREAM_CAPTURE_MODE_GLOBAL;
+		if (own || global) {
+			invalidate(c, what);
+			r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+		}
+	}
+	return r;
+}
+
+// submit queues fn on s, or records it as a node when s captures.
+CUresult submit(Stream *s, const char *what, std::function<void()> fn, std::vector<Dep> deps = {}) {
+	if (Capture *c = s->cap) {
+		if (c->invalid) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+		Nodes &n = *c->graph->nodes;
+		n.push_back(GNode{what, std::move(fn), s->capdeps});
+		s->capdeps = {(int)n.size() - 1};
+		return CUDA_SUCCESS;
+	}
+	enqueue(s, std::move(fn), std::move(deps));
+	return CUDA_SUCCESS;
+}
+
+// resolve_enqueue is resolve_stream for a call that puts work on the
+// stream: the legacy stream is subject to R4, an invalidated capture to R7.
+CUresult resolve_enqueue(CUstream h, Stream **out, const char *what) {
+	if (CUresult r = resolve_stream(h, out)) return r;
+	if ((*out)->legacy) return legacy_use((*out)->ctx, what);
+	if ((*out)->cap && (*out)->cap->invalid) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+	return CUDA_SUCCESS;
+}
+
+// end_capture takes every stream of c out of capture mode.
+void end_capture(Capture *c) {
+	for (Stream *s : c->streams)
+		if (s->cap == c) {
+			s->cap = nullptr;
+			s->capdeps.clear();
+		}
+	c->ended = true;
+	g_captures.erase(c);
 }
 
 } // namespace
@@ -345,10 +552,11 @@ CUresult enqueue_host(CUcontext cctx, CUstream h, std::string what, std::vector<
 	Stream *s;
 	CUctx_st *saved = t_cur; // resolve_stream reads the calling thread's context
 	t_cur = ctx;
-	CUresult r = resolve_stream(h, &s);
+	CUresult r = resolve_enqueue(h, &s, "a library call on the legacy stream during a capture");
 	t_cur = saved;
 	if (r) return r;
-	enqueue(s, [ctx, what = std::move(what), ops = std::move(ops), fn = std::move(fn)]() {
+	std::string name = what;
+	return submit(s, name.c_str(), [ctx, what = std::move(what), ops = std::move(ops), fn = std::move(fn)]() {
 		std::vector<char *> host(ops.size(), nullptr);
 		{
 			std::lock_guard<std::mutex> l(g_mu);
@@ -368,7 +576,6 @@ CUresult enqueue_host(CUcontext cctx, CUstream h, std::string what, std::vector<
 		}
 		fn(host);
 	});
-	return CUDA_SUCCESS;
 }
 
 } // namespace cudasim
@@ -502,6 +709,9 @@ CUresult cuDevicePrimaryCtxRelease(CUdevice d) {
 	for (CUevent_st *e : g_ctx.events) live_events += !e->dead;
 	if (live_events) report_error("leak: %zu events not destroyed when the context was released", live_events);
 	g_ctx.events.clear();
+	if (!g_graphs.empty() || !g_execs.empty())
+		report_error("leak: %zu graphs and %zu executable graphs not destroyed when the context was released", g_graphs.size(),
+			     g_execs.size());
 	size_t live_mods = 0;
 	for (CUmod_st *m : g_ctx.modules) live_mods += !m->dead;
 	if (live_mods) report_error("leak: %zu modules not unloaded when the context was released", live_mods);
@@ -529,6 +739,13 @@ CUresult cuCtxGetCurrent(CUcontext *ctx) {
 CUresult cuCtxSynchronize(void) {
 	std::unique_lock<std::mutex> lk(g_mu);
 	if (CUresult r = ctx_check()) return r;
+	CUresult cr = CUDA_SUCCESS; // R3: the context encompasses its capturing streams
+	for (Capture *c : std::vector<Capture *>(g_captures.begin(), g_captures.end()))
+		if (c->ctx == t_cur) {
+			invalidate(c, "cuCtxSynchronize during the capture");
+			cr = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+		}
+	if (cr) return cr;
 	sync_all(lk, t_cur);
 	return t_cur->sticky;
 }
@@ -564,6 +781,12 @@ CUresult cuStreamSynchronize(CUstream h) {
 	if (CUresult r = ctx_check()) return r;
 	Stream *s;
 	if (CUresult r = resolve_stream(h, &s)) return r;
+	if (s->legacy) {
+		if (CUresult r = legacy_use(s->ctx, "cuStreamSynchronize of the legacy stream")) return r;
+	} else if (s->cap) { // R3
+		invalidate(s->cap, "cuStreamSynchronize of a capturing stream");
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+	}
 	wait_for(lk, s, s->enq);
 	return t_cur->sticky;
 }
@@ -573,6 +796,12 @@ CUresult cuStreamQuery(CUstream h) {
 	if (CUresult r = ctx_check()) return r;
 	Stream *s;
 	if (CUresult r = resolve_stream(h, &s)) return r;
+	if (s->legacy) {
+		if (CUresult r = legacy_use(s->ctx, "cuStreamQuery of the legacy stream")) return r;
+	} else if (s->cap) { // R3
+		invalidate(s->cap, "cuStreamQuery of a capturing stream");
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+	}
 	return s->done >= s->enq ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
@@ -606,7 +835,13 @@ CUresult cuEventRecord(CUevent e, CUstream h) {
 	if (CUresult r = ctx_check()) return r;
 	if (CUresult r = event_check(e)) return r;
 	Stream *s;
-	if (CUresult r = resolve_stream(h, &s)) return r;
+	if (CUresult r = resolve_enqueue(h, &s, "cuEventRecord on the legacy stream")) return r;
+	if (s->cap) { // R2: a captured event marks the stream's current nodes
+		e->cap = s->cap;
+		e->capnodes = s->capdeps;
+		return CUDA_SUCCESS;
+	}
+	e->cap = nullptr;
 	auto m = std::make_shared<Mark>();
 	m->s = s;
 	m->seq = enqueue(s, [m] {
@@ -621,12 +856,20 @@ CUresult cuEventRecord(CUevent e, CUstream h) {
 CUresult cuEventQuery(CUevent e) {
 	std::lock_guard<std::mutex> lk(g_mu);
 	if (CUresult r = event_check(e)) return r;
+	if (captured_event(e)) { // R3
+		invalidate(e->cap, "cuEventQuery of a captured event");
+		return CUDA_ERROR_CAPTURED_EVENT;
+	}
 	return !e->last || e->last->done ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
 CUresult cuEventSynchronize(CUevent e) {
 	std::unique_lock<std::mutex> lk(g_mu);
 	if (CUresult r = event_check(e)) return r;
+	if (captured_event(e)) { // R3
+		invalidate(e->cap, "cuEventSynchronize of a captured event");
+		return CUDA_ERROR_CAPTURED_EVENT;
+	}
 	if (auto m = e->last) g_cv.wait(lk, [&] { return m->done; });
 	return g_ctx.sticky;
 }
@@ -636,6 +879,11 @@ CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b) {
 	if (CUresult r = event_check(a)) return r;
 	if (CUresult r = event_check(b)) return r;
 	if (!ms) return CUDA_ERROR_INVALID_VALUE;
+	for (CUevent_st *e : {a, b})
+		if (captured_event(e)) { // R3
+			invalidate(e->cap, "cuEventElapsedTime of a captured event");
+			return CUDA_ERROR_CAPTURED_EVENT;
+		}
 	if ((a->flags | b->flags) & CU_EVENT_DISABLE_TIMING) return CUDA_ERROR_INVALID_HANDLE;
 	if (!a->last || !b->last) return CUDA_ERROR_INVALID_HANDLE; // never recorded
 	if (!a->last->done || !b->last->done) return CUDA_ERROR_NOT_READY;
@@ -649,9 +897,40 @@ CUresult cuStreamWaitEvent(CUstream h, CUevent e, unsigned int flags) {
 	std::lock_guard<std::mutex> lk(g_mu);
 	if (CUresult r = ctx_check()) return r;
 	if (CUresult r = event_check(e)) return r;
-	if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+	if (flags & ~CU_EVENT_WAIT_EXTERNAL) return CUDA_ERROR_INVALID_VALUE;
 	Stream *s;
-	if (CUresult r = resolve_stream(h, &s)) return r;
+	if (CUresult r = resolve_enqueue(h, &s, "cuStreamWaitEvent on the legacy stream")) return r;
+	if (captured_event(e)) { // R2: fork (join the capture) or join (add its nodes)
+		Capture *c = e->cap;
+		if (s->legacy) {
+			invalidate(c, "the legacy stream waited on a captured event");
+			return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
+		}
+		if (s->cap && s->cap != c) {
+			invalidate(c, "a wait would merge two capture sequences");
+			invalidate(s->cap, "a wait would merge two capture sequences");
+			return CUDA_ERROR_STREAM_CAPTURE_MERGE;
+		}
+		if (c->invalid) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+		if (!s->cap) {
+			s->cap = c;
+			s->capdeps = e->capnodes;
+			c->streams.insert(s);
+		} else {
+			for (int n : e->capnodes)
+				if (std::find(s->capdeps.begin(), s->capdeps.end(), n) == s->capdeps.end()) s->capdeps.push_back(n);
+		}
+		return CUDA_SUCCESS;
+	}
+	if (s->cap) {
+		if (flags & CU_EVENT_WAIT_EXTERNAL) {
+			report_error("cuStreamWaitEvent with CU_EVENT_WAIT_EXTERNAL during a capture (an external event node) is not implemented by the stand-in");
+			return CUDA_ERROR_NOT_SUPPORTED;
+		}
+		if (!e->last) return CUDA_SUCCESS; // never recorded: no dependency, nothing crosses
+		invalidate(s->cap, "a capturing stream waited on an event recorded outside the capture");
+		return CUDA_ERROR_STREAM_CAPTURE_ISOLATION;
+	}
 	std::vector<Dep> deps;
 	if (e->last) deps.push_back({e->last->s, e->last->seq});
 	enqueue(s, [] {}, std::move(deps));
@@ -663,6 +942,7 @@ CUresult cuStreamWaitEvent(CUstream h, CUevent e, unsigned int flags) {
 CUresult cuMemAlloc(CUdeviceptr *p, size_t n) {
 	std::lock_guard<std::mutex> lk(g_mu);
 	if (CUresult r = ctx_check()) return r;
+	if (CUresult r = unsafe_call("cuMemAlloc during a capture")) return r; // R5
 	if (!p || n == 0) return CUDA_ERROR_INVALID_VALUE;
 	if (g_dev_live + n > kDeviceMemory) return CUDA_ERROR_OUT_OF_MEMORY;
 	// Addresses are never reused, with a gap after each allocation, so a
@@ -684,6 +964,7 @@ CUresult cuMemAlloc(CUdeviceptr *p, size_t n) {
 CUresult cuMemFree(CUdeviceptr p) {
 	std::unique_lock<std::mutex> lk(g_mu);
 	if (CUresult r = ctx_check()) return r;
+	if (CUresult r = unsafe_call("cuMemFree during a capture")) return r; // R5
 	auto it = g_allocs.find(p);
 	if (it == g_allocs.end()) {
 		report_error("cuMemFree of 0x%llx, which cuMemAlloc did not return (%s)", (unsigned long long)p, describe(p).c_str());
@@ -706,18 +987,19 @@ CUresult cuMemsetD32Async(CUdeviceptr p, unsigned int v, size_t n, CUstream h) {
 	std::lock_guard<std::mutex> lk(g_mu);
 	if (CUresult r = ctx_check()) return r;
 	Stream *s;
-	if (CUresult r = resolve_stream(h, &s)) return r;
+	if (CUresult r = resolve_enqueue(h, &s, "cuMemsetD32Async on the legacy stream")) return r;
 	if (p % 4) {
 		report_error("cuMemsetD32Async at 0x%llx: not 4-byte aligned", (unsigned long long)p);
 		return CUDA_ERROR_INVALID_VALUE;
 	}
 	char *dst;
 	if (CUresult r = check_range("cuMemsetD32Async", p, 4 * n, &dst)) return r;
-	enqueue(s, [dst, v, n] {
-		uint32_t *d = (uint32_t *)dst;
+	(void)dst;
+	return submit(s, "cuMemsetD32Async", [ctx = s->ctx, p, v, n] {
+		uint32_t *d = (uint32_t *)live_at_run(ctx, "cuMemsetD32Async", p, 4 * n);
+		if (!d) return;
 		for (size_t k = 0; k < n; k++) d[k] = v;
 	});
-	return CUDA_SUCCESS;
 }
 
 // cuMemcpyHtoD is synchronous on the legacy stream: ordered after the work
@@ -726,6 +1008,8 @@ CUresult cuMemsetD32Async(CUdeviceptr p, unsigned int v, size_t n, CUstream h) {
 CUresult cuMemcpyHtoD(CUdeviceptr dst, const void *src, size_t n) {
 	std::unique_lock<std::mutex> lk(g_mu);
 	if (CUresult r = ctx_check()) return r;
+	if (CUresult r = legacy_use(t_cur, "cuMemcpyHtoD (synchronous, on the legacy stream) during a capture")) return r; // R4
+	if (CUresult r = unsafe_call("cuMemcpyHtoD (synchronous) during a capture")) return r;                          // R5
 	char *d;
 	if (CUresult r = check_range("cuMemcpyHtoD", dst, n, &d)) return r;
 	Stream *s = t_cur->legacy;
@@ -738,9 +1022,30 @@ CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t n, CUstream 
 	std::lock_guard<std::mutex> lk(g_mu);
 	if (CUresult r = ctx_check()) return r;
 	Stream *s;
-	if (CUresult r = resolve_stream(h, &s)) return r;
+	if (CUresult r = resolve_enqueue(h, &s, "cuMemcpyHtoDAsync on the legacy stream")) return r;
 	char *d;
 	if (CUresult r = check_range("cuMemcpyHtoDAsync", dst, n, &d)) return r;
+	if (s->cap) {
+		if (!pinned_of(src, n)) { // R6
+			invalidate(s->cap, "cuMemcpyHtoDAsync from pageable memory");
+			return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+		}
+		CUctx_st *ctx = s->ctx;
+		return submit(s, "cuMemcpyHtoDAsync", [dst, src, n, ctx] {
+			char *d = live_at_run(ctx, "graph launch: cuMemcpyHtoDAsync", dst, n);
+			if (!d) return;
+			{
+				std::lock_guard<std::mutex> l(g_mu);
+				if (!pinned_of(src, n)) {
+					report_error("graph launch: a captured cuMemcpyHtoDAsync reads %zu bytes at %p, which is no longer pinned "
+						     "memory (freed with cuMemFreeHost after the capture)", n, src);
+					ctx->sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
+					return;
+				}
+			}
+			memcpy(d, src, n);
+		});
+	}
 	if (HostAlloc *ha = pinned_of(src, n)) {
 		// Pinned: the DMA reads the host bytes when it runs.
 		ha->queued++;
@@ -761,9 +1066,30 @@ CUresult cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t n, CUstream h) {
 	std::unique_lock<std::mutex> lk(g_mu);
 	if (CUresult r = ctx_check()) return r;
 	Stream *s;
-	if (CUresult r = resolve_stream(h, &s)) return r;
+	if (CUresult r = resolve_enqueue(h, &s, "cuMemcpyDtoHAsync on the legacy stream")) return r;
 	char *sp;
 	if (CUresult r = check_range("cuMemcpyDtoHAsync", src, n, &sp)) return r;
+	if (s->cap) {
+		if (!pinned_of(dst, n)) { // R6
+			invalidate(s->cap, "cuMemcpyDtoHAsync to pageable memory");
+			return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+		}
+		CUctx_st *ctx = s->ctx;
+		return submit(s, "cuMemcpyDtoHAsync", [dst, src, n, ctx] {
+			char *sp = live_at_run(ctx, "graph launch: cuMemcpyDtoHAsync", src, n);
+			if (!sp) return;
+			{
+				std::lock_guard<std::mutex> l(g_mu);
+				if (!pinned_of(dst, n)) {
+					report_error("graph launch: a captured cuMemcpyDtoHAsync writes %zu bytes at %p, which is no longer pinned "
+						     "memory (freed with cuMemFreeHost after the capture)", n, dst);
+					ctx->sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
+					return;
+				}
+			}
+			memcpy(dst, sp, n);
+		});
+	}
 	if (HostAlloc *ha = pinned_of(dst, n)) {
 		ha->queued++;
 		enqueue(s, [dst, sp, n, ha] {
@@ -782,6 +1108,8 @@ CUresult cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t n, CUstream h) {
 CUresult cuMemcpyDtoH(void *dst, CUdeviceptr src, size_t n) {
 	std::unique_lock<std::mutex> lk(g_mu);
 	if (CUresult r = ctx_check()) return r;
+	if (CUresult r = legacy_use(t_cur, "cuMemcpyDtoH (synchronous, on the legacy stream) during a capture")) return r; // R4
+	if (CUresult r = unsafe_call("cuMemcpyDtoH (synchronous) during a capture")) return r;                          // R5
 	char *sp;
 	if (CUresult r = check_range("cuMemcpyDtoH", src, n, &sp)) return r;
 	Stream *s = t_cur->legacy;
@@ -926,7 +1254,7 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, uns
 	}
 	const KernelDef *def = f->def;
 	Stream *s;
-	if (CUresult r = resolve_stream(h, &s)) return r;
+	if (CUresult r = resolve_enqueue(h, &s, "cuLaunchKernel on the legacy stream")) return r;
 	if (!gx || !gy || !gz || !bx || !by || !bz || bx > 1024 || by > 1024 || bz > 64 || (unsigned long long)bx * by * bz > 1024 ||
 	    gy > 65535 || gz > 65535 || gx > 2147483647u) {
 		report_error("launch of %s: grid (%u,%u,%u) x block (%u,%u,%u) exceeds the device's limits (1024 threads per block, block "
@@ -978,14 +1306,19 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, uns
 		}
 	}
 	CUctx_st *ctx = t_cur;
-	enqueue(s, [def, a, ctx]() mutable {
+	// The node may run many times (a graph's replays): each run resolves the
+	// pointers afresh, into a copy of the arguments.
+	return submit(s, def->name, [def, a0 = a, ctx]() {
+		LaunchArgs a = a0;
 		{
 			std::lock_guard<std::mutex> l(g_mu);
 			for (int k = 0; k < def->nparams; k++) {
 				if (!def->params[k].pointer) continue;
 				Alloc *al = find(a.slot[k], 0);
-				if (!al) { // freed between the launch and now: cannot happen (cuMemFree waits)
-					report_error("kernel %s: argument %d no longer points into live memory", def->name, k);
+				if (!al) { // cuMemFree waits for queued work, so only a graph captured before the free gets here
+					report_error("kernel %s: argument %d no longer points into live memory (%s): freed after the graph "
+						     "that launches it was captured?",
+						     def->name, k, describe(a.slot[k]).c_str());
 					ctx->sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
 					return;
 				}
@@ -1000,6 +1333,219 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, uns
 			ctx->sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
 		}
 	});
+}
+
+CUresult cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream h) {
+	std::lock_guard<std::mutex> lk(g_mu);
+	if (CUresult r = ctx_check()) return r;
+	Stream *s;
+	if (CUresult r = resolve_enqueue(h, &s, "cuMemcpyDtoDAsync on the legacy stream")) return r;
+	char *d, *sp;
+	if (CUresult r = check_range("cuMemcpyDtoDAsync (destination)", dst, n, &d)) return r;
+	if (CUresult r = check_range("cuMemcpyDtoDAsync (source)", src, n, &sp)) return r;
+	(void)d, (void)sp;
+	return submit(s, "cuMemcpyDtoDAsync", [ctx = s->ctx, dst, src, n] {
+		char *d = live_at_run(ctx, "cuMemcpyDtoDAsync (destination)", dst, n);
+		char *sp = d ? live_at_run(ctx, "cuMemcpyDtoDAsync (source)", src, n) : nullptr;
+		if (sp) memmove(d, sp, n);
+	});
+}
+
+// ---- stream capture and graphs (the rules R1-R9 are above, with their sources)
+
+CUresult cuStreamBeginCapture(CUstream h, CUstreamCaptureMode mode) { // cuda.h: cuStreamBeginCapture_v2
+	std::lock_guard<std::mutex> lk(g_mu);
+	if (CUresult r = ctx_check()) return r;
+	if (h == nullptr || h == CU_STREAM_LEGACY) return CUDA_ERROR_INVALID_VALUE; // R1
+	if (mode != CU_STREAM_CAPTURE_MODE_GLOBAL && mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
+	    mode != CU_STREAM_CAPTURE_MODE_RELAXED)
+		return CUDA_ERROR_INVALID_VALUE;
+	Stream *s;
+	if (CUresult r = resolve_stream(h, &s)) return r;
+	if (s->cap) return CUDA_ERROR_INVALID_VALUE; // R1
+	auto *c = new Capture{++g_capture_id, s, mode, std::this_thread::get_id(), s->ctx, new CUgraph_st};
+	c->streams.insert(s);
+	g_captures.insert(c);
+	s->cap = c;
+	s->capdeps.clear();
+	return CUDA_SUCCESS;
+}
+
+CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode) {
+	if (!g_inited) return CUDA_ERROR_NOT_INITIALIZED;
+	if (!mode || (*mode != CU_STREAM_CAPTURE_MODE_GLOBAL && *mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
+		      *mode != CU_STREAM_CAPTURE_MODE_RELAXED))
+		return CUDA_ERROR_INVALID_VALUE;
+	std::swap(*mode, t_capture_mode);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuStreamEndCapture(CUstream h, CUgraph *pg) {
+	std::lock_guard<std::mutex> lk(g_mu);
+	if (CUresult r = ctx_check()) return r;
+	if (!pg) return CUDA_ERROR_INVALID_VALUE;
+	Stream *s;
+	if (CUresult r = resolve_stream(h, &s)) return r;
+	Capture *c = s->cap;
+	if (!c) return CUDA_ERROR_INVALID_VALUE; // not capturing: "must have been initiated on hStream"
+	if (c->origin != s) {                    // R8
+		invalidate(c, "cuStreamEndCapture on a stream that joined the capture, not the one that began it");
+		return CUDA_ERROR_STREAM_CAPTURE_UNMATCHED;
+	}
+	if (c->mode != CU_STREAM_CAPTURE_MODE_RELAXED && c->thread != std::this_thread::get_id())
+		return CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD; // R8
+	*pg = nullptr;
+	CUresult r = CUDA_SUCCESS;
+	if (c->invalid) {
+		r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED; // R7
+	} else {
+		// R8: each joined stream's last nodes must be reachable from the origin's.
+		const Nodes &n = *c->graph->nodes;
+		std::vector<char> seen(n.size(), 0);
+		std::vector<int> todo = s->capdeps;
+		while (!todo.empty()) {
+			int k = todo.back();
+			todo.pop_back();
+			if (seen[k]) continue;
+			seen[k] = 1;
+			for (int d : n[k].deps) todo.push_back(d);
+		}
+		for (Stream *t : c->streams)
+			for (int k : t->cap == c ? t->capdeps : std::vector<int>{})
+				if (!seen[k]) r = CUDA_ERROR_STREAM_CAPTURE_UNJOINED;
+		if (r) report_note("capture sequence %llu: a stream that joined it was not joined back into the origin stream",
+				   (unsigned long long)c->id);
+	}
+	end_capture(c);
+	if (r) {
+		delete c->graph;
+		c->graph = nullptr;
+		return r;
+	}
+	c->graph->live = true;
+	g_graphs.insert(c->graph);
+	*pg = c->graph;
+	return CUDA_SUCCESS;
+}
+
+// capture_status answers cuStreamIsCapturing and cuStreamGetCaptureInfo (R4
+// for the legacy stream).
+static CUresult capture_status(CUstream h, CUstreamCaptureStatus *st, Capture **c) {
+	if (CUresult r = ctx_check()) return r;
+	if (!st) return CUDA_ERROR_INVALID_VALUE;
+	Stream *s;
+	if (CUresult r = resolve_stream(h, &s)) return r;
+	*c = nullptr;
+	if (s->legacy) {
+		for (Capture *k : g_captures)
+			for (Stream *t : k->streams)
+				if (k->ctx == s->ctx && !t->nonblocking) return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
+		*st = CU_STREAM_CAPTURE_STATUS_NONE;
+		return CUDA_SUCCESS;
+	}
+	*c = s->cap;
+	*st = !s->cap ? CU_STREAM_CAPTURE_STATUS_NONE : s->cap->invalid ? CU_STREAM_CAPTURE_STATUS_INVALIDATED : CU_STREAM_CAPTURE_STATUS_ACTIVE;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuStreamIsCapturing(CUstream h, CUstreamCaptureStatus *st) {
+	std::lock_guard<std::mutex> lk(g_mu);
+	Capture *c;
+	return capture_status(h, st, &c);
+}
+
+CUresult cuStreamGetCaptureInfo(CUstream h, CUstreamCaptureStatus *st, cuuint64_t *id) {
+	std::lock_guard<std::mutex> lk(g_mu);
+	Capture *c;
+	if (CUresult r = capture_status(h, st, &c)) return r;
+	if (id && c && *st == CU_STREAM_CAPTURE_STATUS_ACTIVE) *id = c->id;
+	return CUDA_SUCCESS;
+}
+
+// The 11.3 form: the graph being captured too; the dependency set is not
+// implemented (the stand-in has no node handles).
+CUresult cuStreamGetCaptureInfo_v2(CUstream h, CUstreamCaptureStatus *st, cuuint64_t *id, CUgraph *g, const CUgraphNode **deps,
+				   size_t *ndeps) {
+	std::lock_guard<std::mutex> lk(g_mu);
+	if (deps || ndeps) {
+		report_error("cuStreamGetCaptureInfo_v2's dependency set (node handles) is not implemented by the stand-in");
+		return CUDA_ERROR_NOT_SUPPORTED;
+	}
+	Capture *c;
+	if (CUresult r = capture_status(h, st, &c)) return r;
+	if (c && *st == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+		if (id) *id = c->id;
+		if (g) *g = c->graph;
+	}
+	return CUDA_SUCCESS;
+}
+
+static CUresult instantiate(CUgraphExec *pe, CUgraph g) {
+	std::lock_guard<std::mutex> lk(g_mu);
+	if (CUresult r = ctx_check()) return r;
+	if (!pe || !g || !g_graphs.count(g)) return CUDA_ERROR_INVALID_VALUE;
+	auto *e = new CUgraphExec_st;
+	e->nodes = std::make_shared<const Nodes>(*g->nodes); // R9: a snapshot
+	g_execs.insert(e);
+	*pe = e;
+	return CUDA_SUCCESS;
+}
+
+// cuda.h 11.8 maps cuGraphInstantiate to cuGraphInstantiate_v2 (this); the
+// driver also exports the unversioned name with the same arguments (below).
+CUresult cuGraphInstantiate(CUgraphExec *pe, CUgraph g, CUgraphNode *errNode, char *log, size_t logSize) {
+	(void)errNode;
+	if (log && logSize) log[0] = 0;
+	return instantiate(pe, g);
+}
+
+CUresult cuGraphInstantiateWithFlags(CUgraphExec *pe, CUgraph g, unsigned long long flags) {
+	if (flags & ~(unsigned long long)(CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH | CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY))
+		return CUDA_ERROR_INVALID_VALUE;
+	return instantiate(pe, g); // neither flag changes anything here: no allocation nodes, no priorities
+}
+
+CUresult cuGraphLaunch(CUgraphExec e, CUstream h) {
+	std::lock_guard<std::mutex> lk(g_mu);
+	if (CUresult r = ctx_check()) return r;
+	if (!e || !g_execs.count(e)) {
+		report_error("cuGraphLaunch of an executable graph that does not exist or was destroyed (%p)", (void *)e);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	Stream *s;
+	if (CUresult r = resolve_enqueue(h, &s, "cuGraphLaunch on the legacy stream")) return r;
+	std::shared_ptr<const Nodes> nodes = e->nodes; // kept by the queued launch: R9's destroy in flight
+	auto run = [nodes] {
+		for (const GNode &n : *nodes) n.fn();
+	};
+	if (s->cap) return submit(s, "cuGraphLaunch", run); // a child graph of the capture
+	std::vector<Dep> deps;
+	if (e->last_s && !e->last_s->dead) deps.push_back({e->last_s, e->last_seq}); // R9
+	enqueue(s, run, std::move(deps));
+	e->last_s = s;
+	e->last_seq = s->enq;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuGraphExecDestroy(CUgraphExec e) {
+	std::lock_guard<std::mutex> lk(g_mu);
+	if (!g_inited) return CUDA_ERROR_NOT_INITIALIZED;
+	if (!e || !g_execs.erase(e)) {
+		report_error("cuGraphExecDestroy of an executable graph that does not exist or was destroyed (%p)", (void *)e);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	delete e; // a launch in flight holds its nodes
+	return CUDA_SUCCESS;
+}
+
+CUresult cuGraphDestroy(CUgraph g) {
+	std::lock_guard<std::mutex> lk(g_mu);
+	if (!g_inited) return CUDA_ERROR_NOT_INITIALIZED;
+	if (!g || !g_graphs.erase(g)) {
+		report_error("cuGraphDestroy of a graph that does not exist or was destroyed (%p)", (void *)g);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	delete g;
 	return CUDA_SUCCESS;
 }
 
@@ -1013,3 +1559,12 @@ CUresult cuGetErrorName(CUresult r, const char **s) {
 CUresult cuGetErrorString(CUresult r, const char **s) { return cuGetErrorName(r, s); }
 
 } // extern "C"
+
+// The unversioned cuGraphInstantiate the driver exports beside _v2 (the
+// CUDA 10 entry point, same arguments: cudaTypedefs.h's
+// PFN_cuGraphInstantiate_v10000). The CUDA 10.0 cuStreamBeginCapture
+// without a mode is not exported: what mode it means is not documented.
+#undef cuGraphInstantiate
+extern "C" CUresult cuGraphInstantiate(CUgraphExec *pe, CUgraph g, CUgraphNode *errNode, char *log, size_t logSize) {
+	return cuGraphInstantiate_v2(pe, g, errNode, log, logSize);
+}
