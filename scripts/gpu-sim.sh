@@ -27,7 +27,8 @@
 #      within 1e-4 relative; then 2
 #      quickstart epochs, final train loss within 5e-2 relative (the weights'
 #      difference is printed beside what a 1e-7 nudge does on the CPU alone);
-#      then resnet20 for 4 steps on float32 and on uint8 batches;
+#      then resnet20: 1 step on float32 batches (weights within 1e-4), 4 steps on float32
+#      (loss within 1e-4) and on uint8 batches (loss within 5e-2);
 #   4. `train bench --device cuda --epochs 1 --rounds 1`: every variant runs
 #      (its figures are the host's, and the table says so), and the device's
 #      table has its driver calls per step.
@@ -258,23 +259,35 @@ for mode in on off; do
 done
 
 # c) resnet20 (BatchNorm, residual fan-out, the ResNet kernels) on a tiny
-#    generated set: 4 classes x 16 images at 16 px, batch 16, one epoch (4
-#    steps). Float32 batches: weights within 1e-4 of the CPU's (measured
-#    1.6e-6). uint8 batches: the device normalizes (x/255 - m)/s where the
-#    host uses a table of (x·(1/255) - m)·(1/s), an ulp apart on many
-#    inputs, and a ResNet amplifies that (a ReLU or BatchNorm that falls the
-#    other side); so that run must train and end with the CPU's loss to 5e-2.
-r20=(--model.arch resnet20 --epochs 1 --data.synthetic.classes 4 --data.synthetic.train 16 --data.synthetic.val 4
+#    generated set: 4 classes at 16 px, batch 16. Float32 batches, one step
+#    (4 images a class): weights within 1e-4 of the CPU's (measured 1.3e-6).
+#    Then one epoch (16 a class, 4 steps): the loss within 1e-4 (measured
+#    9.3e-6), the weights printed: after 4 steps a BatchNorm bias is still
+#    near 0, so its relative difference measures where a rounding landed
+#    (1.6e-6 on one machine of this kind, 5.8e-3 on another, with the same
+#    loss to 1e-5), not whether the engines agree. uint8 batches: the device
+#    normalizes (x/255 - m)/s where the host uses a table of
+#    (x·(1/255) - m)·(1/s), an ulp apart on many inputs, and a ResNet
+#    amplifies that (a ReLU or BatchNorm that falls the other side); so that
+#    run must train and end with the CPU's loss to 5e-2.
+r20=(--model.arch resnet20 --epochs 1 --data.synthetic.classes 4 --data.synthetic.val 4
 	--data.synthetic.size 32 --image-size 16 --batch-size 16 --optim.warmup_epochs 0 --optim.lr 0.02)
-for dt in float32 uint8; do
-	train "r20-cpu-$dt" --device cpu "${r20[@]}" --data.batch_dtype $dt || fail "r20-cpu-$dt" "exit $? ($work/run-r20-cpu-$dt.log)"
-	[ $dt = float32 ] && tol="-tol 1e-4 -loss-tol 1e-4" || tol="-tol 1 -loss-tol 5e-2"
+for run in float32-1step float32 uint8; do
+	dt=${run%-1step}
+	extra=(--data.synthetic.train 16)
+	[ "$run" = float32-1step ] && extra=(--data.synthetic.train 4)
+	train "r20-cpu-$run" --device cpu "${r20[@]}" "${extra[@]}" --data.batch_dtype $dt || fail "r20-cpu-$run" "exit $? ($work/run-r20-cpu-$run.log)"
+	case $run in
+	float32-1step) tol="-tol 1e-4 -loss-tol 1e-4" what="1 step" ;;
+	float32) tol="-tol 1 -loss-tol 1e-4" what="4 steps" ;;
+	*) tol="-tol 1 -loss-tol 5e-2" what="4 steps" ;;
+	esac
 	s=$(date +%s)
-	if train "r20-cuda-$dt" --device cuda --pin-memory=true --non-blocking=true "${r20[@]}" --data.batch_dtype $dt; then
-		compare "r20-cuda-$dt" "r20-cpu-$dt" "$tol" "resnet20 4 steps $dt cuda ($(($(date +%s) - s)) s) vs cpu"
+	if train "r20-cuda-$run" --device cuda --pin-memory=true --non-blocking=true "${r20[@]}" "${extra[@]}" --data.batch_dtype $dt; then
+		compare "r20-cuda-$run" "r20-cpu-$run" "$tol" "resnet20 $what $dt cuda ($(($(date +%s) - s)) s) vs cpu"
 	else
-		fail "r20-cuda-$dt" "exit $? ($work/run-r20-cuda-$dt.log)"
-		tail -5 "$work/run-r20-cuda-$dt.log"
+		fail "r20-cuda-$run" "exit $? ($work/run-r20-cuda-$run.log)"
+		tail -5 "$work/run-r20-cuda-$run.log"
 	fi
 done
 
