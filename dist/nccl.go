@@ -111,9 +111,7 @@ func LoadNCCL(library string) error {
 		for _, c := range NCCLCandidates(library) {
 			if strings.Contains(c, "/") {
 				if _, err := os.Stat(c); err != nil {
-					if library != "" {
-						tried = append(tried, c+": "+err.Error())
-					}
+					tried = append(tried, c+": not there")
 					continue
 				}
 			}
@@ -127,9 +125,6 @@ func LoadNCCL(library string) error {
 			tried = append(tried, c+": "+C.GoString(msg))
 		}
 		if ncclLoad.path == "" {
-			if library == "" {
-				tried = append(tried, "(and none of the CUDA, system and Python-wheel folders of NCCLCandidates holds "+DefaultNCCLLibrary+")")
-			}
 			ncclLoad.err = &NoNCCLError{Tried: tried}
 		}
 	}
