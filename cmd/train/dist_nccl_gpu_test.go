@@ -77,7 +77,8 @@ func TestMPINCCLKilledRankEndsTheJob(t *testing.T) {
 
 // TestMPINCCLMissingSaysWhereItLooked: train.dist nccl where the driver
 // loads but NCCL does not: every rank stops before a step, listing the
-// places it looked and the way out.
+// places it looked and the way out; train.dist auto there sums over MPI
+// and says why not NCCL.
 func TestMPINCCLMissingSaysWhereItLooked(t *testing.T) {
 	sim := ncclStandIn(t)
 	for _, c := range dist.NCCLCandidates("") {
@@ -109,5 +110,15 @@ func TestMPINCCLMissingSaysWhereItLooked(t *testing.T) {
 	}
 	if strings.Contains(out, "epoch 1/") {
 		t.Errorf("it trained:\n%s", out)
+	}
+
+	// train.dist auto on cuda there: the host path over MPI, saying why not NCCL.
+	args, _ = smallArgs(t, "--device", "cuda", "--epochs", "1")
+	cmd = mpirunCmd(t, 2, args...)
+	cmd.Env = append(cmd.Env, "LD_LIBRARY_PATH="+noNCCL)
+	b, err = cmd.CombinedOutput()
+	out = string(b)
+	if err != nil || !strings.Contains(out, "data parallel: 2 ranks over mpi") || !strings.Contains(out, "(not NCCL: libnccl.so.2 does not load on 2 of the 2 ranks)") {
+		t.Fatalf("train.dist auto without NCCL: %v\n%s", err, out)
 	}
 }
