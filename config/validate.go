@@ -300,9 +300,11 @@ func (p *problems) train(t *Train) {
 	switch t.Dist {
 	case "auto", "none", "mpi":
 	case "nccl":
-		p.bad("train.dist", "train.dist nccl is refused: summing gradients on the GPUs with NCCL is not wired in yet (docs/distributed.md); use train.dist mpi, which on --device cuda sums host copies of the gradients over MPI")
+		if t.Device != "cuda" {
+			p.bad("train.dist", "train.dist nccl is refused on --device %s: NCCL sums the gradients on GPUs (it needs --device cuda); use train.dist mpi, which sums them over MPI on any device", t.Device)
+		}
 	default:
-		p.bad("train.dist", "must be auto, none or mpi, got %q", t.Dist)
+		p.bad("train.dist", "must be auto, none, mpi or nccl, got %q", t.Dist)
 	}
 	if p.finite("train.dist_timeout", t.DistTimeout) && t.DistTimeout <= 0 {
 		p.bad("train.dist_timeout", "must be > 0 seconds, got %v", t.DistTimeout)

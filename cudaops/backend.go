@@ -52,7 +52,8 @@ type Backend struct {
 	next        int
 	last        chan struct{} // closed when the last started step's graph has run
 	closed      bool
-	synced      bool // a GradSync is installed: a step may have no samples (n = 0)
+	synced      bool      // a GradSync is installed: a step may have no samples (n = 0)
+	nsync       *NCCLSync // the device-side GradSync (ncclsync.go), freed by Close
 }
 
 // slot is one in-flight step's device input.
@@ -462,6 +463,9 @@ func (b *Backend) Close() {
 	b.drain()
 	if b.m != nil {
 		b.m.Close()
+	}
+	if b.nsync != nil {
+		b.nsync.free()
 	}
 	b.dev.do(func() error {
 		b.compute.Synchronize()

@@ -26,6 +26,12 @@
 // arch against its hashes before the last refactor (statehash_gpu_test.go),
 // on a GPU or under the stand-in (scripts/gpu-sim.sh).
 //
+// Data parallel (train.dist nccl): NCCLSync (ncclsync.go) is the backend's
+// model.DeviceGradSync. The gradients stay on the device; buckets of them
+// are summed by NCCL on a stream of the sync's own as backward queues them,
+// ordered by events, and the optimizer's kernels wait for the sums with
+// cuStreamWaitEvent, not on the host.
+//
 // The binary never links libcuda: driver.c loads libcuda.so.1 at the first
 // cuInit, and tramp_linux_amd64.S routes every driver function cu calls
 // through a jump table, so a stokecuda binary starts without a driver and

@@ -62,10 +62,10 @@ type Request interface {
 
 // Kinds of train.dist.
 const (
-	KindAuto = "auto" // MPI when launched by mpirun/srun with more than one rank, else none
+	KindAuto = "auto" // MPI when launched by mpirun/srun with more than one rank, else none (the trainer adds NCCL on cuda)
 	KindNone = "none" // one process
 	KindMPI  = "mpi"
-	KindNCCL = "nccl" // refused by Open: NCCL summing is not wired in yet (OpenNCCL joins NCCL)
+	KindNCCL = "nccl" // the MPI world, with the gradients summed on the GPUs by NCCL (OpenNCCL, the trainer's part)
 )
 
 // Options tune a communicator.
@@ -151,10 +151,11 @@ func Detect(getenv func(string) string) (Launch, error) {
 	return l, nil
 }
 
-// Open returns the communicator kind names (KindAuto, KindNone, KindMPI)
-// for the world the launcher describes. KindNCCL is refused: OpenNCCL (the
-// stokecuda build) joins NCCL, but summing a run's gradients with it is not
-// wired in yet (docs/distributed.md).
+// Open returns the communicator kind names for the world the launcher
+// describes. KindNCCL opens the MPI world too: NCCL's unique id travels
+// over it, and the trainer sums the gradients on the GPUs with NCCL
+// (OpenNCCL, the stokecuda build) while MPI keeps the host's few
+// collectives (the settings' agreement, the epoch's figures).
 func Open(kind string, l Launch, opt Options) (Comm, error) {
 	if opt.Timeout <= 0 {
 		opt.Timeout = DefaultTimeout
@@ -170,19 +171,14 @@ func Open(kind string, l Launch, opt Options) (Comm, error) {
 			return nil, torchrunError(l)
 		}
 		return OpenMPI(opt)
-	case KindMPI:
+	case KindMPI, KindNCCL:
 		if l.Launcher == "torchrun" && l.Size > 1 {
 			return nil, torchrunError(l)
 		}
 		return OpenMPI(opt)
-	case KindNCCL:
-		return nil, ErrNCCLNotWired
 	}
-	return nil, fmt.Errorf("train.dist: unknown kind %q (auto, none or mpi)", kind)
+	return nil, fmt.Errorf("train.dist: unknown kind %q (auto, none, mpi or nccl)", kind)
 }
-
-// ErrNCCLNotWired is Open's answer to KindNCCL.
-var ErrNCCLNotWired = errors.New("summing gradients on the GPUs with NCCL is not wired in yet (docs/distributed.md); use train.dist mpi, which on --device cuda sums host copies of the gradients over MPI")
 
 // torchrunError: torchrun starts processes but no MPI world among them, and
 // its rendezvous (a TCP store at MASTER_ADDR) is PyTorch's own; MPI's

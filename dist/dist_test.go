@@ -68,7 +68,7 @@ func TestOpenKinds(t *testing.T) {
 		t.Fatalf("torchrun world: err = %v, want advice to use mpirun", err)
 	}
 	_, err = Open("gloo", Launch{Size: 1}, Options{})
-	if err == nil || !strings.Contains(err.Error(), "auto, none or mpi") {
+	if err == nil || !strings.Contains(err.Error(), "auto, none, mpi or nccl") {
 		t.Fatalf("unknown kind: err = %v", err)
 	}
 }

@@ -28,6 +28,9 @@ static stoke_nccl_result (*p_all_reduce)(const void *, void *, size_t, int, int,
 static stoke_nccl_result (*p_broadcast)(const void *, void *, size_t, int, int, stoke_nccl_comm, void *);
 static stoke_nccl_result (*p_comm_destroy)(stoke_nccl_comm);
 static const char *(*p_error_string)(stoke_nccl_result);
+static stoke_nccl_result (*p_async_error)(stoke_nccl_comm, stoke_nccl_result *);
+static stoke_nccl_result (*p_comm_abort)(stoke_nccl_comm);
+static const char *(*p_last_error)(stoke_nccl_comm); // NCCL >= 2.13; may be NULL
 
 static const char *stoke_nccl_load(const char *name) {
 	void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
@@ -39,7 +42,10 @@ static const char *stoke_nccl_load(const char *name) {
 	SYM(p_broadcast, "ncclBroadcast")
 	SYM(p_comm_destroy, "ncclCommDestroy")
 	SYM(p_error_string, "ncclGetErrorString")
+	SYM(p_async_error, "ncclCommGetAsyncError")
+	SYM(p_comm_abort, "ncclCommAbort")
 #undef SYM
+	*(void **)(&p_last_error) = dlsym(h, "ncclGetLastError");
 	return 0;
 }
 
@@ -64,25 +70,75 @@ static int stoke_nccl_broadcast(uintptr_t buf, size_t count, int root, stoke_ncc
 }
 static int stoke_nccl_destroy(stoke_nccl_comm comm) { return p_comm_destroy(comm); }
 static const char *stoke_nccl_error(int r) { return p_error_string(r); }
+static int stoke_nccl_async_error(stoke_nccl_comm comm, int *out) {
+	stoke_nccl_result e = 0;
+	int r = p_async_error(comm, &e);
+	*out = e;
+	return r;
+}
+static int stoke_nccl_abort(stoke_nccl_comm comm) { return p_comm_abort(comm); }
+static const char *stoke_nccl_last_error(stoke_nccl_comm comm) { return p_last_error ? p_last_error(comm) : ""; }
 */
 import "C"
 
 import (
 	"fmt"
+	"os"
+	"strings"
 	"sync"
 	"unsafe"
 )
-
-// DefaultNCCLLibrary is the library OpenNCCL loads when none is named.
-const DefaultNCCLLibrary = "libnccl.so.2"
 
 // NCCLIDBytes is the size of ncclUniqueId.
 const NCCLIDBytes = 128
 
 var ncclLoad struct {
 	sync.Mutex
-	lib string
-	err error
+	setting string // the library setting of the first load
+	done    bool
+	path    string // the file loaded
+	err     error
+}
+
+// LoadNCCL loads NCCL once per process, from the first of
+// NCCLCandidates(library) that loads with every symbol used here.
+func LoadNCCL(library string) error {
+	ncclLoad.Lock()
+	defer ncclLoad.Unlock()
+	if !ncclLoad.done {
+		ncclLoad.done, ncclLoad.setting = true, library
+		var tried []string
+		for _, c := range NCCLCandidates(library) {
+			if strings.Contains(c, "/") {
+				if _, err := os.Stat(c); err != nil {
+					tried = append(tried, c+": not there")
+					continue
+				}
+			}
+			cname := C.CString(c)
+			msg := C.stoke_nccl_load(cname)
+			C.free(unsafe.Pointer(cname))
+			if msg == nil {
+				ncclLoad.path = c
+				break
+			}
+			tried = append(tried, c+": "+C.GoString(msg))
+		}
+		if ncclLoad.path == "" {
+			ncclLoad.err = &NoNCCLError{Tried: tried}
+		}
+	}
+	if ncclLoad.err == nil && ncclLoad.setting != library {
+		return fmt.Errorf("dist: NCCL was loaded from %s already; cannot load %q too", ncclLoad.path, library)
+	}
+	return ncclLoad.err
+}
+
+// NCCLLibrary is the file NCCL was loaded from ("" before OpenNCCL).
+func NCCLLibrary() string {
+	ncclLoad.Lock()
+	defer ncclLoad.Unlock()
+	return ncclLoad.path
 }
 
 // NCCL is one rank's NCCL communicator over the GPUs of an MPI world.
@@ -91,35 +147,53 @@ type NCCL struct {
 	rank, size int
 }
 
+// ncclRemoteError (nccl.h): a peer process exited or the network failed.
+const ncclRemoteError = 6
+
+// NCCLError is a failed NCCL call: its ncclResult_t, NCCL's string for
+// it, and the communicator's last error message (ncclGetLastError, which
+// names the peer that failed where NCCL knows it).
+type NCCLError struct {
+	Code   int
+	String string
+	Last   string
+}
+
+func (e *NCCLError) Error() string {
+	s := fmt.Sprintf("NCCL error %d: %s", e.Code, e.String)
+	if e.Last != "" {
+		s += " (" + e.Last + ")"
+	}
+	return s
+}
+
+// Remote is true for ncclRemoteError: another rank's process exited, or
+// the network between the ranks failed.
+func (e *NCCLError) Remote() bool { return e.Code == ncclRemoteError }
+
 func ncclError(r C.int) error {
-	return fmt.Errorf("NCCL error %d: %s", int(r), C.GoString(C.stoke_nccl_error(r)))
+	return &NCCLError{Code: int(r), String: C.GoString(C.stoke_nccl_error(r))}
+}
+
+func (n *NCCL) errorOf(r C.int) error {
+	e := ncclError(r).(*NCCLError)
+	if n.comm != nil {
+		e.Last = strings.TrimSpace(C.GoString(C.stoke_nccl_last_error(n.comm)))
+	}
+	return e
 }
 
 // OpenNCCL makes the NCCL communicator of over's world: rank 0 draws the
 // unique id, over broadcasts it, every rank joins with its rank. The CUDA
 // context of this rank's device must be current on the calling thread
-// (NCCL binds the communicator to it). library "" = DefaultNCCLLibrary.
+// (NCCL binds the communicator to it). library names the file or folder to
+// load NCCL from; "" looks where NCCLCandidates says. Without a usable
+// NCCL the error is a *NoNCCLError listing every place tried.
 func OpenNCCL(over Comm, library string) (*NCCL, error) {
-	if library == "" {
-		library = DefaultNCCLLibrary
-	}
-	ncclLoad.Lock()
-	if ncclLoad.lib == "" {
-		cname := C.CString(library)
-		if msg := C.stoke_nccl_load(cname); msg != nil {
-			ncclLoad.err = fmt.Errorf("dist: NCCL is not available: %s could not be loaded (%s); install NCCL 2 (e.g. NVIDIA's libnccl2 package) or use train.dist mpi", library, C.GoString(msg))
-		}
-		C.free(unsafe.Pointer(cname))
-		ncclLoad.lib = library
-	}
-	err := ncclLoad.err
-	if err == nil && ncclLoad.lib != library {
-		err = fmt.Errorf("dist: NCCL was loaded from %s already; cannot load %s too", ncclLoad.lib, library)
-	}
-	ncclLoad.Unlock()
-	if err != nil {
+	if err := LoadNCCL(library); err != nil {
 		return nil, err
 	}
+	var err error
 	id := (*[NCCLIDBytes]byte)(C.calloc(NCCLIDBytes, 1))
 	defer C.free(unsafe.Pointer(id))
 	if over.Rank() == 0 {
@@ -154,7 +228,7 @@ func (n *NCCL) Size() int { return n.size }
 // count float32s at device address buf.
 func (n *NCCL) AllreduceSum(buf uintptr, count int, stream uintptr) error {
 	if r := C.stoke_nccl_allreduce_sum(C.uintptr_t(buf), C.size_t(count), n.comm, C.uintptr_t(stream)); r != 0 {
-		return &RankError{Rank: n.rank, Op: fmt.Sprintf("ncclAllReduce of %d floats", count), Err: ncclError(r)}
+		return &RankError{Rank: n.rank, Op: fmt.Sprintf("ncclAllReduce of %d floats", count), Err: n.errorOf(r)}
 	}
 	return nil
 }
@@ -163,9 +237,39 @@ func (n *NCCL) AllreduceSum(buf uintptr, count int, stream uintptr) error {
 // device address buf into every rank's buf.
 func (n *NCCL) Broadcast(buf uintptr, count, root int, stream uintptr) error {
 	if r := C.stoke_nccl_broadcast(C.uintptr_t(buf), C.size_t(count), C.int(root), n.comm, C.uintptr_t(stream)); r != 0 {
-		return &RankError{Rank: n.rank, Op: fmt.Sprintf("ncclBroadcast of %d floats from rank %d", count, root), Err: ncclError(r)}
+		return &RankError{Rank: n.rank, Op: fmt.Sprintf("ncclBroadcast of %d floats from rank %d", count, root), Err: n.errorOf(r)}
 	}
 	return nil
+}
+
+// AsyncError is the communicator's asynchronous error
+// (ncclCommGetAsyncError): a collective that failed on its stream after it
+// was enqueued (a peer that died: ncclRemoteError) leaves its output
+// unwritten and sets it. nil while none has failed. It is a host call that
+// does not wait for the device.
+func (n *NCCL) AsyncError() error {
+	if n.comm == nil {
+		return fmt.Errorf("rank %d: the NCCL communicator is closed", n.rank)
+	}
+	var e C.int
+	if r := C.stoke_nccl_async_error(n.comm, &e); r != 0 {
+		return &RankError{Rank: n.rank, Op: "ncclCommGetAsyncError", Err: n.errorOf(r)}
+	}
+	if e != 0 {
+		return &RankError{Rank: n.rank, Op: "an NCCL collective on the stream", Err: n.errorOf(e)}
+	}
+	return nil
+}
+
+// Abort ends the communicator's uncompleted collectives, on this rank and
+// on the others (ncclCommAbort), so that no rank waits for this one; the
+// communicator is gone after it.
+func (n *NCCL) Abort() {
+	if n.comm == nil {
+		return
+	}
+	C.stoke_nccl_abort(n.comm)
+	n.comm = nil
 }
 
 // Close destroys the communicator.

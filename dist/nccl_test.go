@@ -68,7 +68,7 @@ func TestNCCLMissingLibrarySaysWhat(t *testing.T) {
 func openNCCLFresh(t *testing.T, lib string) (*NCCL, error) {
 	t.Helper()
 	ncclLoad.Lock()
-	ncclLoad.lib, ncclLoad.err = "", nil
+	ncclLoad.done, ncclLoad.setting, ncclLoad.path, ncclLoad.err = false, "", "", nil
 	ncclLoad.Unlock()
 	return OpenNCCL(Single{}, lib)
 }

@@ -69,6 +69,7 @@
 //	optim.go         Optimizer, SGD, Nesterov, AdamW, the update, the optimizer state
 //	params.go        State, Load and the state dict's checks
 //	gradsync.go      GradSync: the data-parallel hook between backward and update
+//	gradsync_device.go DeviceGradSync: the same hook on the engine's values (NCCL on a GPU)
 //	estimate.go      the memory estimate
 //	safetensors.go   checkpoint files
 //

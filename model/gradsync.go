@@ -45,7 +45,8 @@ func (m *Model) GradSizes() []int {
 }
 
 // SetGradSync installs s (nil removes it) for the following training
-// steps. With one installed, a step also accepts n = 0.
+// steps. With one installed, a step also accepts n = 0. A DeviceGradSync
+// is handed the gradient values themselves (gradsync_device.go).
 func (m *Model) SetGradSync(s GradSync) { m.sync = s }
 
 // hookGradients makes each parameter's gradient op hand its gradient to
@@ -63,6 +64,9 @@ func (m *Model) hookGradients() {
 		op.after = func() error {
 			if m.sync == nil {
 				return nil
+			}
+			if ds, ok := m.sync.(DeviceGradSync); ok {
+				return ds.ReadyValue(i, op.out)
 			}
 			return m.handOver(i, op.out)
 		}
@@ -84,6 +88,9 @@ func (m *Model) handOver(i int, v G.Value) error {
 
 // trainStepSync is trainStep with a GradSync between backward and update.
 func (m *Model) trainStepSync(in Input, lr float32) (StepResult, error) {
+	if ds, ok := m.sync.(DeviceGradSync); ok {
+		return m.trainStepDevice(ds, in, lr)
+	}
 	n := in.N
 	if n < 0 || n > m.opt.Batch {
 		return StepResult{}, fmt.Errorf("model.TrainStep: n = %d valid samples, want 0..%d", n, m.opt.Batch)

@@ -16,8 +16,11 @@
 #      lacks torch, may skip; resnext50_32x4d against PyTorch on its own
 #      (grouped convs; ~150 s on one host thread), where there is torch; then the
 #      trainer's GPU tests (trainer.test -test.run ^TestGPU): 2 and 3 ranks
-#      of data-parallel training on --device cuda against one rank, and the
-#      per-step driver counters of metrics.jsonl against the driver's; and
+#      of data-parallel training on --device cuda against one rank, over MPI
+#      and with train.dist nccl, and the per-step driver counters of
+#      metrics.jsonl against the driver's; train.dist nccl under mpirun
+#      (cmd/train.test: 2 and 3 ranks against one process, a killed rank,
+#      NCCL missing); and
 #      dist's NCCL binding on the NCCL stand-in (3 ranks under mpirun);
 #   2. mutations: kernels.cu with an index off by one must fail kernel
 #      parity, and one reading past its buffer must be reported out of bounds;
@@ -70,6 +73,8 @@ cudaops/cudasim/build.sh "$work/lib"
 go test -c -tags stokecuda -o "$work/cudaops.test" ./cudaops
 go test -c -tags stokecuda -o "$work/trainer.test" ./trainer
 go test -c -tags stokecuda -o "$work/dist.test" ./dist
+mkdir -p "$work/cmd"
+go test -c -tags stokecuda -o "$work/cmd/train.test" ./cmd/train
 go build -tags stokecuda -o "$work/train" ./cmd/train
 go build -o "$work/cmpweights" ./cudaops/cudasim/cmpweights
 set +e
@@ -166,8 +171,19 @@ fi
 # rank its own CUDA backend, the gradients summed on host copies), and the
 # per-step driver counters in metrics.jsonl (plausible, and equal to the
 # driver's counts around the same steps).
-required trainer-tests trainer '^TestGPU' "TestGPUDataParallelMatchesOneProcess TestGPUCountersPerStep TestGPUCountersAgreeWithDriver" \
+required trainer-tests trainer '^TestGPU(DataParallel|Counters)' "TestGPUDataParallelMatchesOneProcess TestGPUCountersPerStep TestGPUCountersAgreeWithDriver" \
 	"data parallel on cuda: 2 and 3 ranks match one rank; gpu counters per step agree with the driver's" 600
+# train.dist nccl: the gradients summed on the device by the NCCL stand-in,
+# ranks as goroutines of one process (trainer), then as processes under
+# mpirun (cmd/train: against one process, a killed rank, NCCL missing).
+required trainer-nccl trainer '^TestGPU(NCCLMatchesOneProcess|AutoChoosesNCCL)$' TestGPUNCCLMatchesOneProcess \
+	"train.dist nccl on cuda: 2 and 3 ranks (an empty slice) match one rank" 300
+required cmd-nccl-ranks cmd/train '^TestMPINCCLRanksAreOneRank$' TestMPINCCLRanksAreOneRank \
+	"train.dist nccl under mpirun: 2 x 32 and 3 x 32 match 1 x 64 and 1 x 96" 900
+required cmd-nccl-killed cmd/train '^TestMPINCCLKilledRankEndsTheJob$' TestMPINCCLKilledRankEndsTheJob \
+	"train.dist nccl: a killed rank ends the job, named" 300
+required cmd-nccl-missing cmd/train '^TestMPINCCLMissingSaysWhereItLooked$' TestMPINCCLMissingSaysWhereItLooked \
+	"train.dist nccl without NCCL says where it looked" 300
 # dist's NCCL binding on the NCCL stand-in, 3 processes under mpirun (needed),
 # device memory and a stream of the driver stand-in.
 required dist-nccl dist '^TestMPINCCLOnDevice$' TestMPINCCLOnDevice \

@@ -30,8 +30,28 @@ import (
 // it changes nothing.
 type distRun struct {
 	comm dist.Comm
-	sync *dist.Buckets // nil with one rank
+	sync *dist.Buckets // the host path's (MPI) sync; nil with one rank or with NCCL
+	dev  deviceSync    // the device path's (NCCL, dist_nccl.go); nil otherwise
 }
+
+// deviceSync is a data-parallel run's sync of gradients that stay on the
+// GPU (train.dist nccl): made by newDeviceSync, which the stokecuda build
+// sets (dist_nccl.go).
+type deviceSync interface {
+	Name() string // e.g. "NCCL (libnccl.so.2)"
+	Len() int     // buckets
+	Floats() int  // floats summed per step
+	Steps() int   // steps synchronized so far
+	// Hook installs the sync in net, a model rebuilt at another size.
+	Hook(net Backend) error
+	Close()
+}
+
+// newDeviceSync makes the NCCL sync of net's gradients over comm (nil in
+// a build without stokecuda). required is train.dist nccl; with auto it
+// may answer (nil, reason, nil): NCCL does not load on every rank, and the
+// run sums over MPI instead, saying why.
+var newDeviceSync func(comm dist.Comm, net Backend, cfg config.Config, required bool) (deviceSync, string, error)
 
 func newDistRun(comm dist.Comm) *distRun {
 	if comm == nil {
@@ -121,13 +141,67 @@ func (d *distRun) setup(net Backend, cfg config.Config, rep replica, out io.Writ
 	if err := net.Load(params, optim); err != nil {
 		return fmt.Errorf("loading rank 0's weights: %w", err)
 	}
+	var why string
+	if wantNCCL(cfg) {
+		if newDeviceSync == nil {
+			if cfg.Train.Dist == dist.KindNCCL {
+				return fmt.Errorf("train.dist nccl: this train was built without -tags stokecuda, so it has no GPU and no NCCL (docs/cuda.md); use train.dist mpi")
+			}
+			why = "this build has no NCCL"
+		} else {
+			ds, reason, err := newDeviceSync(d.comm, net, cfg, cfg.Train.Dist == dist.KindNCCL)
+			if err != nil {
+				return err
+			}
+			if ds != nil {
+				d.dev = ds
+				fmt.Fprintf(out, "data parallel: %d ranks; gradients summed on the GPUs by %s (its id sent over %s), in %d bucket(s) of <= %.0f MB; global batch %d = %d per rank\n",
+					d.ranks(), ds.Name(), d.comm.Name(), ds.Len(), cfg.Train.DistBucketMB, cfg.Data.BatchSize*d.ranks(), cfg.Data.BatchSize)
+				return nil
+			}
+			why = reason
+		}
+	}
 	// The gradients only: params also holds the BatchNorm buffers, which
 	// are broadcast above but not summed.
 	d.sync = dist.NewBuckets(d.comm, gs.GradSizes(), int(cfg.Train.DistBucketMB*(1<<20)))
 	gs.SetGradSync(d.sync)
-	fmt.Fprintf(out, "data parallel: %d ranks over %s; global batch %d = %d per rank; gradients in %d bucket(s) of <= %.0f MB\n",
-		d.ranks(), d.comm.Name(), cfg.Data.BatchSize*d.ranks(), cfg.Data.BatchSize, d.sync.Len(), cfg.Train.DistBucketMB)
+	if why != "" {
+		why = " (not NCCL: " + why + ")"
+	}
+	fmt.Fprintf(out, "data parallel: %d ranks over %s%s; global batch %d = %d per rank; gradients in %d bucket(s) of <= %.0f MB\n",
+		d.ranks(), d.comm.Name(), why, cfg.Data.BatchSize*d.ranks(), cfg.Data.BatchSize, d.sync.Len(), cfg.Train.DistBucketMB)
 	return nil
+}
+
+// wantNCCL: train.dist nccl, or auto on --device cuda (with several
+// ranks: setup runs only then).
+func wantNCCL(cfg config.Config) bool {
+	return cfg.Train.Dist == dist.KindNCCL || (cfg.Train.Dist == dist.KindAuto && cfg.Train.Device == "cuda")
+}
+
+// rehook installs the run's gradient sync in net, a model rebuilt at
+// another size (data.progressive), as in the one it replaces.
+func (d *distRun) rehook(net Backend) error {
+	switch {
+	case d.dev != nil:
+		return d.dev.Hook(net)
+	case d.sync != nil:
+		gs, ok := net.(gradSyncer)
+		if !ok {
+			return fmt.Errorf("the rebuilt model takes no gradient hook")
+		}
+		gs.SetGradSync(d.sync)
+	}
+	return nil
+}
+
+// close ends the device sync's communicator (after the nets are closed).
+func (d *distRun) close() {
+	if d.dev != nil {
+		d.dev.Close()
+		d.dev = nil
+	}
 }
 
 // perRank lists the settings the ranks of one run may set differently,
@@ -148,7 +222,6 @@ var perRank = []struct{ Path, Why string }{
 	{"train.keep_checkpoints", "only rank 0 writes checkpoints"},
 	{"train.trace", "only rank 0 writes a timeline"},
 	{"train.non_blocking", "only when the rank's copies happen"},
-	{"train.dist", "every rank has joined the MPI world already (auto and mpi both choose it there)"},
 	{"train.dist_timeout", "only how long the rank waits in a collective"},
 }
 
@@ -339,6 +412,13 @@ func (d *distRun) reduceEval(r *evalResult, classes int) error {
 // epochDone prints the epoch's communication figures (rank 0's) and
 // starts counting afresh.
 func (d *distRun) epochDone(out io.Writer) {
+	if d.dev != nil {
+		if n := d.dev.Steps(); n > 0 {
+			fmt.Fprintf(out, "  allreduce: %s on the device, %d steps so far, %d buckets, %.2f MB/step (overlap with backward is not timed: that would wait for the device)\n",
+				d.dev.Name(), n, d.dev.Len(), float64(4*d.dev.Floats())/(1<<20))
+		}
+		return
+	}
 	if d.sync == nil {
 		return
 	}

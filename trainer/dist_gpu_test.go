@@ -32,6 +32,7 @@ func TestGPUDataParallelMatchesOneProcess(t *testing.T) {
 			par := tinyConfig(t)
 			par.Train.Device = "cuda"
 			par.Data.BatchSize = 4
+			par.Train.Dist = dist.KindMPI // the host path (auto would choose NCCL where it loads)
 			out0, _ := runRanks(t, n, par, nil)
 			if !strings.Contains(out0, fmt.Sprintf("data parallel: %d ranks", n)) {
 				t.Errorf("rank 0's output lacks the data-parallel line:\n%s", out0)
@@ -41,8 +42,9 @@ func TestGPUDataParallelMatchesOneProcess(t *testing.T) {
 	}
 }
 
-// TestNCCLIsRefusedClearly: train.dist nccl names what is missing and what
-// to use instead, on any device, before a step is taken.
+// TestNCCLIsRefusedClearly: train.dist nccl on --device cpu names the
+// field, why (NCCL sums on GPUs) and what to use instead, before a step is
+// taken.
 func TestNCCLIsRefusedClearly(t *testing.T) {
 	c := tinyConfig(t)
 	c.Train.Dist = dist.KindNCCL

@@ -255,6 +255,7 @@ func (s *session) openModel(ctx context.Context) error {
 	if s.opt.wrapBackend != nil {
 		s.net = s.opt.wrapBackend(s.net)
 	}
+	s.onClose(s.d.close)                // NCCL's communicator, after the net
 	s.onClose(func() { s.net.Close() }) // the one net is then (sizes.go rebuilds it)
 	s.onClose(func() {
 		if s.evalModel != nil {

@@ -89,12 +89,8 @@ func (s *session) sizeEpoch(epoch int) error {
 	if err := net.Load(params, optim); err != nil {
 		return fmt.Errorf("epoch %d at %d px: moving the model's state: %w", epoch+1, size, err)
 	}
-	if s.d.sync != nil { // data parallel: the new graph hands its gradients over too
-		gs, ok := net.(gradSyncer)
-		if !ok {
-			return fmt.Errorf("epoch %d at %d px: the rebuilt model takes no gradient hook", epoch+1, size)
-		}
-		gs.SetGradSync(s.d.sync)
+	if err := s.d.rehook(net); err != nil { // data parallel: the new graph hands its gradients over too
+		return fmt.Errorf("epoch %d at %d px: %w", epoch+1, size, err)
 	}
 	return nil
 }

@@ -212,7 +212,21 @@ func TestMPITwoRanksAreOneRank(t *testing.T) {
 // the whole job ends within seconds and the output names the rank.
 func TestMPIKilledRankEndsTheJob(t *testing.T) {
 	args, _ := smallArgs(t, "--epochs", "200", "--train.dist", "mpi", "--train.dist_timeout", "10")
-	cmd := mpirunCmd(t, 2, args...)
+	out, took, err := killRankOne(t, mpirunCmd(t, 2, args...))
+	t.Logf("job ended %v after rank 1 was killed: %v", took.Round(time.Millisecond), err)
+	if err == nil {
+		t.Errorf("the job exited 0 after a rank was killed")
+	}
+	if took > 15*time.Second || !strings.Contains(out, "rank 1") {
+		t.Errorf("took %v (want < 15 s) and/or the output does not name rank 1:\n%s", took, out)
+	}
+}
+
+// killRankOne runs cmd (an mpirunCmd of 2 ranks) and SIGKILLs rank 1 once
+// the second epoch has begun; it returns the job's output, how long the
+// job took to end after the kill, and its exit.
+func killRankOne(t *testing.T, cmd *exec.Cmd) (string, time.Duration, error) {
+	t.Helper()
 	pr, pw, _ := os.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
 	if err := cmd.Start(); err != nil {
@@ -258,13 +272,7 @@ func TestMPIKilledRankEndsTheJob(t *testing.T) {
 	if killed.IsZero() {
 		t.Fatalf("the job ended before a rank could be killed (%v):\n%s", err, out.String())
 	}
-	t.Logf("job ended %v after rank 1 was killed: %v", took.Round(time.Millisecond), err)
-	if err == nil {
-		t.Errorf("the job exited 0 after a rank was killed")
-	}
-	if took > 15*time.Second || !strings.Contains(out.String(), "rank 1") {
-		t.Errorf("took %v (want < 15 s) and/or the output does not name rank 1:\n%s", took, out.String())
-	}
+	return out.String(), took, err
 }
 
 // TestMPIBenchDist: bench-dist runs 1 and 2 ranks and reports img/s, the
