@@ -253,3 +253,83 @@ func TestStandInGraphReportsFreedMemory(t *testing.T) {
 		}
 	}
 }
+
+// TestGPUGraphCaptureForkJoin: the training step's shape, a copy stream
+// forked from the compute stream and joined back by events (the
+// programming guide's fork/join capture): the copy from pinned memory on
+// the copy stream, the kernel on the compute stream after it. Each replay
+// reads the pinned buffer as it is then.
+func TestGPUGraphCaptureForkJoin(t *testing.T) {
+	d := openOrSkip(t)
+	const n = 1024
+	pinned, err := d.Pinned().Alloc(4 * n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Pinned().Free(pinned)
+	in := unsafe.Slice((*float32)(unsafe.Pointer(&pinned[0])), n)
+	withEngine(t, d, cu.NonBlocking, func(s cu.Stream, g *gpuEngine) error {
+		cs, err := cu.MakeStream(cu.NonBlocking)
+		if err != nil {
+			return err
+		}
+		defer cs.Destroy()
+		fork, err := cu.MakeEvent(cu.DisableTiming)
+		if err != nil {
+			return err
+		}
+		defer cu.DestroyEvent(&fork)
+		join, err := cu.MakeEvent(cu.DisableTiming)
+		if err != nil {
+			return err
+		}
+		defer cu.DestroyEvent(&join)
+		x, err := g.alloc(n)
+		if err != nil {
+			return err
+		}
+		y, err := g.alloc(n)
+		if err != nil {
+			return err
+		}
+		if err := s.Synchronize(); err != nil {
+			return err
+		}
+		c, err := BeginCapture(s, CaptureGlobal)
+		if err != nil {
+			return err
+		}
+		err = first(fork.Record(s), cs.Wait(fork, 0),
+			cu.MemcpyHtoDAsync(x.(devBuf).p, unsafe.Pointer(&pinned[0]), 4*n, cs),
+			join.Record(cs), s.Wait(join, 0),
+			g.launch1D("add_f32", n, p(x), p(x), p(y), i(n)))
+		graph, endErr := c.End()
+		if err = first(err, endErr); err != nil {
+			return err
+		}
+		defer graph.Destroy()
+		exec, err := graph.Instantiate()
+		if err != nil {
+			return err
+		}
+		defer exec.Destroy()
+		out := make([]float32, n)
+		for r := range 2 {
+			for k := range in {
+				in[k] = float32(k*(r+1)) / 8
+			}
+			if err := exec.Launch(s); err != nil {
+				return err
+			}
+			if err := g.download(out, y); err != nil {
+				return err
+			}
+			for k := range out {
+				if out[k] != 2*in[k] {
+					t.Fatalf("replay %d: y[%d] = %v, want 2 x %v", r, k, out[k], in[k])
+				}
+			}
+		}
+		return nil
+	})
+}
