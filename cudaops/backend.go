@@ -79,8 +79,8 @@ type Backend struct {
 	pinned    *Pinned
 	steps     int             // steps started
 	inflight  []*Pending      // deferred steps not yet read, in order
-	outcomes  []model.Outcome // read, not yet returned by Results
-	spare     []model.Outcome // Results' other buffer
+	outcomes  []stepOutcome   // read, not yet returned by Results
+	spare     []model.Outcome // what Results returns
 	held      []heldBuf       // batch buffers whose copies may be in flight
 	stopped   error           // the non-finite step Results reported: Start refuses until Load
 	stopAt    int             // that step + 1; 0: none
@@ -98,6 +98,12 @@ const (
 // stepEvents time one step: its copy and its compute.
 type stepEvents struct {
 	copyStart, copyEnd, computeStart, computeEnd cu.Event
+}
+
+// stepOutcome is a deferred step's outcome, read from the ring.
+type stepOutcome struct {
+	pd *Pending
+	o  model.Outcome
 }
 
 // heldBuf is a caller's batch buffer whose copy step k may still be
@@ -213,7 +219,7 @@ func NewBackendWith(d *Device, spec model.Spec, opt model.Options, nonBlocking b
 	if err == nil {
 		b.ringHost = make([]float32, 2*stepRing+1)
 		b.inflight = make([]*Pending, 0, flushEvery)
-		b.outcomes = make([]model.Outcome, 0, 2*flushEvery)
+		b.outcomes = make([]stepOutcome, 0, 2*flushEvery)
 		b.spare = make([]model.Outcome, 0, 2*flushEvery)
 		b.held = make([]heldBuf, 0, 2*flushEvery)
 		b.score = stepScore{on: !testHostLoss, ring: b.ring, eps: opt.LabelSmoothing}
@@ -513,22 +519,31 @@ func (b *Backend) collect() error {
 			b.stopAt, b.stopped = flag, o.Err
 			b.m.UndoSteps(b.steps - pd.k) // this step and the later ones changed nothing
 		}
-		b.outcomes = append(b.outcomes, o)
+		b.outcomes = append(b.outcomes, stepOutcome{pd, o})
 	}
 	clear(b.inflight)
 	b.inflight = b.inflight[:0]
 	return nil
 }
 
-// Results waits for the deferred steps (Pending.Wait's Deferred results)
-// and returns their outcomes, in step order (model.Deferred); the slice is
-// valid until the next call.
+// Results waits for the deferred steps and returns the outcomes of those
+// whose Wait has returned (a Deferred result), in step order
+// (model.Deferred); a step started and not yet waited for is listed by a
+// later call. The slice is valid until the next call.
 func (b *Backend) Results() ([]model.Outcome, error) {
 	if err := b.collect(); err != nil {
 		return nil, err
 	}
-	out := b.outcomes
-	b.outcomes, b.spare = b.spare[:0], out
+	out := b.spare[:0]
+	n := 0
+	for n < len(b.outcomes) && b.outcomes[n].pd.seen {
+		out = append(out, b.outcomes[n].o)
+		n++
+	}
+	m := copy(b.outcomes, b.outcomes[n:])
+	clear(b.outcomes[m:])
+	b.outcomes = b.outcomes[:m]
+	b.spare = out
 	return out, nil
 }
 

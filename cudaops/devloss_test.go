@@ -188,8 +188,12 @@ func TestGPUNonFiniteLossDeferred(t *testing.T) {
 	step := func(lr float32) {
 		t.Helper()
 		x := randBatch(rng, opt.Batch*3*S*S)
-		if _, err := b.Start(model.Input{X: x, Labels: labels, N: opt.Batch}, lr); err != nil {
+		pd, err := b.Start(model.Input{X: x, Labels: labels, N: opt.Batch}, lr)
+		if err != nil {
 			t.Fatal(err)
+		}
+		if r, _, err := pd.Wait(); err != nil || !r.Deferred { // no wait for the device
+			t.Fatalf("Wait: %+v, %v; want a deferred result", r, err)
 		}
 	}
 	for range 4 {

@@ -99,7 +99,8 @@ func (m *Model) UndoSteps(n int) {
 // Deferred is a backend whose Pending.Wait may return a Deferred result
 // (the step is queued on a device and its figures stay there): Results
 // reads them, waiting for the device, and returns one Outcome per such
-// step since the last call, in the order the steps were started. A
+// step whose Wait has returned and that no earlier call listed, in the
+// order the steps were started. A
 // non-finite loss is the Err of the step that produced it (wrapping
 // ErrNonFiniteLoss, "parameters not updated", as a step that is not
 // deferred says it); no step after it changed the weights, and none after

@@ -159,6 +159,8 @@ fi
 # per-step driver counters.
 required trainer-tests trainer '^TestGPU' TestGPUDataParallelMatchesOneProcess \
 	"data parallel on cuda: 2 and 3 ranks match one rank" 600
+required trainer-deferred-loss trainer '^TestGPUDeferredLoss$' TestGPUDeferredLoss \
+	"train on cuda: the loss read at the refresh, <= 0.1 host waits a step" 300
 # dist's NCCL binding on the NCCL stand-in, 3 processes under mpirun (needed),
 # device memory and a stream of the driver stand-in.
 required dist-nccl dist '^TestMPINCCLOnDevice$' TestMPINCCLOnDevice \

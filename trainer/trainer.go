@@ -138,18 +138,18 @@ func (s *session) epoch(ctx context.Context, epoch int) (EpochMetrics, error) {
 // them, and at the epoch's end, however it ends (before any checkpoint);
 // a non-finite loss then stops the run naming its step, as at once.
 func (s *session) trainEpoch(ctx context.Context, epoch int, r *trainResult) error {
-	err := s.trainSteps(ctx, epoch, r)
+	it := s.trainLoader.Epoch(ctx, epoch)
+	defer it.Close()
+	s.bar.EpochStart(epoch, s.sched.epochs, s.trainLoader.NumBatches())
+	r.begin()
+	defer r.end() // after the flush: its steps, its time and its wait count
+	err := s.trainSteps(ctx, it, epoch, r)
 	return firstErr(s.flush(epoch, r), err)
 }
 
 // trainSteps is trainEpoch's loop; steps it leaves deferred are flushed by
 // trainEpoch.
-func (s *session) trainSteps(ctx context.Context, epoch int, r *trainResult) error {
-	it := s.trainLoader.Epoch(ctx, epoch)
-	defer it.Close()
-	s.bar.EpochStart(epoch, s.sched.epochs, s.trainLoader.NumBatches())
-	r.begin()
-	defer r.end()
+func (s *session) trainSteps(ctx context.Context, it *data.Iter, epoch int, r *trainResult) error {
 	var queued *stepInFlight // started, not yet finished
 	// A device backend that may keep batch buffers until their copies are
 	// done (cudaops.Backend.HeldBatches) gets them only when the loader has
