@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"stoke/model"
 )
 
 func epochRecords(t *testing.T, run string) []EpochMetrics {
@@ -98,5 +100,32 @@ func TestGPUDeferredLoss(t *testing.T) {
 	}
 	if g := quiet[len(quiet)-1].GPU; g.HostSyncsPerStep > 0.1 || g.AllocsPerStep != 0 {
 		t.Errorf("a steady epoch: %.3f host waits and %.2f allocations a step, want <= 0.1 and 0", g.HostSyncsPerStep, g.AllocsPerStep)
+	}
+}
+
+// TestGPUNonFiniteLossNamed: on --device cuda the loss is read only at the
+// epoch's end here (progress none), yet a learning rate that overflows the
+// weights at the first step stops the run at the second, named as on the
+// CPU, with the CPU's message.
+func TestGPUNonFiniteLossNamed(t *testing.T) {
+	if !cudaUsable() {
+		t.Skip("no usable CUDA device (a CPU build, or no GPU; scripts/gpu-sim.sh runs this under the stand-in)")
+	}
+	stop := func(device string) string {
+		c := tinyConfig(t)
+		c.Train.Device = device
+		c.Data.BatchSize = 2
+		c.Train.Progress = "none"
+		c.Optim.LR, c.Optim.WarmupEpochs = 3e38, 0
+		_, err := Run(context.Background(), c, Options{Out: new(bytes.Buffer)})
+		if err == nil || !strings.Contains(err.Error(), model.ErrNonFiniteLoss.Error()) {
+			t.Fatalf("%s: %v; want a non-finite loss", device, err)
+		}
+		return strings.Replace(err.Error(), "cudaops: step: ", "", 1)
+	}
+	cpu, gpu := stop("cpu"), stop("cuda")
+	t.Logf("cuda: %s", gpu)
+	if gpu != cpu {
+		t.Errorf("cuda says %q, the cpu %q", gpu, cpu)
 	}
 }
