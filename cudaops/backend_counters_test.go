@@ -32,6 +32,9 @@ func TestGPUBackendDriverCounters(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if _, err := b.Results(); err != nil { // the deferred losses come down here
+		t.Fatal(err)
+	}
 	c1, ok1 := b.DriverCounters()
 	if !ok0 || !ok1 {
 		t.Fatalf("an open backend's readings refused: ok %v, %v", ok0, ok1)

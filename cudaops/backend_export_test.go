@@ -21,7 +21,7 @@ func (b *Backend) TrainStep(x []float32, labels []int32, n int, lr float32) (mod
 	if err != nil {
 		return model.StepResult{}, err
 	}
-	res, _, err := pd.Wait()
+	res, _, err := settle(b, pd)
 	return res, err
 }
 

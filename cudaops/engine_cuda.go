@@ -40,6 +40,13 @@ type gpuEngine struct {
 	args   [12]uint64
 	ptrs   [12]unsafe.Pointer
 
+	// flag is the device int that xent_loss sets at the first step whose
+	// loss is not finite; while it is set, the update kernels (sgd,
+	// sgd_nesterov, adamw) and copyUnless do nothing. The engine's own
+	// (never set: a GraphEngine of its own computes the loss on the host)
+	// until a Backend points it into its step ring.
+	flag cu.DevicePtr
+
 	blas     *Cublas        // the GEMMs on cuBLAS (selectGemm), or nil: our own sgemm
 	prec     gemm.Precision // the GEMMs' input rounding
 	gemmInfo GemmInfo
@@ -66,6 +73,12 @@ func newGPUEngine(s cu.Stream) (*gpuEngine, error) {
 	for i := range e.ptrs {
 		e.ptrs[i] = unsafe.Pointer(&e.args[i])
 	}
+	f, err := e.allocInt32(1)
+	if err != nil {
+		e.free()
+		return nil, err
+	}
+	e.flag = f.(devBuf).p
 	return e, nil
 }
 
@@ -212,7 +225,28 @@ func (e *gpuEngine) softmaxXent(z, labels, loss, dz buffer, B, K, n int) error {
 }
 
 func (e *gpuEngine) sgd(w, grad, v buffer, n int, lr, mom, wd float32, first bool) error {
-	return e.launch1D("sgd", n, p(w), p(grad), p(v), i(n), fl(lr), fl(mom), fl(wd), bl(first))
+	return e.launch1D("sgd", n, p(w), p(grad), p(v), i(n), fl(lr), fl(mom), fl(wd), bl(first), uint64(e.flag))
+}
+
+// xentLoss writes the loss of logits z (B, K) against the weighted target
+// of labels (n valid rows, label smoothing eps; model/loss.go) and its
+// top-1 hits into slot of ring (two floats a slot), and sets the engine's
+// flag to step+1 if the loss is not finite and the flag is not set yet.
+func (e *gpuEngine) xentLoss(z, labels, ring buffer, B, K, n int, eps float32, slot, step int) error {
+	return e.launch("xent_loss", 1, 1, 1, 256, p(z), p(labels), i(B), i(K), i(n), fl(eps), p(ring), i(slot), uint64(e.flag), i(step))
+}
+
+// xentGrad is the loss's gradient, g·(softmax(z)·Σt − t), into dz.
+func (e *gpuEngine) xentGrad(z, labels, dz buffer, B, K, n int, eps, g float32) error {
+	return e.launch1D("xent_grad", B, p(z), p(labels), p(dz), i(B), i(K), i(n), fl(eps), fl(g))
+}
+
+// copyUnless is copyD2D unless the flag is set.
+func (e *gpuEngine) copyUnless(src, dst buffer, n int) error {
+	if n == 0 {
+		return nil
+	}
+	return e.launch1D("copy_f32_unless", n, p(src), p(dst), i(n), uint64(e.flag))
 }
 
 // normalizeU8 turns the first B rows of a uint8 CHW batch on the device

@@ -21,10 +21,13 @@ import (
 // the calling thread first (Device.do): the tape machine runs ops on a
 // goroutine of its own, which moves between OS threads from run to run.
 //
-// The loss (B·K logits against the weighted target) is computed on the host
-// from downloaded logits, as the CPU engine does, and its gradient uploaded:
-// the step reads the loss there anyway. Uploads wait for their copy, so the
-// caller may reuse its slice at once.
+// The loss (B·K logits against the weighted target): inside a Backend, on
+// the device (score: the kernels xent_loss and xent_grad build the target
+// from the step's labels, write the loss and hits into the Backend's step
+// ring and flag a non-finite loss; the engine is then a model.StepScorer);
+// on an engine of its own, on the host from downloaded logits, as the CPU
+// engine does, and its gradient uploaded. Uploads wait for their copy, so
+// the caller may reuse its slice at once.
 type GraphEngine struct {
 	d      *Device
 	e      *gpuEngine
@@ -36,6 +39,35 @@ type GraphEngine struct {
 	te     *tensorEngine // TensorEngine: gorgonia's Add on the device
 	ws     buffer        // the convs' shared workspace (engine_resnet.go)
 	wsNeed int           // its size: the largest conv's Workspace
+	score  *stepScore    // set by a Backend: the loss stays on the device
+}
+
+// stepScore is where the step being run keeps its loss on the device: its
+// labels (n valid rows, on the device), the label smoothing, and its slot
+// in the Backend's result ring. The Backend sets it before each step's
+// graph runs.
+type stepScore struct {
+	on     bool // false: the loss goes through the host (a GradSync, or testHostLoss)
+	labels devBuf
+	n      int
+	eps    float32
+	ring   devBuf
+	slot   int
+	step   int // the Backend's step count, for the non-finite flag
+}
+
+var _ model.StepScorer = (*GraphEngine)(nil)
+
+// ScoresSteps reports whether the loss of the steps stays on the device.
+func (g *GraphEngine) ScoresSteps() bool { return g.score != nil && g.score.on }
+
+// CommitCopy is Copy unless a step's loss has been non-finite (the flag
+// that xent_loss sets).
+func (g *GraphEngine) CommitCopy(dst, src G.Value) error {
+	if size(dst) != size(src) {
+		return fmt.Errorf("cudaops: copy of %d floats into %d", size(src), size(dst))
+	}
+	return g.run(func(v [5]buffer) error { return g.e.copyUnless(v[1], v[0], size(dst)) }, dst, src)
 }
 
 var (
@@ -300,7 +332,9 @@ func (l gpuLinear) BackwardBias(dz, db G.Value) error {
 
 func (g *GraphEngine) NewXent(B, N int) (model.XentKernel, error) { return gpuXent{g, B, N}, nil }
 
-// gpuXent computes the loss on the host, from downloaded logits and target.
+// gpuXent computes the loss on the device when the engine scores steps
+// (Forward then returns 0: the loss is in the ring), else on the host,
+// from downloaded logits and target.
 type gpuXent struct {
 	g    *GraphEngine
 	B, N int
@@ -316,6 +350,11 @@ func (g *GraphEngine) fetchLoss(B, N int, z, t G.Value) error {
 
 func (x gpuXent) Forward(z, t G.Value) (float64, error) {
 	g := x.g
+	if sc := g.score; g.ScoresSteps() {
+		return 0, g.run(func(a [5]buffer) error {
+			return g.e.xentLoss(a[0], sc.labels, sc.ring, x.B, x.N, sc.n, sc.eps, sc.slot, sc.step)
+		}, z)
+	}
 	if err := g.fetchLoss(x.B, x.N, z, t); err != nil {
 		return 0, err
 	}
@@ -324,6 +363,11 @@ func (x gpuXent) Forward(z, t G.Value) (float64, error) {
 
 func (x gpuXent) Backward(z, t G.Value, grad float32, dz G.Value) error {
 	g := x.g
+	if sc := g.score; g.ScoresSteps() {
+		return g.run(func(a [5]buffer) error {
+			return g.e.xentGrad(a[0], sc.labels, a[1], x.B, x.N, sc.n, sc.eps, grad)
+		}, z, dz)
+	}
 	if err := g.fetchLoss(x.B, x.N, z, t); err != nil {
 		return err
 	}

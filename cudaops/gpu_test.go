@@ -338,8 +338,12 @@ func TestGPUOverlap(t *testing.T) {
 		}
 		r1, _, err1 := p1.Wait()
 		r2, _, err2 := p2.Wait()
-		if err := first(err1, err2); err != nil {
+		out, err3 := b.Results() // the events are complete once the ring is read
+		if err := first(err1, err2, err3); err != nil {
 			t.Fatal(err)
+		}
+		if len(out) == 2 {
+			r1, r2 = out[0].Result, out[1].Result
 		}
 		if math.IsNaN(r1.Loss) || math.IsNaN(r2.Loss) {
 			t.Fatalf("trial %d: loss %v, %v", trial, r1.Loss, r2.Loss)
@@ -347,9 +351,9 @@ func TestGPUOverlap(t *testing.T) {
 		var before, c1, c2 float64
 		err = d.do(func() error {
 			var e1, e2, e3 error
-			before, e1 = p2.s.copyEnd.Elapsed(p1.s.computeEnd) // > 0: copy N+1 ended before compute N ended
-			c1, e2 = p1.s.computeStart.Elapsed(p1.s.computeEnd)
-			c2, e3 = p2.s.copyStart.Elapsed(p2.s.copyEnd)
+			before, e1 = p2.ev().copyEnd.Elapsed(p1.ev().computeEnd) // > 0: copy N+1 ended before compute N ended
+			c1, e2 = p1.ev().computeStart.Elapsed(p1.ev().computeEnd)
+			c2, e3 = p2.ev().copyStart.Elapsed(p2.ev().copyEnd)
 			return first(e1, e2, e3)
 		})
 		if err != nil {
@@ -390,14 +394,15 @@ func TestGPUCopyOrder(t *testing.T) {
 			}
 			_, _, err1 = p1.Wait()
 			_, _, err2 = p2.Wait()
-			if err := first(err1, err2); err != nil {
+			_, err3 := b.Results() // the events are complete once the ring is read
+			if err := first(err1, err2, err3); err != nil {
 				t.Fatal(err)
 			}
 			var after, before float64
 			err = d.do(func() error {
 				var e1, e2 error
-				after, e1 = p1.s.computeEnd.Elapsed(p2.s.copyStart) // >= 0: copy N+1 began after compute N ended
-				before, e2 = p2.s.copyEnd.Elapsed(p1.s.computeEnd)  // > 0: copy N+1 ended before compute N ended
+				after, e1 = p1.ev().computeEnd.Elapsed(p2.ev().copyStart) // >= 0: copy N+1 began after compute N ended
+				before, e2 = p2.ev().copyEnd.Elapsed(p1.ev().computeEnd)  // > 0: copy N+1 ended before compute N ended
 				return first(e1, e2)
 			})
 			if err != nil {
@@ -638,6 +643,21 @@ func TestGPUU8AsyncCopy(t *testing.T) {
 			t.Fatal(err)
 		}
 		got = append(got, r)
+		if got[0].Deferred { // the figures stayed on the device: read them now
+			out, err := b8.Results()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(out) != steps {
+				t.Fatalf("%s: %d outcomes for %d deferred steps", kind, len(out), steps)
+			}
+			for k, o := range out {
+				if o.Err != nil {
+					t.Fatal(o.Err)
+				}
+				got[k], times = o.Result, o.Times
+			}
+		}
 		for k := range steps {
 			if math.Abs(got[k].Loss-want[k].Loss) > 1e-4 || got[k].Correct != want[k].Correct {
 				t.Fatalf("%s step %d: async uint8 %+v, float32 %+v", kind, k, got[k], want[k])

@@ -201,9 +201,99 @@ __global__ void softmax_xent(const float *z, const int *labels, float *loss, flo
 	}
 }
 
+// The training step's loss on the device (engine_graph.go, gpuXent with a
+// step ring): the target is built from the labels as model.Model.loadInput
+// builds it on the host (model/loss.go), in float32 with the same
+// operations: row r < n is eps/K/n everywhere plus (1-eps)/n on its label
+// (1/n on the label when eps is 0); rows >= n are zero (batch padding).
+__device__ float xent_target(int j, int y, int K, int n, float eps) {
+	if (eps == 0.f) return j == y ? 1.f / (float)n : 0.f;
+	float off = eps / (float)K / (float)n;
+	return j == y ? (1.f - eps) / (float)n + off : off;
+}
+
+// xent_lse is log sum exp(row) in double, the row max taken out first, as
+// cpuops.LogSumExp.
+__device__ double xent_lse(const float *row, int K) {
+	double m = row[0];
+	for (int j = 1; j < K; j++) m = fmax(m, (double)row[j]);
+	double s = 0.0;
+	for (int j = 0; j < K; j++) s += exp((double)row[j] - m);
+	return m + log(s);
+}
+
+// xent_loss: one block of 256 threads. The loss sum_r sum_j t_rj (lse(z_r) -
+// z_rj) in double (cpuops.XentForward), rounded to float as the graph's
+// scalar is, and the top-1 hits among the n valid rows (model.Rank: a class
+// ties the label's score only from a lower index), go to slot `slot` of the
+// ring: ring[2*slot] the loss, ring[2*slot+1] the hits as a float (exact up
+// to 2^24). The first step whose loss is not finite is kept in *flag
+// (step+1); while it is set, the update kernels do nothing.
+__global__ void xent_loss(const float *z, const int *labels, int B, int K, int n, float eps, float *ring, int slot, int *flag,
+			  int step) {
+	double loss = 0.0, hits = 0.0;
+	for (int r = threadIdx.x; r < n && r < B; r += blockDim.x) {
+		const float *row = z + (long long)r * K;
+		int y = labels[r];
+		double lse = xent_lse(row, K);
+		int rank = 0;
+		for (int j = 0; j < K; j++) {
+			float t = xent_target(j, y, K, n, eps);
+			if (t != 0.f) loss += (double)t * (lse - (double)row[j]);
+			if (row[j] > row[y] || (row[j] == row[y] && j < y)) rank++;
+		}
+		if (rank == 0) hits += 1.0;
+	}
+	loss = block_sum(loss);
+	hits = block_sum(hits);
+	// cudasim/build.sh marks a kernel as one with barriers by its own
+	// __syncthreads (block_sum's are above the kernels): say so here.
+	__syncthreads();
+	if (threadIdx.x == 0) {
+		float l = (float)loss;
+		ring[2 * slot] = l;
+		ring[2 * slot + 1] = (float)hits;
+		if (!(fabsf(l) <= 3.402823466e38f) && *flag == 0) *flag = step + 1;
+	}
+}
+
+// xent_grad: dz = g*(softmax(z)*w - t) row by row, w = sum_j t_j (in
+// double, as cpuops.XentBackward); rows >= n get 0.
+__global__ void xent_grad(const float *z, const int *labels, float *dz, int B, int K, int n, float eps, float g) {
+	GRID_STRIDE(r, B) {
+		const float *row = z + r * K;
+		float *d = dz + r * K;
+		if (r >= n) {
+			for (int j = 0; j < K; j++) d[j] = 0.f;
+			continue;
+		}
+		int y = labels[r];
+		double w = 0.0;
+		for (int j = 0; j < K; j++) w += (double)xent_target(j, y, K, n, eps);
+		double lse = xent_lse(row, K);
+		for (int j = 0; j < K; j++) {
+			double p = exp((double)row[j] - lse);
+			d[j] = (float)((double)g * (p * w - (double)xent_target(j, y, K, n, eps)));
+		}
+	}
+}
+
+// stopped is whether a step's loss was not finite (xent_loss's flag): the
+// update kernels and the running statistics' commit then leave everything
+// as it was.
+__device__ bool stopped(const int *flag) { return *flag != 0; }
+
+// copy_f32_unless: copy_f32 unless stopped (BatchNorm's running statistics
+// are kept by the step that trained on them, or by none).
+__global__ void copy_f32_unless(const float *src, float *dst, int n, const int *flag) {
+	if (stopped(flag)) return;
+	GRID_STRIDE(i, n) { dst[i] = src[i]; }
+}
+
 // sgd: PyTorch's SGD (dampening 0, no Nesterov): g = grad + wd*w;
 // v = g on the first step, else mom*v + g; w -= lr*v (lr*g without momentum).
-__global__ void sgd(float *w, const float *grad, float *v, int N, float lr, float mom, float wd, int first) {
+__global__ void sgd(float *w, const float *grad, float *v, int N, float lr, float mom, float wd, int first, const int *flag) {
+	if (stopped(flag)) return;
 	GRID_STRIDE(i, N) {
 		float g = grad[i] + wd * w[i];
 		if (mom != 0.f) {
@@ -425,7 +515,9 @@ __global__ void relu_grad(const float *y, const float *dy, float *d, int n) {
 
 // sgd_nesterov: torch.optim.SGD(nesterov=True, dampening 0): g = grad + wd*w;
 // v = g on the first step, else mom*v + g; w -= lr*(g + mom*v).
-__global__ void sgd_nesterov(float *w, const float *grad, float *v, int N, float lr, float mom, float wd, int first) {
+__global__ void sgd_nesterov(float *w, const float *grad, float *v, int N, float lr, float mom, float wd, int first,
+			     const int *flag) {
+	if (stopped(flag)) return;
 	GRID_STRIDE(i, N) {
 		float g = grad[i] + wd * w[i];
 		v[i] = first ? g : mom * v[i] + g;
@@ -438,7 +530,8 @@ __global__ void sgd_nesterov(float *w, const float *grad, float *v, int N, float
 // model.AdamWUpdate does: w *= decay; m = b1*m + (1-b1)*g;
 // v = b2*v + (1-b2)*g*g; w -= step*m / (sqrt(v)/sq + eps).
 __global__ void adamw(float *w, const float *grad, float *m, float *v, int N, float b1, float b2, float eps, float step, float sq,
-		      float decay) {
+		      float decay, const int *flag) {
+	if (stopped(flag)) return;
 	GRID_STRIDE(i, N) {
 		float g = grad[i];
 		w[i] *= decay;

@@ -368,7 +368,7 @@ func (e *gpuEngine) sgdNesterov(w, grad, v buffer, n int, lr, mom, wd float32, f
 	if err := needs("sgdNesterov", w, n, grad, n, v, n); err != nil || n == 0 {
 		return err
 	}
-	return e.launch1D("sgd_nesterov", n, p(w), p(grad), p(v), i(n), fl(lr), fl(mom), fl(wd), bl(first))
+	return e.launch1D("sgd_nesterov", n, p(w), p(grad), p(v), i(n), fl(lr), fl(mom), fl(wd), bl(first), uint64(e.flag))
 }
 
 // adamW is model.AdamWUpdate at step t (1 on the first) on n elements:
@@ -386,5 +386,5 @@ func (e *gpuEngine) adamW(w, grad, m, v buffer, n int, lr, b1, b2, eps, wd float
 	step := float32(float64(lr) / bc1)
 	sq := float32(math.Sqrt(bc2))
 	decay := 1 - lr*wd
-	return e.launch1D("adamw", n, p(w), p(grad), p(m), p(v), i(n), fl(b1), fl(b2), fl(eps), fl(step), fl(sq), fl(decay))
+	return e.launch1D("adamw", n, p(w), p(grad), p(m), p(v), i(n), fl(b1), fl(b2), fl(eps), fl(step), fl(sq), fl(decay), uint64(e.flag))
 }

@@ -53,6 +53,11 @@ type Options struct {
 type StepResult struct {
 	Loss    float64 // mean cross-entropy over the n valid samples
 	Correct int     // top-1 hits among the n valid samples
+	// Deferred is set when the step's figures are still on the device:
+	// Loss and Correct are then zero, and the backend's Results (Deferred)
+	// reports them, in step order, with the step's times and its error (a
+	// non-finite loss) once it is read.
+	Deferred bool
 }
 
 // EvalResult is what one evaluation batch reports; sums, so that batches of
@@ -301,11 +306,50 @@ func (m *Model) trainStep(in Input, lr float32) (StepResult, error) {
 	if m.sync != nil {
 		return m.trainStepSync(in, lr)
 	}
+	if m.scored() {
+		return m.trainStepScored(in, lr)
+	}
 	loss, logits, err := m.backward(in)
 	if err != nil {
 		return StepResult{}, fmt.Errorf("model.TrainStep: %w", err)
 	}
 	return m.finishStep(loss, logits, in.Labels, in.N, lr)
+}
+
+// scored reports whether the engine scores this step on its device
+// (StepScorer).
+func (m *Model) scored() bool {
+	sc, ok := m.eng.Values.(StepScorer)
+	return ok && sc.ScoresSteps()
+}
+
+// trainStepScored is trainStep on an engine that scores the step itself
+// (StepScorer): the same graph and update, with the loss, the hits and the
+// non-finite check left on the device, so that nothing here waits for it.
+// Its result is Deferred.
+func (m *Model) trainStepScored(in Input, lr float32) (StepResult, error) {
+	if in.Labels == nil {
+		return StepResult{}, errors.New("model.TrainStep: labels are missing")
+	}
+	if err := m.loadInput(in); err != nil {
+		return StepResult{}, fmt.Errorf("model.TrainStep: %w", err)
+	}
+	m.mode = bnMode{training: true, n: in.N}
+	err := m.stageBN()
+	if err == nil {
+		err = run(m.train)
+	}
+	if err == nil {
+		err = m.commitBN()
+	}
+	if err == nil {
+		err = m.update(lr)
+	}
+	if err != nil {
+		return StepResult{}, fmt.Errorf("model.TrainStep: %w", err)
+	}
+	m.steps++
+	return StepResult{Deferred: true}, nil
 }
 
 // finishStep ends a training step whose backward has run: it keeps the
@@ -484,6 +528,9 @@ func (m *Model) loadInput(in Input) error {
 		if err := m.eng.Upload(m.xV, m.x); err != nil {
 			return fmt.Errorf("uploading the batch: %w", err)
 		}
+	}
+	if m.scored() { // the engine builds the target from the labels itself
+		return nil
 	}
 	if err := m.eng.Upload(m.targetV, m.target); err != nil {
 		return fmt.Errorf("uploading the target: %w", err)

@@ -295,7 +295,7 @@ func (m *Model) stageBN() error {
 
 func (m *Model) commitBN() error {
 	for _, b := range m.bns {
-		if err := cmpErr(m.eng.Copy(b.meanV, b.stageMeanV), m.eng.Copy(b.variV, b.stageVarV)); err != nil {
+		if err := cmpErr(m.commitCopy(b.meanV, b.stageMeanV), m.commitCopy(b.variV, b.stageVarV)); err != nil {
 			return fmt.Errorf("keeping %s's running statistics: %w", b.name, err)
 		}
 		b.tracked++

@@ -31,6 +31,13 @@ type Input struct {
 	Value  G.Value
 	Labels []int32
 	N      int
+	// Release, when set, lets a device backend return from Start before
+	// the batch has left X or U8, which the caller then leaves untouched
+	// until the backend calls Release: once it has seen the copy done, in
+	// a later Start or in a call that waits for the device (Results,
+	// Eval, State, Load, Close). nil: Start returns once the batch is off
+	// the host. The CPU model calls it before Start returns.
+	Release func()
 }
 
 // StepTimes are where a training step's time went, as its backend measures
@@ -50,6 +57,63 @@ type Pending interface {
 	// loop then fetches and starts the next batch before waiting for it.
 	// False when Start ran the step to the end, as on the CPU.
 	Queued() bool
+}
+
+// StepScorer is an engine (its Values) that scores training steps on its
+// own device while ScoresSteps is true (cudaops's, inside a Backend that
+// keeps a ring of step results): its loss kernel (Layers.NewXent) builds
+// the weighted target from the step's labels, which its backend copied to
+// the device, and writes the loss and the top-1 hits there, flagging the
+// first step whose loss is not finite; while that flag is set its updates
+// (Updater) and CommitCopy do nothing, so the weights and the BatchNorm
+// running statistics stay those before that step. The model then neither
+// uploads the target nor reads the loss or the logits, and its StepResult
+// is Deferred: the backend reports the figures later (Deferred.Results).
+type StepScorer interface {
+	ScoresSteps() bool
+	// CommitCopy is Values.Copy, done only while no step's loss has been
+	// non-finite.
+	CommitCopy(dst, src G.Value) error
+}
+
+// commitCopy is what keeps a step's BatchNorm running statistics:
+// CommitCopy on a StepScorer, else Copy.
+func (m *Model) commitCopy(dst, src G.Value) error {
+	if sc, ok := m.eng.Values.(StepScorer); ok && sc.ScoresSteps() {
+		return sc.CommitCopy(dst, src)
+	}
+	return m.eng.Copy(dst, src)
+}
+
+// UndoSteps takes n steps off the optimizer's step count and the
+// BatchNorms' num_batches_tracked: the last n steps, which a StepScorer's
+// non-finite flag made change nothing, so that State reports the steps
+// that did.
+func (m *Model) UndoSteps(n int) {
+	m.steps -= int64(n)
+	for _, b := range m.bns {
+		b.tracked -= int64(n)
+	}
+}
+
+// Deferred is a backend whose Pending.Wait may return a Deferred result
+// (the step is queued on a device and its figures stay there): Results
+// reads them, waiting for the device, and returns one Outcome per such
+// step whose Wait has returned and that no earlier call listed, in the
+// order the steps were started. A
+// non-finite loss is the Err of the step that produced it (wrapping
+// ErrNonFiniteLoss, "parameters not updated", as a step that is not
+// deferred says it); no step after it changed the weights, and none after
+// it is listed. The CPU's Model never defers.
+type Deferred interface {
+	Results() ([]Outcome, error)
+}
+
+// Outcome is one deferred step's result, its times and its error.
+type Outcome struct {
+	Result StepResult
+	Times  StepTimes
+	Err    error
 }
 
 // done is a step Start ran to the end.
@@ -78,6 +142,9 @@ func (m *Model) Start(in Input, lr float32) (Pending, error) {
 	}
 	d.err = err
 	d.times.Compute = time.Since(t)
+	if in.Release != nil {
+		in.Release()
+	}
 	return d, nil
 }
 

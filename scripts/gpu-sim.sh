@@ -124,7 +124,8 @@ for t in TestGPUKernelParity TestGPUNetMatchesModel TestGPUU8MatchesFloat TestGP
 	TestGPUResNetGraphMatchesCPU TestGPUResNetU8MatchesCPU \
 	TestGPUCublasGemm TestGPUCublasMissingNamesWhereItLooked TestGPUDriverCounters TestGPUBackendDriverCounters \
 	TestGPUGemmStepsMatchCPU TestGPUGemmPrecision TestGPUGemmPrecisionSteps TestGPUGemmSelection TestGPUGemmBadCublas \
-	TestGPUPrecisionStepsMatchCPU TestGPUGraphCaptureReplay TestGPUGraphCaptureRefusesSync TestStandInGraphReportsFreedMemory TestGPUGraphCaptureForkJoin; do
+	TestGPUPrecisionStepsMatchCPU TestGPUGraphCaptureReplay TestGPUGraphCaptureRefusesSync TestStandInGraphReportsFreedMemory TestGPUGraphCaptureForkJoin \
+	TestGPULossStaysOnDevice TestGPUNonFiniteLossDeferred; do
 	grep -q "^--- PASS: $t " "$log" || missing+="$t "
 done
 extra_skips=$(echo "$skipped" | tr ' ' '\n' | grep -v -x -e '' -e TestGPUBandwidth -e TestGPUOverlap -e TestGPUParityWithPyTorch -e TestGPUBottleneckParityWithPyTorch -e TestGPUStateHashesUnchanged -e TestGPUGemmThroughput -e TestGPUStepTimes -e TestGPUResNeXtParityWithPyTorch | tr '\n' ' ')
@@ -184,6 +185,8 @@ required cmd-nccl-killed cmd/train '^TestMPINCCLKilledRankEndsTheJob$' TestMPINC
 	"train.dist nccl: a killed rank ends the job, named" 300
 required cmd-nccl-missing cmd/train '^TestMPINCCLMissingSaysWhereItLooked$' TestMPINCCLMissingSaysWhereItLooked \
 	"train.dist nccl without NCCL says where it looked" 300
+required trainer-deferred-loss trainer '^TestGPU(DeferredLoss|NonFiniteLossNamed)$' "TestGPUDeferredLoss TestGPUNonFiniteLossNamed" \
+	"train on cuda: the loss read at the refresh, <= 0.1 host waits a step" 300
 # dist's NCCL binding on the NCCL stand-in, 3 processes under mpirun (needed),
 # device memory and a stream of the driver stand-in.
 required dist-nccl dist '^TestMPINCCLOnDevice$' TestMPINCCLOnDevice \

@@ -119,3 +119,13 @@ func (p watchedPending) Wait() (model.StepResult, model.StepTimes, error) {
 	p.e.last = cudaops.ReadDriverCounters()
 	return r, t, err
 }
+
+// Results reads the steps' deferred figures (model.Deferred), which the
+// trainer does at the epoch's end: that wait is the epoch's too.
+func (w *driverWatch) Results() ([]model.Outcome, error) {
+	out, err := w.Backend.(model.Deferred).Results()
+	if w.cur != nil {
+		w.cur.last = cudaops.ReadDriverCounters()
+	}
+	return out, err
+}

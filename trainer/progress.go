@@ -92,6 +92,20 @@ func fmtETA(d time.Duration) string {
 	return fmt.Sprintf("%d:%02d", s/60, s%60)
 }
 
+// due reports whether the bar would show something new after pending more
+// steps: the trainer reads a device's deferred step figures then (and at
+// the epoch's end), not at every step. Never with "none".
+func (p *progress) due(pending int) bool {
+	switch p.mode {
+	case "bar":
+		return time.Since(p.last) >= 100*time.Millisecond || p.done+pending >= p.total
+	case "plain":
+		every := max(p.total/4, 1)
+		return (p.done+pending)/every > p.done/every
+	}
+	return false
+}
+
 func (p *progress) Step(loss, acc, imgPerSec, lr float64) {
 	p.done++
 	status := fmt.Sprintf("loss %.4f acc %5.1f%% %6.0f img/s lr %.4g eta %s", loss, 100*acc, imgPerSec, lr, fmtETA(p.eta()))

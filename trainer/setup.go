@@ -49,6 +49,8 @@ type session struct {
 	checkpointed bool          // this invocation wrote a checkpoint
 
 	closers []func() // run last first by close
+
+	deferred []*stepInFlight // started steps whose figures the device still holds (model.Deferred)
 }
 
 // onClose adds f to what close runs, before everything added earlier.

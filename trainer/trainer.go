@@ -132,14 +132,30 @@ func (s *session) epoch(ctx context.Context, epoch int) (EpochMetrics, error) {
 //
 // A step on the GPU is still queued when Start returns (Pending.Queued):
 // step N computes while batch N+1 is fetched and its copy started, the
-// overlap that non_blocking buys. At most one step waits.
+// overlap that non_blocking buys. At most one step waits. A backend that
+// keeps a step's loss on its device (model.Deferred) hands back its
+// figures later: the loop records them when the progress bar would show
+// them, and at the epoch's end, however it ends (before any checkpoint);
+// a non-finite loss then stops the run naming its step, as at once.
 func (s *session) trainEpoch(ctx context.Context, epoch int, r *trainResult) error {
 	it := s.trainLoader.Epoch(ctx, epoch)
 	defer it.Close()
 	s.bar.EpochStart(epoch, s.sched.epochs, s.trainLoader.NumBatches())
 	r.begin()
-	defer r.end()
+	defer r.end() // after the flush: its steps, its time and its wait count
+	err := s.trainSteps(ctx, it, epoch, r)
+	return firstErr(s.flush(epoch, r), err)
+}
+
+// trainSteps is trainEpoch's loop; steps it leaves deferred are flushed by
+// trainEpoch.
+func (s *session) trainSteps(ctx context.Context, it *data.Iter, epoch int, r *trainResult) error {
 	var queued *stepInFlight // started, not yet finished
+	// A device backend that may keep batch buffers until their copies are
+	// done (cudaops.Backend.HeldBatches) gets them only when the loader has
+	// more than it keeps, so that the loader always has one to fill.
+	h, ok := s.net.(interface{ HeldBatches() int })
+	hold := ok && s.trainLoader.PoolSize() > h.HeldBatches()
 	for i := 0; ; i++ {
 		if err := ctx.Err(); err != nil {
 			return firstErr(s.finish(epoch, r, queued), err)
@@ -164,8 +180,14 @@ func (s *session) trainEpoch(ctx context.Context, epoch int, r *trainResult) err
 		s.auto.after(b)
 		r.skipped(b, s.trainLoader.Index())
 		st := &stepInFlight{batch: b.Info(), step: s.step, lr: s.sched.lr(s.step), waited: t1.Sub(t0), started: t1}
-		st.pending, err = s.net.Start(input(b), float32(st.lr)) // copy (and compute, on the CPU)
-		b.Release()                                             // the step has its own copy of the batch now
+		in := input(b)
+		if hold {
+			in.Release = b.Release // once its copy is done, without a wait here
+		}
+		st.pending, err = s.net.Start(in, float32(st.lr)) // copy (and compute, on the CPU)
+		if !hold || err != nil {
+			b.Release() // the step has its own copy of the batch now
+		}
 		if err != nil {
 			return fmt.Errorf("epoch %d step %d: %w", epoch+1, st.step, err)
 		}
@@ -189,6 +211,48 @@ func (s *session) finish(epoch int, r *trainResult, st *stepInFlight) error {
 		return nil
 	}
 	res, times, err := st.pending.Wait()
+	if err == nil && res.Deferred {
+		s.deferred = append(s.deferred, st)
+		if s.bar.due(len(s.deferred)) {
+			return s.flush(epoch, r)
+		}
+		return nil
+	}
+	return s.recordStep(epoch, r, st, res, times, err)
+}
+
+// flush records the steps whose figures a device kept (model.Deferred), in
+// order, as finish records a step.
+func (s *session) flush(epoch int, r *trainResult) error {
+	if len(s.deferred) == 0 {
+		return nil
+	}
+	steps := s.deferred
+	s.deferred = s.deferred[:0]
+	d, ok := s.net.(model.Deferred)
+	if !ok {
+		return fmt.Errorf("epoch %d step %d: the step's result was deferred by a backend that cannot report it", epoch+1, steps[0].step)
+	}
+	out, err := d.Results()
+	if err != nil {
+		return fmt.Errorf("epoch %d step %d: %w", epoch+1, steps[0].step, err)
+	}
+	for i, o := range out {
+		if i == len(steps) {
+			break
+		}
+		if err := s.recordStep(epoch, r, steps[i], o.Result, o.Times, o.Err); err != nil {
+			return err
+		}
+	}
+	if len(out) != len(steps) {
+		return fmt.Errorf("epoch %d step %d: the backend reported %d results for %d steps", epoch+1, steps[0].step, len(out), len(steps))
+	}
+	return nil
+}
+
+// recordStep records a finished step (its result, times and error).
+func (s *session) recordStep(epoch int, r *trainResult, st *stepInFlight, res model.StepResult, times model.StepTimes, err error) error {
 	end := time.Now()
 	if err == nil && (math.IsNaN(res.Loss) || math.IsInf(res.Loss, 0)) {
 		err = fmt.Errorf("%w: %v", model.ErrNonFiniteLoss, res.Loss)
