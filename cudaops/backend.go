@@ -604,7 +604,12 @@ func ms(v float64) time.Duration { return time.Duration(v * float64(time.Millise
 //
 // The loss then goes through the host again (a step's loss comes with its
 // gradients anyway), and Wait waits for the step.
-func (b *Backend) SetGradSync(s model.GradSync) {
+func (b *Backend) SetGradSync(s model.GradSync) { b.installGradSync(s) }
+
+// installGradSync installs s for SetGradSync and for the NCCL sync
+// (NewNCCLSync): steps in flight finish first, and while one is installed
+// the loss goes through the host.
+func (b *Backend) installGradSync(s model.GradSync) {
 	b.drain()
 	b.m.SetGradSync(s)
 	b.synced = s != nil

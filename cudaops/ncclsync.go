@@ -109,7 +109,11 @@ func (b *Backend) NewNCCLSync(comm DeviceAllreducer, total func(n int) (int, err
 			return err
 		}
 		s.sp = uintptr(unsafe.Pointer(s.stream.C()))
-		s.e = &gpuEngine{mod: b.e.mod, fn: b.e.fn, s: s.stream}
+		// The scaling runs the sgd kernel, which reads the engine's
+		// non-finite flag (a live device int: the backend's, or the
+		// engine's own that nothing sets); a step it stops has no update
+		// to scale for.
+		s.e = &gpuEngine{mod: b.e.mod, fn: b.e.fn, s: s.stream, flag: b.e.flag}
 		for k := range s.e.ptrs {
 			s.e.ptrs[k] = unsafe.Pointer(&s.e.args[k])
 		}
@@ -132,8 +136,7 @@ func (b *Backend) NewNCCLSync(comm DeviceAllreducer, total func(n int) (int, err
 		s.free()
 		return nil, fmt.Errorf("cudaops: NCCL gradient sync: %w", err)
 	}
-	b.m.SetGradSync(s)
-	b.synced = true
+	b.installGradSync(s)
 	b.nsync = s
 	return s, nil
 }
