@@ -93,7 +93,7 @@ func (g *GraphEngine) NewBatchNorm(B, C, HW int, relu bool) (model.BatchNormKern
 	b := &gpuBatchNorm{g: g, B: B, C: C, HW: HW, relu: relu}
 	err := g.do(func() error {
 		var err error
-		b.saved, err = g.e.alloc(bnSavedLen(C))
+		b.saved, err = g.e.alloc(bnSavedLen(B, C, HW))
 		return err
 	})
 	if err != nil {

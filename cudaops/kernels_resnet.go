@@ -235,13 +235,37 @@ func (e *gpuEngine) conv2dBackwardFilter(s convShape, x, dy, dw, ws, db buffer) 
 	return e.groupGemms(s, false, true, og, gk, n, z, col, dw, og*n, gk*n, og*gk)
 }
 
-// bnSavedLen is the size in floats of the per-channel statistics a training
-// bnForward saves for bnBackward: C (mean, 1/sqrt(var+eps)) pairs of doubles.
-func bnSavedLen(C int) int { return 4 * C }
+// BatchNorm's two-level sums (kernels.cu, bn_stats): a channel's cnt = n·HW
+// values go to nch blocks of L values each. A block takes at least
+// bnChunkMin values (16 per thread), and at most bnMaxChunks blocks share a
+// channel (a block_sum adds their partials). The split depends on the shape
+// only, never on the device or the timing, so the sums are the same bits on
+// every run and every GPU.
+const (
+	bnChunkMin  = 4096
+	bnMaxChunks = 256
+)
+
+// bnChunks is the split of cnt values: nch blocks of L (the last one
+// shorter).
+func bnChunks(cnt int) (nch, L int) {
+	nch = min(bnMaxChunks, max(1, (cnt+bnChunkMin-1)/bnChunkMin))
+	return nch, (cnt + nch - 1) / nch
+}
+
+// bnSavedLen is the size in floats of a BatchNorm's device scratch for B
+// samples of C channels of HW values: the per-channel statistics a training
+// bnForward saves for bnBackward (C (mean, 1/sqrt(var+eps)) pairs of
+// doubles), then two double partial sums per (channel, chunk) for the
+// kernels' two-level sums.
+func bnSavedLen(B, C, HW int) int {
+	nch, _ := bnChunks(B * HW)
+	return 4*C + 4*C*nch
+}
 
 func bnCheck(what string, B, C, HW, n int) error {
-	if B < 1 || C < 1 || HW < 1 || n < 1 || n > B {
-		return fmt.Errorf("cudaops: %s: bad shape B=%d C=%d HW=%d n=%d (want 1 <= n <= B)", what, B, C, HW, n)
+	if B < 1 || C < 1 || HW < 1 || n < 1 || n > B || C > 65535 {
+		return fmt.Errorf("cudaops: %s: bad shape B=%d C=%d HW=%d n=%d (want 1 <= n <= B, C <= 65535)", what, B, C, HW, n)
 	}
 	return nil
 }
@@ -252,27 +276,34 @@ func bnCheck(what string, B, C, HW, n int) error {
 // (C) and beta (C) and writes y (all B·C·HW). Training (batch statistics,
 // biased variance for normalizing) also updates rm and rv (C each) in place
 // toward the batch mean and the unbiased variance, and writes saved
-// (bnSavedLen(C)) for bnBackward; evaluation normalizes with rm and rv and
-// leaves them and saved alone. Pass the staged copies of the running
+// (bnSavedLen(B, C, HW)) for bnBackward; evaluation normalizes with rm and
+// rv and leaves them and saved alone. Pass the staged copies of the running
 // statistics as rm, rv in training (copyD2D), as the model does on the CPU;
-// it counts num_batches_tracked. One block of 256 threads per channel sums
-// the channel's n·HW values in a fixed order (deterministic).
+// it counts num_batches_tracked. Training is three launches over
+// bnChunks(n·HW) blocks per channel (the sum, the squared deviations, the
+// normalization), evaluation one; the sums are deterministic.
 func (e *gpuEngine) bnForward(x, gamma, beta, y, rm, rv, saved buffer, B, C, HW, n int, training, relu bool) error {
 	if err := bnCheck("bnForward", B, C, HW, n); err != nil {
 		return err
 	}
 	N := B * C * HW
-	if err := needs("bnForward", x, N, gamma, C, beta, C, y, N, rm, C, rv, C, saved, bnSavedLen(C)); err != nil {
+	if err := needs("bnForward", x, N, gamma, C, beta, C, y, N, rm, C, rv, C, saved, bnSavedLen(B, C, HW)); err != nil {
 		return err
 	}
+	nch, L := bnChunks(n * HW)
 	flags := 0
 	if training {
 		flags |= 1
+		for pass := 0; pass < 2; pass++ {
+			if err := e.launch("bn_stats", nch, C, 1, 256, p(x), p(saved), i(C), i(HW), i(n), i(L), i(pass)); err != nil {
+				return err
+			}
+		}
 	}
 	if relu {
 		flags |= 2
 	}
-	if err := e.launch("bn_forward", C, 1, 1, 256, p(x), p(gamma), p(beta), p(y), p(rm), p(rv), p(saved), i(C), i(HW), i(n), i(flags)); err != nil {
+	if err := e.launch("bn_apply", nch, C, 1, 256, p(x), p(gamma), p(beta), p(y), p(rm), p(rv), p(saved), i(C), i(HW), i(n), i(L), i(flags)); err != nil {
 		return err
 	}
 	return e.zero(y, n*C*HW, N-n*C*HW)
@@ -281,16 +312,26 @@ func (e *gpuEngine) bnForward(x, gamma, beta, y, rm, rv, saved buffer, B, C, HW,
 // bnBackward is cpuops.BatchNorm.Backward for the last training bnForward
 // (its saved statistics, the same n and relu): reads x, gamma, y (the
 // forward's output: the ReLU's mask), dy and saved; writes dx (all B·C·HW,
-// rows >= n zeroed), dgamma and dbeta (C each, overwritten).
+// rows >= n zeroed), dgamma and dbeta (C each, overwritten). Two launches
+// over bnChunks(n·HW) blocks per channel (the sums, then dx); it overwrites
+// saved's partial sums, not the forward's statistics. dy may not be dx.
 func (e *gpuEngine) bnBackward(x, gamma, y, dy, saved, dx, dgamma, dbeta buffer, B, C, HW, n int, relu bool) error {
 	if err := bnCheck("bnBackward", B, C, HW, n); err != nil {
 		return err
 	}
 	N := B * C * HW
-	if err := needs("bnBackward", x, N, gamma, C, y, N, dy, N, saved, bnSavedLen(C), dx, N, dgamma, C, dbeta, C); err != nil {
+	if err := needs("bnBackward", x, N, gamma, C, y, N, dy, N, saved, bnSavedLen(B, C, HW), dx, N, dgamma, C, dbeta, C); err != nil {
 		return err
 	}
-	if err := e.launch("bn_backward", C, 1, 1, 256, p(x), p(gamma), p(y), p(dy), p(saved), p(dx), p(dgamma), p(dbeta), i(C), i(HW), i(n), bl(relu)); err != nil {
+	nch, L := bnChunks(n * HW)
+	if err := e.launch("bn_grad_stats", nch, C, 1, 256, p(x), p(y), p(dy), p(saved), p(dx), i(C), i(HW), i(n), i(L), bl(relu)); err != nil {
+		return err
+	}
+	g := dy // the masked gradient: dy, or dx where bn_grad_stats stored it
+	if relu {
+		g = dx
+	}
+	if err := e.launch("bn_grad_apply", nch, C, 1, 256, p(x), p(gamma), p(g), p(saved), p(dx), p(dgamma), p(dbeta), i(C), i(HW), i(n), i(L)); err != nil {
 		return err
 	}
 	return e.zero(dx, n*C*HW, N-n*C*HW)

@@ -203,6 +203,10 @@ func TestGPUBatchNorm(t *testing.T) {
 			{3, 4, 1, 2, false},  // 1x1 planes, padded
 			{2, 2, 300, 1, true}, // one real sample, more values than threads
 			{1, 3, 1, 1, false},  // one value per channel: unbiased variance falls back to the biased one
+			// Several blocks per channel (bnChunks), the last one shorter:
+			{6, 2, 2000, 5, true},   // padded: 10000 values, 3 chunks
+			{9, 3, 49, 9, false},    // 7x7 planes: 441 values, 1 chunk, HW < 256
+			{200, 2, 49, 190, true}, // 9310 values in 3 chunks over plane boundaries
 		} {
 			B, C, HW, n := tc.B, tc.C, tc.HW, tc.n
 			N := B * C * HW
@@ -219,7 +223,7 @@ func TestGPUBatchNorm(t *testing.T) {
 			}
 			gx, gg, gb, gdy := kb.put(x), kb.put(gamma), kb.put(beta), kb.put(dy)
 			grm, grv := kb.put(rm), kb.put(rv)
-			saved, err := kb.g.alloc(bnSavedLen(C))
+			saved, err := kb.g.alloc(bnSavedLen(B, C, HW))
 			kb.must("alloc", err)
 			gy, gdx := kb.put(kb.rnd(N, 7, 1)), kb.put(kb.rnd(N, 7, 1))
 			gdg, gdb := kb.put(kb.rnd(C, 7, 1)), kb.put(kb.rnd(C, 7, 1))
@@ -245,6 +249,16 @@ func TestGPUBatchNorm(t *testing.T) {
 			kb.check(name("dx"), gdx, dx, 1e-4)
 			kb.check(name("dgamma"), gdg, dg, 1e-4)
 			kb.check(name("dbeta"), gdb, db, 1e-5)
+
+			// The two-level sums are in a fixed order: the same bits again
+			// (from the same running statistics and inputs).
+			kb.must("upload", kb.g.upload(grm, rm))
+			kb.must("upload", kb.g.upload(grv, rv))
+			y1, dx1 := kb.get(gy), kb.get(gdx)
+			kb.must("bnForward again", kb.g.bnForward(gx, gg, gb, gy, grm, grv, saved, B, C, HW, n, true, tc.relu))
+			kb.must("bnBackward again", kb.g.bnBackward(gx, gg, gy, gdy, saved, gdx, gdg, gdb, B, C, HW, n, tc.relu))
+			kb.check(name("train y again"), gy, y1, 0)
+			kb.check(name("dx again"), gdx, dx1, 0)
 
 			// Evaluation: the running statistics, which it leaves alone.
 			ey := make([]float32, N)
