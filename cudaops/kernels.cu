@@ -278,37 +278,75 @@ __global__ void swap01(const float *x, float *y, int D0, int D1, int HW) {
 
 // im2col: x (B,C,H,W) -> col (C*K*K, B*Ho*Wo) for stride S, padding P:
 // row c*K*K + kh*K + kw, column b*Ho*Wo + oh*Wo + ow reads x at
-// (oh*S - P + kh, ow*S - P + kw), 0 outside.
+// (oh*S - P + kh, ow*S - P + kw), 0 outside. Block row blockIdx.y (its
+// c, kh, kw found once), threads over the columns; a thread finds its first
+// column's (b, oh, ow) once and then steps them by the grid's stride as a
+// mixed-radix counter: no division per element.
 __global__ void im2col(const float *x, float *col, int B, int C, int H, int W, int K, int S, int P, int Ho, int Wo) {
-	long long N = (long long)B * Ho * Wo;
-	GRID_STRIDE(i, (long long)C * K * K * N) {
-		int row = (int)(i / N), j = (int)(i % N);
-		int c = row / (K * K), kh = (row % (K * K)) / K, kw = row % K;
-		int b = j / (Ho * Wo), q = j % (Ho * Wo), oh = q / Wo, ow = q % Wo;
+	int row = blockIdx.y, c = row / (K * K), kh = (row % (K * K)) / K, kw = row % K;
+	int HoWo = Ho * Wo;
+	long long N = (long long)B * HoWo, j = (long long)blockIdx.x * blockDim.x + threadIdx.x, st = (long long)gridDim.x * blockDim.x;
+	int ow = (int)(j % Wo), oh = (int)((j / Wo) % Ho), b = (int)(j / HoWo);
+	int dow = (int)(st % Wo), doh = (int)((st / Wo) % Ho), db = (int)(st / HoWo);
+	const float *xc = x + (long long)c * H * W;
+	float *out = col + (long long)row * N;
+	for (; j < N; j += st) {
 		int ih = oh * S - P + kh, iw = ow * S - P + kw;
-		col[i] = (ih >= 0 && ih < H && iw >= 0 && iw < W) ? x[(((long long)b * C + c) * H + ih) * W + iw] : 0.f;
+		out[j] = (ih >= 0 && ih < H && iw >= 0 && iw < W) ? xc[((long long)b * C * H + ih) * W + iw] : 0.f;
+		ow += dow;
+		if (ow >= Wo) {
+			ow -= Wo;
+			oh++;
+		}
+		oh += doh;
+		if (oh >= Ho) {
+			oh -= Ho;
+			b++;
+		}
+		b += db;
 	}
 }
 
 // col2im: im2col's adjoint, gathered (no atomics): dx (B,C,H,W) sums
 // every dcol entry read from its position, in (kh, kw) order as cpuops's
-// col2im adds them.
+// col2im adds them. A thread finds its first element's (b, c, ih, iw) once
+// and steps them by the grid's stride (a mixed-radix counter); the windows
+// covering (ih, iw) are the ranges [oh0, oh1] x [ow0, ow1] (kh = ih + P -
+// oh*S), walked from oh1 down so that kh rises: no division in the loop.
 __global__ void col2im(const float *dcol, float *dx, int B, int C, int H, int W, int K, int S, int P, int Ho, int Wo) {
-	long long N = (long long)B * Ho * Wo;
-	GRID_STRIDE(i, (long long)B * C * H * W) {
-		int iw = (int)(i % W), ih = (int)((i / W) % H), c = (int)((i / ((long long)H * W)) % C), b = (int)(i / ((long long)C * H * W));
+	long long N = (long long)B * Ho * Wo, total = (long long)B * C * H * W;
+	long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x, st = (long long)gridDim.x * blockDim.x;
+	int iw = (int)(i % W), ih = (int)((i / W) % H), c = (int)((i / ((long long)H * W)) % C), b = (int)(i / ((long long)C * H * W));
+	int diw = (int)(st % W), dih = (int)((st / W) % H), dc = (int)((st / ((long long)H * W)) % C), db = (int)(st / ((long long)C * H * W));
+	for (; i < total; i += st) {
+		int oh0 = max(0, (ih + P - K + S) / S), oh1 = min(Ho - 1, (ih + P) / S);
+		int ow0 = max(0, (iw + P - K + S) / S), ow1 = min(Wo - 1, (iw + P) / S);
+		const float *base = dcol + (long long)b * Ho * Wo;
 		float s = 0.f;
-		for (int kh = 0; kh < K; kh++) {
-			int t = ih + P - kh;
-			if (t < 0 || t % S != 0 || t / S >= Ho) continue;
-			int oh = t / S;
-			for (int kw = 0; kw < K; kw++) {
-				int u = iw + P - kw;
-				if (u < 0 || u % S != 0 || u / S >= Wo) continue;
-				s += dcol[(long long)(c * K * K + kh * K + kw) * N + (long long)b * Ho * Wo + oh * Wo + u / S];
+		for (int oh = oh1; oh >= oh0; oh--) {
+			int kh = ih + P - oh * S;
+			for (int ow = ow1; ow >= ow0; ow--) {
+				int kw = iw + P - ow * S;
+				s += base[(long long)(c * K * K + kh * K + kw) * N + oh * Wo + ow];
 			}
 		}
 		dx[i] = s;
+		iw += diw;
+		if (iw >= W) {
+			iw -= W;
+			ih++;
+		}
+		ih += dih;
+		if (ih >= H) {
+			ih -= H;
+			c++;
+		}
+		c += dc;
+		if (c >= C) {
+			c -= C;
+			b++;
+		}
+		b += db;
 	}
 }
 

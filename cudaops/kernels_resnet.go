@@ -144,9 +144,25 @@ func (e *gpuEngine) groupGemms(s convShape, tA, tB bool, M, N, Kd int, a, b, c b
 	return nil
 }
 
+// colGridBlocks is about the most blocks an im2col or col2im grid has (as
+// launch1D's): beyond it each thread steps through several elements. A
+// variable so that a test can make the steps happen on small shapes.
+var colGridBlocks = 1 << 16
+
 func (e *gpuEngine) colLaunch(name string, total int, s convShape, a, b buffer) error {
 	ho, wo := s.Out()
-	return e.launch1D(name, total, p(a), p(b), i(s.B), i(s.Cin), i(s.H), i(s.W), i(s.K), i(s.Stride), i(s.Pad), i(ho), i(wo))
+	args := []uint64{p(a), p(b), i(s.B), i(s.Cin), i(s.H), i(s.W), i(s.K), i(s.Stride), i(s.Pad), i(ho), i(wo)}
+	if name != "im2col" {
+		return e.launch(name, max(1, min((total+255)/256, colGridBlocks)), 1, 1, 256, args...)
+	}
+	// im2col: a row of the matrix per blockIdx.y, its columns over
+	// blockIdx.x.
+	rows := s.Cin * s.K * s.K
+	if rows > 65535 {
+		return fmt.Errorf("cudaops: conv2d: Cin·K·K = %d rows of im2col exceed the grid's 65535", rows)
+	}
+	gx := max(1, min((total/rows+255)/256, (colGridBlocks+rows-1)/rows))
+	return e.launch(name, gx, rows, 1, 256, args...)
 }
 
 func (e *gpuEngine) convCheck(what string, s convShape, in, w, out, ws buffer, inLen, outLen int) error {

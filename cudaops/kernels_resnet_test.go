@@ -125,6 +125,48 @@ func TestGPUAdd(t *testing.T) {
 	})
 }
 
+// TestGPUIm2colSteps: im2col and col2im on grids too small for their
+// matrices, so that each thread steps its (b, oh, ow) and (b, c, ih, iw)
+// counters by the grid's stride (across rows, planes and samples), give the
+// same bits as with a thread per element (the GEMM between them unchanged).
+func TestGPUIm2colSteps(t *testing.T) {
+	withKernels(t, 4, func(kb *kernelBench) {
+		defer func(v int) { colGridBlocks = v }(colGridBlocks)
+		for _, s := range []convShape{
+			{B: 3, Cin: 3, H: 9, W: 7, Cout: 4, K: 3, Stride: 2, Pad: 1},
+			{B: 2, Cin: 3, H: 13, W: 11, Cout: 4, K: 7, Stride: 2, Pad: 3},
+			{B: 3, Cin: 4, H: 7, W: 8, Cout: 6, K: 1, Stride: 2, Pad: 0},
+			// More columns than 256 threads: the im2col counters step too
+			// (by 256 = 1 sample + 11 rows + 3 columns of 12x11 here).
+			{B: 5, Cin: 2, H: 23, W: 21, Cout: 3, K: 3, Stride: 2, Pad: 1},
+			{B: 4, Cin: 2, H: 19, W: 17, Cout: 3, K: 3, Stride: 1, Pad: 1},
+		} {
+			ws, err := kb.g.alloc(s.Workspace())
+			kb.must("alloc", err)
+			gx, gw, gdy := kb.put(kb.rnd(s.InLen(), 0, 1)), kb.put(kb.rnd(s.WLen(), 0, 0.3)), kb.put(kb.rnd(s.OutLen(), 0, 1))
+			gy, gdx, gdw := kb.put(make([]float32, s.OutLen())), kb.put(make([]float32, s.InLen())), kb.put(make([]float32, s.WLen()))
+			run := func() (y, dx, dw []float32) {
+				kb.must("conv2dForward", kb.g.conv2dForward(s, gx, gw, gy, ws, nil))
+				kb.must("conv2dBackwardData", kb.g.conv2dBackwardData(s, gw, gdy, gdx, ws))
+				kb.must("conv2dBackwardFilter", kb.g.conv2dBackwardFilter(s, gx, gdy, gdw, ws, nil))
+				return kb.get(gy), kb.get(gdx), kb.get(gdw)
+			}
+			colGridBlocks = 1 << 16
+			y, dx, dw := run()
+			for _, blocks := range []int{1, 2, 5} {
+				colGridBlocks = blocks
+				kb.must("zero", kb.g.zero(gy, 0, s.OutLen()))
+				kb.must("zero", kb.g.zero(gdx, 0, s.InLen()))
+				run()
+				what := " K" + itoa(s.K) + " S" + itoa(s.Stride) + " on " + itoa(blocks) + " blocks"
+				kb.check("conv forward"+what, gy, y, 0)
+				kb.check("conv backward data"+what, gdx, dx, 0)
+				kb.check("conv backward filter"+what, gdw, dw, 0)
+			}
+		}
+	})
+}
+
 // TestGPUConv2d: forward, backward-data and backward-filter of the ResNets'
 // convolutions (strided, 1x1, the imagenet stem's 7x7/2/3) against
 // cpuops.Conv2d.
