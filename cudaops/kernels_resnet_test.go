@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"gorgonia.org/cu"
 
@@ -419,5 +420,69 @@ func TestGPUOptimizers(t *testing.T) {
 		if err := kb.g.adamW(gw, gw, gm, gv2, n, 1e-3, 0.9, 0.999, 1e-8, 0.05, 0); err == nil {
 			t.Fatal("adamW at step 0: no error")
 		}
+	})
+}
+
+// TestGPUBatchNormTimes: BatchNorm's training forward + backward (fused
+// ReLU) at resnet18's shapes at 224 px, batch 256, the time per pass and
+// the bandwidth it reaches (11 passes over the activation: see bytes), as lines for the first lent GPU's log
+// (.gpu/run.sh). Skipped under the stand-in, whose timing means nothing.
+func TestGPUBatchNormTimes(t *testing.T) {
+	d := openOrSkip(t)
+	if d.Simulated() {
+		t.Skip("the stand-in's timing is the host's: run on a GPU (.gpu/run.sh)")
+	}
+	withEngine(t, d, cu.NonBlocking, func(s cu.Stream, g *gpuEngine) error {
+		const B = 256
+		for _, sh := range []struct{ C, HW int }{{64, 112 * 112}, {64, 56 * 56}, {128, 28 * 28}, {256, 14 * 14}, {512, 7 * 7}} {
+			N := B * sh.C * sh.HW
+			var bufs [4]buffer
+			for k := range bufs {
+				var err error
+				if bufs[k], err = g.alloc(N); err != nil {
+					return err
+				}
+			}
+			x, y, dy, dx := bufs[0], bufs[1], bufs[2], bufs[3]
+			c, err := g.alloc(6 * sh.C)
+			if err != nil {
+				return err
+			}
+			gamma, beta, rm, rv, dg, db := sub(c, 0, sh.C), sub(c, sh.C, sh.C), sub(c, 2*sh.C, sh.C), sub(c, 3*sh.C, sh.C), sub(c, 4*sh.C, sh.C), sub(c, 5*sh.C, sh.C)
+			saved, err := g.alloc(bnSavedLen(B, sh.C, sh.HW))
+			if err != nil {
+				return err
+			}
+			step := func() error {
+				if err := g.bnForward(x, gamma, beta, y, rm, rv, saved, B, sh.C, sh.HW, B, true, true); err != nil {
+					return err
+				}
+				return g.bnBackward(x, gamma, y, dy, saved, dx, dg, db, B, sh.C, sh.HW, B, true)
+			}
+			if err := step(); err != nil {
+				return err
+			}
+			if err := s.Synchronize(); err != nil {
+				return err
+			}
+			const reps = 20
+			start := time.Now()
+			for range reps {
+				if err := step(); err != nil {
+					return err
+				}
+			}
+			if err := s.Synchronize(); err != nil {
+				return err
+			}
+			sec := time.Since(start).Seconds() / reps
+			nch, _ := bnChunks(B * sh.HW)
+			// Passes over N floats: forward x three times (two sums, the
+			// normalization) and y written; backward x, y, dy read and the
+			// masked gradient written into dx, then x and dx read, dx written.
+			bytes := 4 * float64(N) * (4 + 7)
+			t.Logf("bn+relu fwd+bwd B%d C%d HW%d: %.3f ms, %.0f GB/s, %d blocks per channel (%d in all)", B, sh.C, sh.HW, 1e3*sec, bytes/sec/1e9, nch, nch*sh.C)
+		}
+		return nil
 	})
 }
