@@ -107,6 +107,12 @@ func (s convShape) Workspace() int {
 	return (s.Cin*s.K*s.K + s.Cout) * s.B * ho * wo
 }
 
+// ColLen is the size of the im2col matrix, in floats.
+func (s convShape) ColLen() int {
+	ho, wo := s.Out()
+	return s.Cin * s.K * s.K * s.B * ho * wo
+}
+
 func (s convShape) validate() error {
 	ho, wo := s.Out()
 	if s.B < 1 || s.Cin < 1 || s.H < 1 || s.W < 1 || s.Cout < 1 || s.K < 1 || s.Stride < 1 || s.Pad < 0 || s.Pad >= s.K || ho < 1 || wo < 1 {
@@ -179,12 +185,25 @@ func (e *gpuEngine) convCheck(what string, s convShape, in, w, out, ws buffer, i
 // epilogue is the cnn's y = ReLU(conv(x, w) + bias): bias_relu in place of
 // the swap from the GEMM's layout to NCHW.
 func (e *gpuEngine) conv2dForward(s convShape, x, w, y, ws, bias buffer) error {
+	return e.conv2dForwardKeep(s, x, w, y, ws, bias, nil)
+}
+
+// conv2dForwardKeep is conv2dForward writing x's im2col matrix into keep
+// (ColLen floats) instead of ws, for a conv2dBackwardFilterFrom on the same
+// x; keep nil is conv2dForward.
+func (e *gpuEngine) conv2dForwardKeep(s convShape, x, w, y, ws, bias, keep buffer) error {
 	if err := e.convCheck("forward", s, x, w, y, ws, s.InLen(), s.OutLen()); err != nil {
 		return err
 	}
 	ho, wo := s.Out()
 	n, ckk := s.B*ho*wo, s.Cin*s.K*s.K
 	col, z := s.parts(ws)
+	if keep != nil {
+		if err := needs("conv2d kept im2col", keep, s.ColLen()); err != nil {
+			return err
+		}
+		col = keep
+	}
 	if err := e.colLaunch("im2col", ckk*n, s, x, col); err != nil {
 		return err
 	}
@@ -227,6 +246,13 @@ func (e *gpuEngine) conv2dBackwardData(s convShape, w, dy, dx, ws buffer) error 
 // BatchNorm backward leaves it). With db (Cout floats; nil for none) it
 // also writes the bias gradient, dy summed over the batch and pixels.
 func (e *gpuEngine) conv2dBackwardFilter(s convShape, x, dy, dw, ws, db buffer) error {
+	return e.conv2dBackwardFilterFrom(s, x, dy, dw, ws, db, nil)
+}
+
+// conv2dBackwardFilterFrom is conv2dBackwardFilter with x's im2col matrix
+// already in built (ColLen floats, from conv2dForwardKeep on this x, which
+// nothing has written since): it skips the im2col. built nil builds it.
+func (e *gpuEngine) conv2dBackwardFilterFrom(s convShape, x, dy, dw, ws, db, built buffer) error {
 	if err := e.convCheck("backward filter", s, x, dw, dy, ws, s.InLen(), s.OutLen()); err != nil {
 		return err
 	}
@@ -244,7 +270,12 @@ func (e *gpuEngine) conv2dBackwardFilter(s convShape, x, dy, dw, ws, db buffer) 
 			return err
 		}
 	}
-	if err := e.colLaunch("im2col", ckk*n, s, x, col); err != nil {
+	if built != nil {
+		if err := needs("conv2d kept im2col", built, s.ColLen()); err != nil {
+			return err
+		}
+		col = built
+	} else if err := e.colLaunch("im2col", ckk*n, s, x, col); err != nil {
 		return err
 	}
 	gk, og := s.gkk(), s.og()

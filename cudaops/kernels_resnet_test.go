@@ -168,6 +168,46 @@ func TestGPUIm2colSteps(t *testing.T) {
 	})
 }
 
+// TestGPUIm2colKept: a filter gradient from the forward's kept im2col
+// matrix (conv2dForwardKeep, conv2dBackwardFilterFrom) is the same bits as
+// one that rebuilds it, with one launch fewer (the im2col), counted at the
+// driver.
+func TestGPUIm2colKept(t *testing.T) {
+	withKernels(t, 5, func(kb *kernelBench) {
+		for _, s := range []convShape{
+			{B: 3, Cin: 3, H: 9, W: 7, Cout: 4, K: 3, Stride: 2, Pad: 1},
+			{B: 2, Cin: 4, H: 8, W: 8, Cout: 4, K: 3, Stride: 1, Pad: 1, Groups: 2},
+		} {
+			ws, err := kb.g.alloc(s.Workspace())
+			kb.must("alloc", err)
+			keep, err := kb.g.alloc(s.ColLen())
+			kb.must("alloc", err)
+			gx, gw, gdy := kb.put(kb.rnd(s.InLen(), 0, 1)), kb.put(kb.rnd(s.WLen(), 0, 0.3)), kb.put(kb.rnd(s.OutLen(), 0, 1))
+			gy, gdw := kb.put(make([]float32, s.OutLen())), kb.put(make([]float32, s.WLen()))
+			kb.must("conv2dForward", kb.g.conv2dForward(s, gx, gw, gy, ws, nil))
+			kb.must("conv2dBackwardFilter", kb.g.conv2dBackwardFilter(s, gx, gdy, gdw, ws, nil))
+			y, dw := kb.get(gy), kb.get(gdw)
+			kb.must("zero", kb.g.zero(gdw, 0, s.WLen()))
+			kb.must("conv2dForwardKeep", kb.g.conv2dForwardKeep(s, gx, gw, gy, ws, nil, keep))
+			// Another conv's call in between overwrites the shared workspace.
+			kb.must("conv2dBackwardData", kb.g.conv2dBackwardData(s, gw, gdy, kb.put(make([]float32, s.InLen())), ws))
+			before := ReadDriverCounters()
+			kb.must("conv2dBackwardFilterFrom", kb.g.conv2dBackwardFilterFrom(s, gx, gdy, gdw, ws, nil, keep))
+			from := ReadDriverCounters().Sub(before).Launches
+			before = ReadDriverCounters()
+			kb.must("conv2dBackwardFilter", kb.g.conv2dBackwardFilter(s, gx, gdy, kb.put(make([]float32, s.WLen())), ws, nil))
+			rebuilt := ReadDriverCounters().Sub(before).Launches
+			what := " groups" + itoa(s.groups())
+			kb.check("conv forward, matrix kept"+what, gy, y, 0)
+			kb.check("filter gradient from the kept matrix"+what, gdw, dw, 0)
+			if from+1 != rebuilt {
+				t.Errorf("%s: %d launches from the kept matrix, %d rebuilding it: want one fewer", what, from, rebuilt)
+			}
+			t.Logf("%s: filter gradient %d launches from the kept matrix, %d rebuilding it (%d floats of im2col not written)", what, from, rebuilt, s.ColLen())
+		}
+	})
+}
+
 // TestGPUConv2d: forward, backward-data and backward-filter of the ResNets'
 // convolutions (strided, 1x1, the imagenet stem's 7x7/2/3) against
 // cpuops.Conv2d.

@@ -115,7 +115,7 @@ for t in TestGPUKernelParity TestGPUNetMatchesModel TestGPUU8MatchesFloat TestGP
 	TestGPUResNetGraphMatchesCPU TestGPUResNetU8MatchesCPU \
 	TestGPUCublasGemm TestGPUCublasMissingNamesWhereItLooked TestGPUDriverCounters \
 	TestGPUGemmStepsMatchCPU TestGPUGemmPrecision TestGPUGemmPrecisionSteps TestGPUGemmSelection TestGPUGemmBadCublas \
-	TestGPUPrecisionStepsMatchCPU TestGPUIm2colSteps; do
+	TestGPUPrecisionStepsMatchCPU TestGPUIm2colSteps TestGPUIm2colKept; do
 	grep -q "^--- PASS: $t " "$log" || missing+="$t "
 done
 extra_skips=$(echo "$skipped" | tr ' ' '\n' | grep -v -x -e '' -e TestGPUBandwidth -e TestGPUOverlap -e TestGPUParityWithPyTorch -e TestGPUBottleneckParityWithPyTorch -e TestGPUStateHashesUnchanged -e TestGPUGemmThroughput -e TestGPUStepTimes -e TestGPUBatchNormTimes -e TestGPUResNeXtParityWithPyTorch | tr '\n' ' ')
