@@ -55,8 +55,9 @@ type gpuConv2d struct {
 
 // keepIm2colBytes bounds the im2col matrices an engine's convs keep from
 // forward to filter gradient (resnet18 at 224 px, batch 256, needs about
-// 14 GB for all of them). The first convs built keep theirs until the next
-// would pass it.
+// 15 GB for all of them), and so does a quarter of the device's memory
+// (6 GB on a 24 GB card; 4 GiB under the stand-in's 16). The first convs
+// built keep theirs until the next would pass the bound.
 var keepIm2colBytes = 16 << 30
 
 // kept is the bytes of im2col matrices each engine's convs keep (an engine
@@ -74,7 +75,8 @@ func (g *GraphEngine) keepIm2col(n int) bool {
 	defer keptMu.Unlock()
 	k := weak.Make(g)
 	total, seen := kept[k]
-	if total+n > keepIm2colBytes {
+	mem, err := g.d.dev.TotalMem()
+	if err != nil || total+n > min(keepIm2colBytes, int(mem/4)) {
 		return false
 	}
 	if !seen {
