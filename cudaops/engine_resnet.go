@@ -4,7 +4,11 @@ package cudaops
 
 import (
 	"fmt"
+	"runtime"
+	"sync"
+	"weak"
 
+	"gorgonia.org/cu"
 	G "gorgonia.org/gorgonia"
 
 	"stoke/model"
@@ -19,8 +23,10 @@ import (
 // The convolutions (these and the cnn's conv blocks, engine_graph.go)
 // share one workspace (im2col matrix and GEMM output),
 // as large as the largest conv built on the engine needs: the stream runs
-// one conv call at a time and no call keeps anything in it for another
-// (the filter gradient redoes the im2col).
+// one conv call at a time and no call keeps anything in it for another.
+// A ResNet conv also keeps its own im2col matrix from its forward for its
+// filter gradient (which then does not rebuild it), while the engine's
+// kept matrices fit in keepIm2colBytes; past that, convs rebuild theirs.
 
 var _ model.Layers = (*GraphEngine)(nil)
 
@@ -39,6 +45,49 @@ func (g *GraphEngine) workspace() (buffer, error) {
 type gpuConv2d struct {
 	g *GraphEngine
 	s convShape
+	// col is the conv's own im2col matrix (nil: none kept), holding that
+	// of the input at colOf when colOf is not 0 (the last forward's x;
+	// within a step nothing writes a conv's input between its forward and
+	// its filter gradient, which is when the kept matrix is used).
+	col   buffer
+	colOf cu.DevicePtr
+}
+
+// keepIm2colBytes bounds the im2col matrices an engine's convs keep from
+// forward to filter gradient (resnet18 at 224 px, batch 256, needs about
+// 15 GB for all of them), and so does a quarter of the device's memory
+// (6 GB on a 24 GB card; 4 GiB under the stand-in's 16). The first convs
+// built keep theirs until the next would pass the bound.
+var keepIm2colBytes = 16 << 30
+
+// kept is the bytes of im2col matrices each engine's convs keep (an engine
+// field's stand-in: GraphEngine is engine_graph.go's). Weak keys, dropped
+// when the engine is collected, so that the map keeps no engine alive.
+var (
+	keptMu sync.Mutex
+	kept   = map[weak.Pointer[GraphEngine]]int{}
+)
+
+// keepIm2col reports whether g's next conv may keep n more bytes, and
+// counts them when it may.
+func (g *GraphEngine) keepIm2col(n int) bool {
+	keptMu.Lock()
+	defer keptMu.Unlock()
+	k := weak.Make(g)
+	total, seen := kept[k]
+	mem, err := g.d.dev.TotalMem()
+	if err != nil || total+n > min(keepIm2colBytes, int(mem/4)) {
+		return false
+	}
+	if !seen {
+		runtime.AddCleanup(g, func(k weak.Pointer[GraphEngine]) {
+			keptMu.Lock()
+			delete(kept, k)
+			keptMu.Unlock()
+		}, k)
+	}
+	kept[k] = total + n
+	return true
 }
 
 func (g *GraphEngine) NewConv2d(B, Cin, H, W, Cout, K, stride, pad, groups int) (model.Conv2dKernel, error) {
@@ -50,7 +99,17 @@ func (g *GraphEngine) NewConv2d(B, Cin, H, W, Cout, K, stride, pad, groups int) 
 		return nil, err
 	}
 	g.wsNeed = max(g.wsNeed, s.Workspace())
-	return &gpuConv2d{g: g, s: s}, nil
+	c := &gpuConv2d{g: g, s: s}
+	if g.keepIm2col(4 * s.ColLen()) {
+		if err := g.do(func() error {
+			var err error
+			c.col, err = g.e.alloc(s.ColLen())
+			return err
+		}); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
 }
 
 // runConv runs f on vals with the shared conv workspace.
@@ -65,7 +124,14 @@ func (g *GraphEngine) runConv(f func(a [5]buffer, ws buffer) error, vals ...G.Va
 }
 
 func (c *gpuConv2d) Forward(x, w, y G.Value) error {
-	return c.g.runConv(func(a [5]buffer, ws buffer) error { return c.g.e.conv2dForward(c.s, a[0], a[1], a[2], ws, nil) }, x, w, y)
+	return c.g.runConv(func(a [5]buffer, ws buffer) error {
+		c.colOf = 0
+		if err := c.g.e.conv2dForwardKeep(c.s, a[0], a[1], a[2], ws, nil, c.col); err != nil || c.col == nil {
+			return err
+		}
+		c.colOf = a[0].(devBuf).p
+		return nil
+	}, x, w, y)
 }
 
 func (c *gpuConv2d) BackwardData(w, dy, dx G.Value) error {
@@ -73,7 +139,13 @@ func (c *gpuConv2d) BackwardData(w, dy, dx G.Value) error {
 }
 
 func (c *gpuConv2d) BackwardFilter(x, dy, dw G.Value) error {
-	return c.g.runConv(func(a [5]buffer, ws buffer) error { return c.g.e.conv2dBackwardFilter(c.s, a[0], a[1], a[2], ws, nil) }, x, dy, dw)
+	return c.g.runConv(func(a [5]buffer, ws buffer) error {
+		var built buffer
+		if c.col != nil && c.colOf != 0 && c.colOf == a[0].(devBuf).p {
+			built = c.col
+		}
+		return c.g.e.conv2dBackwardFilterFrom(c.s, a[0], a[1], a[2], ws, nil, built)
+	}, x, dy, dw)
 }
 
 // gpuBatchNorm keeps what its backward needs of the last training forward:
@@ -93,7 +165,7 @@ func (g *GraphEngine) NewBatchNorm(B, C, HW int, relu bool) (model.BatchNormKern
 	b := &gpuBatchNorm{g: g, B: B, C: C, HW: HW, relu: relu}
 	err := g.do(func() error {
 		var err error
-		b.saved, err = g.e.alloc(bnSavedLen(C))
+		b.saved, err = g.e.alloc(bnSavedLen(B, C, HW))
 		return err
 	})
 	if err != nil {

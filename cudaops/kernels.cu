@@ -42,6 +42,38 @@ __device__ double block_sum(double v) {
 	return s;
 }
 
+// bn_pos is the position of a BatchNorm loop at the j-th value of a
+// channel, j = (sample b)·HW + q, stepping 256 values at a time without a
+// division per value (bn_start, bn_next); bn_index is its index in (B, C, HW).
+struct bn_pos {
+	int b, q, db, dq;
+};
+__device__ bn_pos bn_start(long long j0, int HW) {
+	bn_pos a;
+	a.b = (int)(j0 / HW);
+	a.q = (int)(j0 % HW);
+	a.db = 256 / HW;
+	a.dq = 256 % HW;
+	return a;
+}
+__device__ void bn_next(bn_pos &a, int HW) {
+	a.b += a.db;
+	a.q += a.dq;
+	if (a.q >= HW) {
+		a.q -= HW;
+		a.b++;
+	}
+}
+__device__ long long bn_index(const bn_pos &a, int C, int c, int HW) { return ((long long)a.b * C + c) * HW + a.q; }
+
+// bn_combine is the sum of channel c's nch <= 256 partials in slot (see
+// the BatchNorm kernels), added in block_sum's fixed order; every thread of
+// the block must call it and gets the sum. (saved is not const only because
+// the stand-in's checked pointers do not convert to const.)
+__device__ double bn_combine(double *saved, int C, int c, int nch, int slot) {
+	return block_sum(threadIdx.x < nch ? saved[2 * C + 2 * ((long long)c * nch + threadIdx.x) + slot] : 0.);
+}
+
 // relu is max(v, 0) with a NaN kept, as Go's max (cpuops's ReLU) keeps it.
 __device__ float relu(float v) { return !(v <= 0.f) ? v : 0.f; }
 
@@ -336,37 +368,75 @@ __global__ void swap01(const float *x, float *y, int D0, int D1, int HW) {
 
 // im2col: x (B,C,H,W) -> col (C*K*K, B*Ho*Wo) for stride S, padding P:
 // row c*K*K + kh*K + kw, column b*Ho*Wo + oh*Wo + ow reads x at
-// (oh*S - P + kh, ow*S - P + kw), 0 outside.
+// (oh*S - P + kh, ow*S - P + kw), 0 outside. Block row blockIdx.y (its
+// c, kh, kw found once), threads over the columns; a thread finds its first
+// column's (b, oh, ow) once and then steps them by the grid's stride as a
+// mixed-radix counter: no division per element.
 __global__ void im2col(const float *x, float *col, int B, int C, int H, int W, int K, int S, int P, int Ho, int Wo) {
-	long long N = (long long)B * Ho * Wo;
-	GRID_STRIDE(i, (long long)C * K * K * N) {
-		int row = (int)(i / N), j = (int)(i % N);
-		int c = row / (K * K), kh = (row % (K * K)) / K, kw = row % K;
-		int b = j / (Ho * Wo), q = j % (Ho * Wo), oh = q / Wo, ow = q % Wo;
+	int row = blockIdx.y, c = row / (K * K), kh = (row % (K * K)) / K, kw = row % K;
+	int HoWo = Ho * Wo;
+	long long N = (long long)B * HoWo, j = (long long)blockIdx.x * blockDim.x + threadIdx.x, st = (long long)gridDim.x * blockDim.x;
+	int ow = (int)(j % Wo), oh = (int)((j / Wo) % Ho), b = (int)(j / HoWo);
+	int dow = (int)(st % Wo), doh = (int)((st / Wo) % Ho), db = (int)(st / HoWo);
+	const float *xc = x + (long long)c * H * W;
+	float *out = col + (long long)row * N;
+	for (; j < N; j += st) {
 		int ih = oh * S - P + kh, iw = ow * S - P + kw;
-		col[i] = (ih >= 0 && ih < H && iw >= 0 && iw < W) ? x[(((long long)b * C + c) * H + ih) * W + iw] : 0.f;
+		out[j] = (ih >= 0 && ih < H && iw >= 0 && iw < W) ? xc[((long long)b * C * H + ih) * W + iw] : 0.f;
+		ow += dow;
+		if (ow >= Wo) {
+			ow -= Wo;
+			oh++;
+		}
+		oh += doh;
+		if (oh >= Ho) {
+			oh -= Ho;
+			b++;
+		}
+		b += db;
 	}
 }
 
 // col2im: im2col's adjoint, gathered (no atomics): dx (B,C,H,W) sums
 // every dcol entry read from its position, in (kh, kw) order as cpuops's
-// col2im adds them.
+// col2im adds them. A thread finds its first element's (b, c, ih, iw) once
+// and steps them by the grid's stride (a mixed-radix counter); the windows
+// covering (ih, iw) are the ranges [oh0, oh1] x [ow0, ow1] (kh = ih + P -
+// oh*S), walked from oh1 down so that kh rises: no division in the loop.
 __global__ void col2im(const float *dcol, float *dx, int B, int C, int H, int W, int K, int S, int P, int Ho, int Wo) {
-	long long N = (long long)B * Ho * Wo;
-	GRID_STRIDE(i, (long long)B * C * H * W) {
-		int iw = (int)(i % W), ih = (int)((i / W) % H), c = (int)((i / ((long long)H * W)) % C), b = (int)(i / ((long long)C * H * W));
+	long long N = (long long)B * Ho * Wo, total = (long long)B * C * H * W;
+	long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x, st = (long long)gridDim.x * blockDim.x;
+	int iw = (int)(i % W), ih = (int)((i / W) % H), c = (int)((i / ((long long)H * W)) % C), b = (int)(i / ((long long)C * H * W));
+	int diw = (int)(st % W), dih = (int)((st / W) % H), dc = (int)((st / ((long long)H * W)) % C), db = (int)(st / ((long long)C * H * W));
+	for (; i < total; i += st) {
+		int oh0 = max(0, (ih + P - K + S) / S), oh1 = min(Ho - 1, (ih + P) / S);
+		int ow0 = max(0, (iw + P - K + S) / S), ow1 = min(Wo - 1, (iw + P) / S);
+		const float *base = dcol + (long long)b * Ho * Wo;
 		float s = 0.f;
-		for (int kh = 0; kh < K; kh++) {
-			int t = ih + P - kh;
-			if (t < 0 || t % S != 0 || t / S >= Ho) continue;
-			int oh = t / S;
-			for (int kw = 0; kw < K; kw++) {
-				int u = iw + P - kw;
-				if (u < 0 || u % S != 0 || u / S >= Wo) continue;
-				s += dcol[(long long)(c * K * K + kh * K + kw) * N + (long long)b * Ho * Wo + oh * Wo + u / S];
+		for (int oh = oh1; oh >= oh0; oh--) {
+			int kh = ih + P - oh * S;
+			for (int ow = ow1; ow >= ow0; ow--) {
+				int kw = iw + P - ow * S;
+				s += base[(long long)(c * K * K + kh * K + kw) * N + oh * Wo + ow];
 			}
 		}
 		dx[i] = s;
+		iw += diw;
+		if (iw >= W) {
+			iw -= W;
+			ih++;
+		}
+		ih += dih;
+		if (ih >= H) {
+			ih -= H;
+			c++;
+		}
+		c += dc;
+		if (c >= C) {
+			c -= C;
+			b++;
+		}
+		b += db;
 	}
 }
 
@@ -374,32 +444,55 @@ __global__ void col2im(const float *dcol, float *dx, int B, int C, int H, int W,
 // (no fused multiply-add, which nvcc would otherwise contract them into): a
 // channel whose mean is far from 0 against its spread cancels most of x·scale
 // in the add, and an FMA's different rounding would show there.
+//
+// BatchNorm2d over the first n samples of x (B, C, HW) sums each channel's
+// cnt = n·HW values in two levels, so that many blocks share a channel (the
+// GPU is full) and the sums are the same bits on every run: every kernel
+// runs on a grid (nch, C) of 256-thread blocks, block (k, c) covering values
+// [k·L, min((k+1)·L, cnt)) of channel c (thread t every 256th from k·L + t).
+// The stats kernels add their block's values in double (per thread, then
+// block_sum's fixed tree) into partial (c, k) of a slot,
+// saved[2C + 2(c·nch + k) + slot]; the next kernel's blocks add channel c's
+// nch <= 256 partials in block_sum's tree again (bn_combine), each block for
+// itself. nch and L depend on the shape only (bnChunks, kernels_resnet.go).
+// saved[2c] and saved[2c+1] are the training forward's mean and
+// 1/sqrt(var + eps), for the backward. Rows >= n are not touched (the
+// wrappers zero them).
 
-// bn_forward: BatchNorm2d over the first n samples of x (B, C, HW), one
-// block of 256 threads per channel (gridDim.x = C). flags: 1 training, 2 a
-// fused ReLU. Training normalizes with the batch mean and biased variance
-// (two passes, summed in double), saves them as saved[2c] = mean,
-// saved[2c+1] = 1/sqrt(var + eps) for bn_backward, and moves rm, rv toward
-// the mean and the unbiased variance with momentum 0.1; evaluation
-// normalizes with rm, rv. Rows >= n are not touched (the wrapper zeroes them).
-__global__ void bn_forward(const float *x, const float *gamma, const float *beta, float *y, float *rm, float *rv, double *saved,
-			   int C, int HW, int n, int flags) {
-	int c = blockIdx.x;
-	long long cnt = (long long)n * HW;
+// bn_stats: pass 0 puts the partial sums of x in slot 0; pass 1 (after pass
+// 0) the partial sums of (x - mean)^2 in slot 1, with the mean from slot 0:
+// two passes, as cpuops's.
+__global__ void bn_stats(const float *x, double *saved, int C, int HW, int n, int L, int pass) {
+	int c = blockIdx.y, nch = gridDim.x;
+	long long cnt = (long long)n * HW, j0 = (long long)blockIdx.x * L, j1 = min(cnt, j0 + L);
+	double mean = pass ? bn_combine(saved, C, c, nch, 0) / (double)cnt : 0.;
+	double s = 0.;
+	bn_pos a = bn_start(j0 + threadIdx.x, HW);
+	for (long long j = j0 + threadIdx.x; j < j1; j += 256, bn_next(a, HW)) {
+		double v = (double)x[bn_index(a, C, c, HW)];
+		s += pass ? (v - mean) * (v - mean) : v;
+	}
+	s = block_sum(s);
+	if (threadIdx.x == 0) saved[2 * C + 2 * ((long long)c * nch + blockIdx.x) + pass] = s;
+	__syncthreads(); // build.sh runs a kernel as fibers when its own text has a barrier
+}
+
+// bn_apply: y = x·scale + shift (a ReLU after it when flags & 2). Training
+// (flags & 1, after both bn_stats passes) normalizes with the batch mean
+// and biased variance; block (0, c) saves them for the backward and moves
+// rm, rv toward the mean and the unbiased variance with momentum 0.1.
+// Evaluation normalizes with rm, rv and leaves saved alone.
+__global__ void bn_apply(const float *x, const float *gamma, const float *beta, float *y, float *rm, float *rv, double *saved,
+			 int C, int HW, int n, int L, int flags) {
+	int c = blockIdx.y, nch = gridDim.x;
+	long long cnt = (long long)n * HW, j0 = (long long)blockIdx.x * L, j1 = min(cnt, j0 + L);
 	double mean, invstd;
 	if (flags & 1) {
-		double s = 0.;
-		for (long long j = threadIdx.x; j < cnt; j += 256) s += x[((long long)(j / HW) * C + c) * HW + j % HW];
-		mean = block_sum(s) / (double)cnt;
-		double ss = 0.;
-		for (long long j = threadIdx.x; j < cnt; j += 256) {
-			double d = (double)x[((long long)(j / HW) * C + c) * HW + j % HW] - mean;
-			ss += d * d;
-		}
-		ss = block_sum(ss);
+		mean = bn_combine(saved, C, c, nch, 0) / (double)cnt;
+		double ss = bn_combine(saved, C, c, nch, 1);
 		double var = ss / (double)cnt;
 		invstd = 1. / sqrt(var + 1e-5);
-		if (threadIdx.x == 0) {
+		if (blockIdx.x == 0 && threadIdx.x == 0) {
 			saved[2 * c] = mean;
 			saved[2 * c + 1] = invstd;
 			double unbiased = cnt > 1 ? ss / (double)(cnt - 1) : var;
@@ -412,48 +505,66 @@ __global__ void bn_forward(const float *x, const float *gamma, const float *beta
 	}
 	float scale = (float)((double)gamma[c] * invstd);
 	float shift = (float)((double)beta[c] - mean * (double)gamma[c] * invstd);
-	for (long long j = threadIdx.x; j < cnt; j += 256) {
-		long long at = ((long long)(j / HW) * C + c) * HW + j % HW;
+	bn_pos a = bn_start(j0 + threadIdx.x, HW);
+	for (long long j = j0 + threadIdx.x; j < j1; j += 256, bn_next(a, HW)) {
+		long long at = bn_index(a, C, c, HW);
 		float v = __fadd_rn(__fmul_rn(x[at], scale), shift); // unfused, as on the host
 		y[at] = (flags & 2) ? relu(v) : v;
 	}
-	// build.sh runs a kernel's threads as fibers only when its own text calls
-	// __syncthreads (block_sum's are above the kernels): say so here.
-	__syncthreads();
+	__syncthreads(); // as in bn_stats: for build.sh
 }
 
-// bn_backward: dx, dgamma, dbeta of the last training bn_forward over the
-// first n samples, one block of 256 per channel, from x, its output y (the
-// fused ReLU's mask when fused), dy and saved. With g the masked gradient
-// and x^ = (x - mean)·invstd: dbeta = Σ g, dgamma = Σ g·x^,
-// dx = gamma·invstd/N · (N·g - dbeta - x^·dgamma) (sums in double).
-// Rows >= n of dx are not touched (the wrapper zeroes them).
-__global__ void bn_backward(const float *x, const float *gamma, const float *y, const float *dy, const double *saved, float *dx,
-			    float *dgamma, float *dbeta, int C, int HW, int n, int fused) {
-	int c = blockIdx.x;
-	long long cnt = (long long)n * HW;
-	double mean = saved[2 * c], invstd = saved[2 * c + 1];
+// bn_grad_stats: the backward's partial sums, for the last training forward
+// over the same n: g = dy, masked by the fused ReLU's output y when fused,
+// into slot 0, g·x into slot 1. When fused it also stores g in dx, for
+// bn_grad_apply (which then reads neither y nor dy: the same memory traffic
+// as reading them twice, and within the launch's 12 arguments).
+__global__ void bn_grad_stats(const float *x, const float *y, const float *dy, double *saved, float *dx, int C, int HW, int n,
+			      int L, int fused) {
+	int c = blockIdx.y, nch = gridDim.x;
+	long long cnt = (long long)n * HW, j0 = (long long)blockIdx.x * L, j1 = min(cnt, j0 + L);
 	double sg = 0., sgx = 0.;
-	for (long long j = threadIdx.x; j < cnt; j += 256) {
-		long long at = ((long long)(j / HW) * C + c) * HW + j % HW;
-		float g = fused ? relu_grad1(y[at], dy[at]) : dy[at];
+	bn_pos a = bn_start(j0 + threadIdx.x, HW);
+	for (long long j = j0 + threadIdx.x; j < j1; j += 256, bn_next(a, HW)) {
+		long long at = bn_index(a, C, c, HW);
+		float g = dy[at];
+		if (fused) dx[at] = g = relu_grad1(y[at], g);
 		sg += (double)g;
 		sgx += (double)g * (double)x[at];
 	}
 	sg = block_sum(sg);
-	sgx = (block_sum(sgx) - mean * sg) * invstd;
+	sgx = block_sum(sgx);
 	if (threadIdx.x == 0) {
+		long long at = 2 * C + 2 * ((long long)c * nch + blockIdx.x);
+		saved[at] = sg;
+		saved[at + 1] = sgx;
+	}
+	__syncthreads(); // as in bn_stats: for build.sh
+}
+
+// bn_grad_apply (after bn_grad_stats): with g the masked gradient (dx when
+// fused, dy when not: g may be dx) and x^ = (x - mean)·invstd,
+// dbeta = Σ g, dgamma = Σ g·x^ (block (0, c) writes them),
+// dx = gamma·invstd/N · (N·g - dbeta - x^·dgamma).
+__global__ void bn_grad_apply(const float *x, const float *gamma, const float *g, double *saved, float *dx, float *dgamma,
+			      float *dbeta, int C, int HW, int n, int L) {
+	int c = blockIdx.y, nch = gridDim.x;
+	long long cnt = (long long)n * HW, j0 = (long long)blockIdx.x * L, j1 = min(cnt, j0 + L);
+	double mean = saved[2 * c], invstd = saved[2 * c + 1];
+	double sg = bn_combine(saved, C, c, nch, 0);
+	double sgx = (bn_combine(saved, C, c, nch, 1) - mean * sg) * invstd;
+	if (blockIdx.x == 0 && threadIdx.x == 0) {
 		dbeta[c] = (float)sg;
 		dgamma[c] = (float)sgx;
 	}
 	double k = (double)gamma[c] * invstd / (double)cnt;
-	float a = (float)(k * (double)cnt), bx = (float)(-k * sgx * invstd), d = (float)(-k * sg + k * sgx * invstd * mean);
-	for (long long j = threadIdx.x; j < cnt; j += 256) {
-		long long at = ((long long)(j / HW) * C + c) * HW + j % HW;
-		float g = fused ? relu_grad1(y[at], dy[at]) : dy[at];
-		dx[at] = __fadd_rn(__fadd_rn(__fmul_rn(a, g), __fmul_rn(bx, x[at])), d); // unfused, as on the host
+	float ga = (float)(k * (double)cnt), bx = (float)(-k * sgx * invstd), d = (float)(-k * sg + k * sgx * invstd * mean);
+	bn_pos a = bn_start(j0 + threadIdx.x, HW);
+	for (long long j = j0 + threadIdx.x; j < j1; j += 256, bn_next(a, HW)) {
+		long long at = bn_index(a, C, c, HW);
+		dx[at] = __fadd_rn(__fadd_rn(__fmul_rn(ga, g[at]), __fmul_rn(bx, x[at])), d); // unfused, as on the host
 	}
-	__syncthreads(); // as in bn_forward: for build.sh
+	__syncthreads(); // as in bn_stats: for build.sh
 }
 
 // max_pool: PyTorch's MaxPool2d(K, S, P) on x (BC, H, W) -> y (BC, Ho, Wo):

@@ -107,6 +107,12 @@ func (s convShape) Workspace() int {
 	return (s.Cin*s.K*s.K + s.Cout) * s.B * ho * wo
 }
 
+// ColLen is the size of the im2col matrix, in floats.
+func (s convShape) ColLen() int {
+	ho, wo := s.Out()
+	return s.Cin * s.K * s.K * s.B * ho * wo
+}
+
 func (s convShape) validate() error {
 	ho, wo := s.Out()
 	if s.B < 1 || s.Cin < 1 || s.H < 1 || s.W < 1 || s.Cout < 1 || s.K < 1 || s.Stride < 1 || s.Pad < 0 || s.Pad >= s.K || ho < 1 || wo < 1 {
@@ -144,9 +150,25 @@ func (e *gpuEngine) groupGemms(s convShape, tA, tB bool, M, N, Kd int, a, b, c b
 	return nil
 }
 
+// colGridBlocks is about the most blocks an im2col or col2im grid has (as
+// launch1D's): beyond it each thread steps through several elements. A
+// variable so that a test can make the steps happen on small shapes.
+var colGridBlocks = 1 << 16
+
 func (e *gpuEngine) colLaunch(name string, total int, s convShape, a, b buffer) error {
 	ho, wo := s.Out()
-	return e.launch1D(name, total, p(a), p(b), i(s.B), i(s.Cin), i(s.H), i(s.W), i(s.K), i(s.Stride), i(s.Pad), i(ho), i(wo))
+	args := []uint64{p(a), p(b), i(s.B), i(s.Cin), i(s.H), i(s.W), i(s.K), i(s.Stride), i(s.Pad), i(ho), i(wo)}
+	if name != "im2col" {
+		return e.launch(name, max(1, min((total+255)/256, colGridBlocks)), 1, 1, 256, args...)
+	}
+	// im2col: a row of the matrix per blockIdx.y, its columns over
+	// blockIdx.x.
+	rows := s.Cin * s.K * s.K
+	if rows > 65535 {
+		return fmt.Errorf("cudaops: conv2d: Cin·K·K = %d rows of im2col exceed the grid's 65535", rows)
+	}
+	gx := max(1, min((total/rows+255)/256, (colGridBlocks+rows-1)/rows))
+	return e.launch(name, gx, rows, 1, 256, args...)
 }
 
 func (e *gpuEngine) convCheck(what string, s convShape, in, w, out, ws buffer, inLen, outLen int) error {
@@ -163,12 +185,25 @@ func (e *gpuEngine) convCheck(what string, s convShape, in, w, out, ws buffer, i
 // epilogue is the cnn's y = ReLU(conv(x, w) + bias): bias_relu in place of
 // the swap from the GEMM's layout to NCHW.
 func (e *gpuEngine) conv2dForward(s convShape, x, w, y, ws, bias buffer) error {
+	return e.conv2dForwardKeep(s, x, w, y, ws, bias, nil)
+}
+
+// conv2dForwardKeep is conv2dForward writing x's im2col matrix into keep
+// (ColLen floats) instead of ws, for a conv2dBackwardFilterFrom on the same
+// x; keep nil is conv2dForward.
+func (e *gpuEngine) conv2dForwardKeep(s convShape, x, w, y, ws, bias, keep buffer) error {
 	if err := e.convCheck("forward", s, x, w, y, ws, s.InLen(), s.OutLen()); err != nil {
 		return err
 	}
 	ho, wo := s.Out()
 	n, ckk := s.B*ho*wo, s.Cin*s.K*s.K
 	col, z := s.parts(ws)
+	if keep != nil {
+		if err := needs("conv2d kept im2col", keep, s.ColLen()); err != nil {
+			return err
+		}
+		col = keep
+	}
 	if err := e.colLaunch("im2col", ckk*n, s, x, col); err != nil {
 		return err
 	}
@@ -211,6 +246,13 @@ func (e *gpuEngine) conv2dBackwardData(s convShape, w, dy, dx, ws buffer) error 
 // BatchNorm backward leaves it). With db (Cout floats; nil for none) it
 // also writes the bias gradient, dy summed over the batch and pixels.
 func (e *gpuEngine) conv2dBackwardFilter(s convShape, x, dy, dw, ws, db buffer) error {
+	return e.conv2dBackwardFilterFrom(s, x, dy, dw, ws, db, nil)
+}
+
+// conv2dBackwardFilterFrom is conv2dBackwardFilter with x's im2col matrix
+// already in built (ColLen floats, from conv2dForwardKeep on this x, which
+// nothing has written since): it skips the im2col. built nil builds it.
+func (e *gpuEngine) conv2dBackwardFilterFrom(s convShape, x, dy, dw, ws, db, built buffer) error {
 	if err := e.convCheck("backward filter", s, x, dw, dy, ws, s.InLen(), s.OutLen()); err != nil {
 		return err
 	}
@@ -228,20 +270,49 @@ func (e *gpuEngine) conv2dBackwardFilter(s convShape, x, dy, dw, ws, db buffer) 
 			return err
 		}
 	}
-	if err := e.colLaunch("im2col", ckk*n, s, x, col); err != nil {
+	if built != nil {
+		if err := needs("conv2d kept im2col", built, s.ColLen()); err != nil {
+			return err
+		}
+		col = built
+	} else if err := e.colLaunch("im2col", ckk*n, s, x, col); err != nil {
 		return err
 	}
 	gk, og := s.gkk(), s.og()
 	return e.groupGemms(s, false, true, og, gk, n, z, col, dw, og*n, gk*n, og*gk)
 }
 
-// bnSavedLen is the size in floats of the per-channel statistics a training
-// bnForward saves for bnBackward: C (mean, 1/sqrt(var+eps)) pairs of doubles.
-func bnSavedLen(C int) int { return 4 * C }
+// BatchNorm's two-level sums (kernels.cu, bn_stats): a channel's cnt = n·HW
+// values go to nch blocks of L values each. A block takes at least
+// bnChunkMin values (16 per thread), and at most bnMaxChunks blocks share a
+// channel (a block_sum adds their partials). The split depends on the shape
+// only, never on the device or the timing, so the sums are the same bits on
+// every run and every GPU.
+const (
+	bnChunkMin  = 4096
+	bnMaxChunks = 256
+)
+
+// bnChunks is the split of cnt values: nch blocks of L (the last one
+// shorter).
+func bnChunks(cnt int) (nch, L int) {
+	nch = min(bnMaxChunks, max(1, (cnt+bnChunkMin-1)/bnChunkMin))
+	return nch, (cnt + nch - 1) / nch
+}
+
+// bnSavedLen is the size in floats of a BatchNorm's device scratch for B
+// samples of C channels of HW values: the per-channel statistics a training
+// bnForward saves for bnBackward (C (mean, 1/sqrt(var+eps)) pairs of
+// doubles), then two double partial sums per (channel, chunk) for the
+// kernels' two-level sums.
+func bnSavedLen(B, C, HW int) int {
+	nch, _ := bnChunks(B * HW)
+	return 4*C + 4*C*nch
+}
 
 func bnCheck(what string, B, C, HW, n int) error {
-	if B < 1 || C < 1 || HW < 1 || n < 1 || n > B {
-		return fmt.Errorf("cudaops: %s: bad shape B=%d C=%d HW=%d n=%d (want 1 <= n <= B)", what, B, C, HW, n)
+	if B < 1 || C < 1 || HW < 1 || n < 1 || n > B || C > 65535 {
+		return fmt.Errorf("cudaops: %s: bad shape B=%d C=%d HW=%d n=%d (want 1 <= n <= B, C <= 65535)", what, B, C, HW, n)
 	}
 	return nil
 }
@@ -252,27 +323,34 @@ func bnCheck(what string, B, C, HW, n int) error {
 // (C) and beta (C) and writes y (all B·C·HW). Training (batch statistics,
 // biased variance for normalizing) also updates rm and rv (C each) in place
 // toward the batch mean and the unbiased variance, and writes saved
-// (bnSavedLen(C)) for bnBackward; evaluation normalizes with rm and rv and
-// leaves them and saved alone. Pass the staged copies of the running
+// (bnSavedLen(B, C, HW)) for bnBackward; evaluation normalizes with rm and
+// rv and leaves them and saved alone. Pass the staged copies of the running
 // statistics as rm, rv in training (copyD2D), as the model does on the CPU;
-// it counts num_batches_tracked. One block of 256 threads per channel sums
-// the channel's n·HW values in a fixed order (deterministic).
+// it counts num_batches_tracked. Training is three launches over
+// bnChunks(n·HW) blocks per channel (the sum, the squared deviations, the
+// normalization), evaluation one; the sums are deterministic.
 func (e *gpuEngine) bnForward(x, gamma, beta, y, rm, rv, saved buffer, B, C, HW, n int, training, relu bool) error {
 	if err := bnCheck("bnForward", B, C, HW, n); err != nil {
 		return err
 	}
 	N := B * C * HW
-	if err := needs("bnForward", x, N, gamma, C, beta, C, y, N, rm, C, rv, C, saved, bnSavedLen(C)); err != nil {
+	if err := needs("bnForward", x, N, gamma, C, beta, C, y, N, rm, C, rv, C, saved, bnSavedLen(B, C, HW)); err != nil {
 		return err
 	}
+	nch, L := bnChunks(n * HW)
 	flags := 0
 	if training {
 		flags |= 1
+		for pass := 0; pass < 2; pass++ {
+			if err := e.launch("bn_stats", nch, C, 1, 256, p(x), p(saved), i(C), i(HW), i(n), i(L), i(pass)); err != nil {
+				return err
+			}
+		}
 	}
 	if relu {
 		flags |= 2
 	}
-	if err := e.launch("bn_forward", C, 1, 1, 256, p(x), p(gamma), p(beta), p(y), p(rm), p(rv), p(saved), i(C), i(HW), i(n), i(flags)); err != nil {
+	if err := e.launch("bn_apply", nch, C, 1, 256, p(x), p(gamma), p(beta), p(y), p(rm), p(rv), p(saved), i(C), i(HW), i(n), i(L), i(flags)); err != nil {
 		return err
 	}
 	return e.zero(y, n*C*HW, N-n*C*HW)
@@ -281,16 +359,26 @@ func (e *gpuEngine) bnForward(x, gamma, beta, y, rm, rv, saved buffer, B, C, HW,
 // bnBackward is cpuops.BatchNorm.Backward for the last training bnForward
 // (its saved statistics, the same n and relu): reads x, gamma, y (the
 // forward's output: the ReLU's mask), dy and saved; writes dx (all B·C·HW,
-// rows >= n zeroed), dgamma and dbeta (C each, overwritten).
+// rows >= n zeroed), dgamma and dbeta (C each, overwritten). Two launches
+// over bnChunks(n·HW) blocks per channel (the sums, then dx); it overwrites
+// saved's partial sums, not the forward's statistics. dy may not be dx.
 func (e *gpuEngine) bnBackward(x, gamma, y, dy, saved, dx, dgamma, dbeta buffer, B, C, HW, n int, relu bool) error {
 	if err := bnCheck("bnBackward", B, C, HW, n); err != nil {
 		return err
 	}
 	N := B * C * HW
-	if err := needs("bnBackward", x, N, gamma, C, y, N, dy, N, saved, bnSavedLen(C), dx, N, dgamma, C, dbeta, C); err != nil {
+	if err := needs("bnBackward", x, N, gamma, C, y, N, dy, N, saved, bnSavedLen(B, C, HW), dx, N, dgamma, C, dbeta, C); err != nil {
 		return err
 	}
-	if err := e.launch("bn_backward", C, 1, 1, 256, p(x), p(gamma), p(y), p(dy), p(saved), p(dx), p(dgamma), p(dbeta), i(C), i(HW), i(n), bl(relu)); err != nil {
+	nch, L := bnChunks(n * HW)
+	if err := e.launch("bn_grad_stats", nch, C, 1, 256, p(x), p(y), p(dy), p(saved), p(dx), i(C), i(HW), i(n), i(L), bl(relu)); err != nil {
+		return err
+	}
+	g := dy // the masked gradient: dy, or dx where bn_grad_stats stored it
+	if relu {
+		g = dx
+	}
+	if err := e.launch("bn_grad_apply", nch, C, 1, 256, p(x), p(gamma), p(g), p(saved), p(dx), p(dgamma), p(dbeta), i(C), i(HW), i(n), i(L)); err != nil {
 		return err
 	}
 	return e.zero(dx, n*C*HW, N-n*C*HW)

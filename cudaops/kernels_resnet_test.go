@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"gorgonia.org/cu"
 
@@ -125,6 +126,88 @@ func TestGPUAdd(t *testing.T) {
 	})
 }
 
+// TestGPUIm2colSteps: im2col and col2im on grids too small for their
+// matrices, so that each thread steps its (b, oh, ow) and (b, c, ih, iw)
+// counters by the grid's stride (across rows, planes and samples), give the
+// same bits as with a thread per element (the GEMM between them unchanged).
+func TestGPUIm2colSteps(t *testing.T) {
+	withKernels(t, 4, func(kb *kernelBench) {
+		defer func(v int) { colGridBlocks = v }(colGridBlocks)
+		for _, s := range []convShape{
+			{B: 3, Cin: 3, H: 9, W: 7, Cout: 4, K: 3, Stride: 2, Pad: 1},
+			{B: 2, Cin: 3, H: 13, W: 11, Cout: 4, K: 7, Stride: 2, Pad: 3},
+			{B: 3, Cin: 4, H: 7, W: 8, Cout: 6, K: 1, Stride: 2, Pad: 0},
+			// More columns than 256 threads: the im2col counters step too
+			// (by 256 = 1 sample + 11 rows + 3 columns of 12x11 here).
+			{B: 5, Cin: 2, H: 23, W: 21, Cout: 3, K: 3, Stride: 2, Pad: 1},
+			{B: 4, Cin: 2, H: 19, W: 17, Cout: 3, K: 3, Stride: 1, Pad: 1},
+		} {
+			ws, err := kb.g.alloc(s.Workspace())
+			kb.must("alloc", err)
+			gx, gw, gdy := kb.put(kb.rnd(s.InLen(), 0, 1)), kb.put(kb.rnd(s.WLen(), 0, 0.3)), kb.put(kb.rnd(s.OutLen(), 0, 1))
+			gy, gdx, gdw := kb.put(make([]float32, s.OutLen())), kb.put(make([]float32, s.InLen())), kb.put(make([]float32, s.WLen()))
+			run := func() (y, dx, dw []float32) {
+				kb.must("conv2dForward", kb.g.conv2dForward(s, gx, gw, gy, ws, nil))
+				kb.must("conv2dBackwardData", kb.g.conv2dBackwardData(s, gw, gdy, gdx, ws))
+				kb.must("conv2dBackwardFilter", kb.g.conv2dBackwardFilter(s, gx, gdy, gdw, ws, nil))
+				return kb.get(gy), kb.get(gdx), kb.get(gdw)
+			}
+			colGridBlocks = 1 << 16
+			y, dx, dw := run()
+			for _, blocks := range []int{1, 2, 5} {
+				colGridBlocks = blocks
+				kb.must("zero", kb.g.zero(gy, 0, s.OutLen()))
+				kb.must("zero", kb.g.zero(gdx, 0, s.InLen()))
+				run()
+				what := " K" + itoa(s.K) + " S" + itoa(s.Stride) + " on " + itoa(blocks) + " blocks"
+				kb.check("conv forward"+what, gy, y, 0)
+				kb.check("conv backward data"+what, gdx, dx, 0)
+				kb.check("conv backward filter"+what, gdw, dw, 0)
+			}
+		}
+	})
+}
+
+// TestGPUIm2colKept: a filter gradient from the forward's kept im2col
+// matrix (conv2dForwardKeep, conv2dBackwardFilterFrom) is the same bits as
+// one that rebuilds it, with one launch fewer (the im2col), counted at the
+// driver.
+func TestGPUIm2colKept(t *testing.T) {
+	withKernels(t, 5, func(kb *kernelBench) {
+		for _, s := range []convShape{
+			{B: 3, Cin: 3, H: 9, W: 7, Cout: 4, K: 3, Stride: 2, Pad: 1},
+			{B: 2, Cin: 4, H: 8, W: 8, Cout: 4, K: 3, Stride: 1, Pad: 1, Groups: 2},
+		} {
+			ws, err := kb.g.alloc(s.Workspace())
+			kb.must("alloc", err)
+			keep, err := kb.g.alloc(s.ColLen())
+			kb.must("alloc", err)
+			gx, gw, gdy := kb.put(kb.rnd(s.InLen(), 0, 1)), kb.put(kb.rnd(s.WLen(), 0, 0.3)), kb.put(kb.rnd(s.OutLen(), 0, 1))
+			gy, gdw := kb.put(make([]float32, s.OutLen())), kb.put(make([]float32, s.WLen()))
+			kb.must("conv2dForward", kb.g.conv2dForward(s, gx, gw, gy, ws, nil))
+			kb.must("conv2dBackwardFilter", kb.g.conv2dBackwardFilter(s, gx, gdy, gdw, ws, nil))
+			y, dw := kb.get(gy), kb.get(gdw)
+			kb.must("zero", kb.g.zero(gdw, 0, s.WLen()))
+			kb.must("conv2dForwardKeep", kb.g.conv2dForwardKeep(s, gx, gw, gy, ws, nil, keep))
+			// Another conv's call in between overwrites the shared workspace.
+			kb.must("conv2dBackwardData", kb.g.conv2dBackwardData(s, gw, gdy, kb.put(make([]float32, s.InLen())), ws))
+			before := ReadDriverCounters()
+			kb.must("conv2dBackwardFilterFrom", kb.g.conv2dBackwardFilterFrom(s, gx, gdy, gdw, ws, nil, keep))
+			from := ReadDriverCounters().Sub(before).Launches
+			before = ReadDriverCounters()
+			kb.must("conv2dBackwardFilter", kb.g.conv2dBackwardFilter(s, gx, gdy, kb.put(make([]float32, s.WLen())), ws, nil))
+			rebuilt := ReadDriverCounters().Sub(before).Launches
+			what := " groups" + itoa(s.groups())
+			kb.check("conv forward, matrix kept"+what, gy, y, 0)
+			kb.check("filter gradient from the kept matrix"+what, gdw, dw, 0)
+			if from+1 != rebuilt {
+				t.Errorf("%s: %d launches from the kept matrix, %d rebuilding it: want one fewer", what, from, rebuilt)
+			}
+			t.Logf("%s: filter gradient %d launches from the kept matrix, %d rebuilding it (%d floats of im2col not written)", what, from, rebuilt, s.ColLen())
+		}
+	})
+}
+
 // TestGPUConv2d: forward, backward-data and backward-filter of the ResNets'
 // convolutions (strided, 1x1, the imagenet stem's 7x7/2/3) against
 // cpuops.Conv2d.
@@ -203,6 +286,10 @@ func TestGPUBatchNorm(t *testing.T) {
 			{3, 4, 1, 2, false},  // 1x1 planes, padded
 			{2, 2, 300, 1, true}, // one real sample, more values than threads
 			{1, 3, 1, 1, false},  // one value per channel: unbiased variance falls back to the biased one
+			// Several blocks per channel (bnChunks), the last one shorter:
+			{6, 2, 2000, 5, true},   // padded: 10000 values, 3 chunks
+			{9, 3, 49, 9, false},    // 7x7 planes: 441 values, 1 chunk, HW < 256
+			{200, 2, 49, 190, true}, // 9310 values in 3 chunks over plane boundaries
 		} {
 			B, C, HW, n := tc.B, tc.C, tc.HW, tc.n
 			N := B * C * HW
@@ -219,7 +306,7 @@ func TestGPUBatchNorm(t *testing.T) {
 			}
 			gx, gg, gb, gdy := kb.put(x), kb.put(gamma), kb.put(beta), kb.put(dy)
 			grm, grv := kb.put(rm), kb.put(rv)
-			saved, err := kb.g.alloc(bnSavedLen(C))
+			saved, err := kb.g.alloc(bnSavedLen(B, C, HW))
 			kb.must("alloc", err)
 			gy, gdx := kb.put(kb.rnd(N, 7, 1)), kb.put(kb.rnd(N, 7, 1))
 			gdg, gdb := kb.put(kb.rnd(C, 7, 1)), kb.put(kb.rnd(C, 7, 1))
@@ -245,6 +332,16 @@ func TestGPUBatchNorm(t *testing.T) {
 			kb.check(name("dx"), gdx, dx, 1e-4)
 			kb.check(name("dgamma"), gdg, dg, 1e-4)
 			kb.check(name("dbeta"), gdb, db, 1e-5)
+
+			// The two-level sums are in a fixed order: the same bits again
+			// (from the same running statistics and inputs).
+			kb.must("upload", kb.g.upload(grm, rm))
+			kb.must("upload", kb.g.upload(grv, rv))
+			y1, dx1 := kb.get(gy), kb.get(gdx)
+			kb.must("bnForward again", kb.g.bnForward(gx, gg, gb, gy, grm, grv, saved, B, C, HW, n, true, tc.relu))
+			kb.must("bnBackward again", kb.g.bnBackward(gx, gg, gy, gdy, saved, gdx, gdg, gdb, B, C, HW, n, tc.relu))
+			kb.check(name("train y again"), gy, y1, 0)
+			kb.check(name("dx again"), gdx, dx1, 0)
 
 			// Evaluation: the running statistics, which it leaves alone.
 			ey := make([]float32, N)
@@ -363,5 +460,69 @@ func TestGPUOptimizers(t *testing.T) {
 		if err := kb.g.adamW(gw, gw, gm, gv2, n, 1e-3, 0.9, 0.999, 1e-8, 0.05, 0); err == nil {
 			t.Fatal("adamW at step 0: no error")
 		}
+	})
+}
+
+// TestGPUBatchNormTimes: BatchNorm's training forward + backward (fused
+// ReLU) at resnet18's shapes at 224 px, batch 256, the time per pass and
+// the bandwidth it reaches (11 passes over the activation: see bytes), as lines for the first lent GPU's log
+// (.gpu/run.sh). Skipped under the stand-in, whose timing means nothing.
+func TestGPUBatchNormTimes(t *testing.T) {
+	d := openOrSkip(t)
+	if d.Simulated() {
+		t.Skip("the stand-in's timing is the host's: run on a GPU (.gpu/run.sh)")
+	}
+	withEngine(t, d, cu.NonBlocking, func(s cu.Stream, g *gpuEngine) error {
+		const B = 256
+		for _, sh := range []struct{ C, HW int }{{64, 112 * 112}, {64, 56 * 56}, {128, 28 * 28}, {256, 14 * 14}, {512, 7 * 7}} {
+			N := B * sh.C * sh.HW
+			var bufs [4]buffer
+			for k := range bufs {
+				var err error
+				if bufs[k], err = g.alloc(N); err != nil {
+					return err
+				}
+			}
+			x, y, dy, dx := bufs[0], bufs[1], bufs[2], bufs[3]
+			c, err := g.alloc(6 * sh.C)
+			if err != nil {
+				return err
+			}
+			gamma, beta, rm, rv, dg, db := sub(c, 0, sh.C), sub(c, sh.C, sh.C), sub(c, 2*sh.C, sh.C), sub(c, 3*sh.C, sh.C), sub(c, 4*sh.C, sh.C), sub(c, 5*sh.C, sh.C)
+			saved, err := g.alloc(bnSavedLen(B, sh.C, sh.HW))
+			if err != nil {
+				return err
+			}
+			step := func() error {
+				if err := g.bnForward(x, gamma, beta, y, rm, rv, saved, B, sh.C, sh.HW, B, true, true); err != nil {
+					return err
+				}
+				return g.bnBackward(x, gamma, y, dy, saved, dx, dg, db, B, sh.C, sh.HW, B, true)
+			}
+			if err := step(); err != nil {
+				return err
+			}
+			if err := s.Synchronize(); err != nil {
+				return err
+			}
+			const reps = 20
+			start := time.Now()
+			for range reps {
+				if err := step(); err != nil {
+					return err
+				}
+			}
+			if err := s.Synchronize(); err != nil {
+				return err
+			}
+			sec := time.Since(start).Seconds() / reps
+			nch, _ := bnChunks(B * sh.HW)
+			// Passes over N floats: forward x three times (two sums, the
+			// normalization) and y written; backward x, y, dy read and the
+			// masked gradient written into dx, then x and dx read, dx written.
+			bytes := 4 * float64(N) * (4 + 7)
+			t.Logf("bn+relu fwd+bwd B%d C%d HW%d: %.3f ms, %.0f GB/s, %d blocks per channel (%d in all)", B, sh.C, sh.HW, 1e3*sec, bytes/sec/1e9, nch, nch*sh.C)
+		}
+		return nil
 	})
 }

@@ -9,6 +9,7 @@
 #   - parity of every kernel with its CPU mirror (ref_kernels_test.go), forward and backward;
 #   - GEMM TFLOPS of our sgemm and of cuBLAS at fp32, tf32 and bf16 on resnet18/50 shapes;
 #   - step times of resnet18 at 224 px, batch 64, per GEMM (own, cuBLAS) and precision;
+#   - BatchNorm forward + backward times at resnet18's 224 px batch 256 shapes;
 #   - the whole step (logits, loss, every weight and momentum after 3 SGD steps)
 #     against the gorgonia CPU model on the same weights and batches;
 #   - host->device GB/s, pinned vs pageable;
@@ -30,7 +31,7 @@ cat >.gpu/run.sh <<'RUN'
 # Runs the GPU check (built by scripts/gpu-check.sh), cheapest part first, and
 # writes each part's result as it finishes (.gpu/log.txt, and $OUT/ when set),
 # so a part that runs out of time still leaves the earlier ones' evidence.
-# Time limits: 60+60 (sanitizers) + 30 + 60 + 45 + 150 + 60 + 120 = 585 s, inside one
+# Time limits: 60+60 (sanitizers) + 30 + 60 + 45 + 20 + 150 + 60 + 100 = 585 s, inside one
 # 10-minute call. Exit 0 only when every part exited 0 and every GPU test
 # passed (a skip counts as a failure here: this is the GPU).
 cd "$(dirname "$0")/.."
@@ -70,11 +71,12 @@ fi
 part "kernel parity" 30 "${gputests[@]}" 25s '^TestGPUKernelParity$'
 part "GEMM TFLOPS: own sgemm and cuBLAS fp32 / tf32 / bf16 at resnet18 and resnet50 shapes" 60 "${gputests[@]}" 55s '^TestGPUGemmThroughput$'
 part "step times: resnet18 224 px batch 64, own sgemm and cuBLAS at fp32 / tf32 / bf16" 45 "${gputests[@]}" 40s '^TestGPUStepTimes$'
+part "BatchNorm times: fwd+bwd at resnet18 224 px batch 256 shapes, blocks per channel" 20 "${gputests[@]}" 15s '^TestGPUBatchNormTimes$'
 part "GPU tests: step parity, uint8, pinned reuse, copy order, overlap, bandwidth, loss" 150 "${gputests[@]}" 145s '^TestGPU' \
-	'^(TestGPUGemmThroughput|TestGPUStepTimes)$'
+	'^(TestGPUGemmThroughput|TestGPUStepTimes|TestGPUBatchNormTimes)$'
 part "trainer: 2 epochs on the GPU, pin_memory + non_blocking" 60 .gpu/train --device cuda --pin-memory=true \
 	--non-blocking=true --epochs 2 --data.cache_dir /tmp/stoke-gpu-data --out /tmp/stoke-gpu-run --train.progress plain
-part "bench: the post's experiment on the GPU" 120 .gpu/train bench --config configs/blog.yaml --device cuda --rounds 1 \
+part "bench: the post's experiment on the GPU" 100 .gpu/train bench --config configs/blog.yaml --device cuda --rounds 1 \
 	--python python3 --out /tmp/stoke-gpu-bench
 ok=1
 for s in "${status[@]}"; do [ "${s##* }" = 0 ] || ok=0; done

@@ -125,10 +125,10 @@ for t in TestGPUKernelParity TestGPUNetMatchesModel TestGPUU8MatchesFloat TestGP
 	TestGPUCublasGemm TestGPUCublasMissingNamesWhereItLooked TestGPUDriverCounters TestGPUBackendDriverCounters \
 	TestGPUGemmStepsMatchCPU TestGPUGemmPrecision TestGPUGemmPrecisionSteps TestGPUGemmSelection TestGPUGemmBadCublas \
 	TestGPUPrecisionStepsMatchCPU TestGPUGraphCaptureReplay TestGPUGraphCaptureRefusesSync TestStandInGraphReportsFreedMemory TestGPUGraphCaptureForkJoin \
-	TestGPULossStaysOnDevice TestGPUNonFiniteLossDeferred; do
+	TestGPULossStaysOnDevice TestGPUNonFiniteLossDeferred TestGPUIm2colSteps TestGPUIm2colKept; do
 	grep -q "^--- PASS: $t " "$log" || missing+="$t "
 done
-extra_skips=$(echo "$skipped" | tr ' ' '\n' | grep -v -x -e '' -e TestGPUBandwidth -e TestGPUOverlap -e TestGPUParityWithPyTorch -e TestGPUBottleneckParityWithPyTorch -e TestGPUStateHashesUnchanged -e TestGPUGemmThroughput -e TestGPUStepTimes -e TestGPUResNeXtParityWithPyTorch | tr '\n' ' ')
+extra_skips=$(echo "$skipped" | tr ' ' '\n' | grep -v -x -e '' -e TestGPUBandwidth -e TestGPUOverlap -e TestGPUParityWithPyTorch -e TestGPUBottleneckParityWithPyTorch -e TestGPUStateHashesUnchanged -e TestGPUGemmThroughput -e TestGPUStepTimes -e TestGPUBatchNormTimes -e TestGPUResNeXtParityWithPyTorch | tr '\n' ' ')
 if [ "$rc" != 0 ] || [ -n "$missing" ] || [ -n "$extra_skips" ] || [ "$(stand_in_errors "$log")" != 0 ]; then
 	fail tests "exit $rc; not passed: ${missing:-none}; unexpected skips: ${extra_skips:-none}; stand-in errors: $(stand_in_errors "$log") (see $log)"
 else
