@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"unsafe"
@@ -21,6 +20,8 @@ import (
 	"gorgonia.org/cu"
 
 	"stoke/gemm"
+
+	"stoke/internal/libfind"
 )
 
 // A GEMM's precision is train.precision's gemm.Precision, as the CPU
@@ -66,42 +67,14 @@ func CublasCandidates(setting string) []string {
 	if p := driverLibraryPath(); p != "" {
 		inDir(filepath.Dir(p))
 	}
-	for _, d := range []string{"/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-linux/lib", "/usr/lib/x86_64-linux-gnu"} {
+	for _, d := range libfind.ToolkitDirs() {
 		inDir(d)
 	}
-	var envs []string
-	for _, v := range []string{"VIRTUAL_ENV", "CONDA_PREFIX"} {
-		if p := os.Getenv(v); p != "" {
-			envs = append(envs, p)
-		}
+	// nvidia/cublas/lib (CUDA 11 and 12 wheels), nvidia/cu13/lib (CUDA 13's).
+	for _, d := range libfind.WheelDirs("nvidia/cublas/lib", "nvidia/cu1*/lib") {
+		inDir(d)
 	}
-	home, _ := os.UserHomeDir()
-	envs = append(envs, "/usr/local", "/usr", "/opt/conda", filepath.Join(home, ".local"))
-	for _, env := range envs {
-		for _, site := range []string{"lib/python3*/site-packages", "lib/python3*/dist-packages", "lib/python3/dist-packages"} {
-			// nvidia/cublas/lib (CUDA 11 and 12 wheels), nvidia/cu13/lib (CUDA 13's).
-			for _, sub := range []string{"nvidia/cublas/lib", "nvidia/cu1*/lib"} {
-				dirs, _ := filepath.Glob(filepath.Join(env, site, sub))
-				sort.Strings(dirs)
-				for _, d := range dirs {
-					inDir(d)
-				}
-			}
-		}
-	}
-	return dedupe(out)
-}
-
-func dedupe(s []string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, x := range s {
-		if !seen[x] {
-			seen[x] = true
-			out = append(out, x)
-		}
-	}
-	return out
+	return libfind.Dedupe(out)
 }
 
 // driverLibraryPath is the file libcuda.so.1 was loaded from, or "".

@@ -3,8 +3,9 @@ package dist
 import (
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
+
+	"stoke/internal/libfind"
 )
 
 // NCCLCandidates lists where libnccl.so.2 is looked for, in order, as
@@ -22,37 +23,13 @@ func NCCLCandidates(library string) []string {
 		return []string{library}
 	}
 	out := []string{DefaultNCCLLibrary}
-	for _, d := range []string{"/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-linux/lib", "/usr/lib/x86_64-linux-gnu", "/usr/local/lib"} {
+	for _, d := range append(libfind.ToolkitDirs(), "/usr/local/lib") {
 		out = append(out, filepath.Join(d, DefaultNCCLLibrary))
 	}
-	var envs []string
-	for _, v := range []string{"VIRTUAL_ENV", "CONDA_PREFIX"} {
-		if p := os.Getenv(v); p != "" {
-			envs = append(envs, p)
-		}
+	for _, d := range libfind.WheelDirs("nvidia/nccl/lib", "nvidia/cu1*/lib") {
+		out = append(out, filepath.Join(d, DefaultNCCLLibrary))
 	}
-	home, _ := os.UserHomeDir()
-	envs = append(envs, "/usr/local", "/usr", "/opt/conda", filepath.Join(home, ".local"))
-	for _, env := range envs {
-		for _, site := range []string{"lib/python3*/site-packages", "lib/python3*/dist-packages", "lib/python3/dist-packages"} {
-			for _, sub := range []string{"nvidia/nccl/lib", "nvidia/cu1*/lib"} {
-				dirs, _ := filepath.Glob(filepath.Join(env, site, sub))
-				sort.Strings(dirs)
-				for _, d := range dirs {
-					out = append(out, filepath.Join(d, DefaultNCCLLibrary))
-				}
-			}
-		}
-	}
-	seen := map[string]bool{}
-	var uniq []string
-	for _, c := range out {
-		if !seen[c] {
-			seen[c] = true
-			uniq = append(uniq, c)
-		}
-	}
-	return uniq
+	return libfind.Dedupe(out)
 }
 
 // NoNCCLError says that no usable NCCL was found, and where it was looked

@@ -29,20 +29,15 @@ func bf16Pairs16(dst *uint32, dstride int, src *float32, kb int)
 //go:noescape
 func bf16Row32(dst *uint32, src *float32, n int)
 
-// bf16RoundAVX2 rounds n floats (a multiple of 8) in place to bf16
-// (bf16_round_amd64.s), for the fallback.
-//
-//go:noescape
-func bf16RoundAVX2(s *float32, n int)
-
 // bf16RoundVec rounds the longest multiple of 8 floats at the start of s
-// to bf16 where the CPU has AVX2 and returns how many it did.
+// to bf16 as bf16BitsRNE does (a NaN keeps its top 16 bits, quiet) where
+// the CPU has AVX2 and returns how many it did.
 func bf16RoundVec(s []float32) int {
 	n := len(s) &^ 7
 	if !hasAVX2 || n == 0 {
 		return 0
 	}
-	bf16RoundAVX2(&s[0], n)
+	roundMantissaAVX2(&s[0], n, 16, 0x7fff, 0xffff0000, 0xffff0000)
 	return n
 }
 
@@ -84,11 +79,12 @@ func cpuVendor() string {
 	return string(v[:])
 }
 
-// roundMantissaAVX2 rounds n floats (a multiple of 8) in place as
-// roundMantissa(x, drop) does, bit for bit (round_amd64.s).
+// roundMantissaAVX2 rounds n floats (a multiple of 8) in place to drop
+// fewer mantissa bits, ties to even; a NaN is made quiet and keeps the bits
+// nanMask keeps (round_amd64.s).
 //
 //go:noescape
-func roundMantissaAVX2(s *float32, n int, drop, half, mask uint32)
+func roundMantissaAVX2(s *float32, n int, drop, half, mask, nanMask uint32)
 
 // roundVec rounds the longest multiple of 8 floats at the start of s as
 // roundMantissa(x, drop) where the CPU has AVX2 and returns how many it did.
@@ -97,6 +93,6 @@ func roundVec(s []float32, drop uint) int {
 	if !hasAVX2 || n == 0 {
 		return 0
 	}
-	roundMantissaAVX2(&s[0], n, uint32(drop), uint32(1)<<(drop-1)-1, ^(uint32(1)<<drop - 1))
+	roundMantissaAVX2(&s[0], n, uint32(drop), uint32(1)<<(drop-1)-1, ^(uint32(1)<<drop - 1), ^uint32(0))
 	return n
 }

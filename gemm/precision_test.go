@@ -368,4 +368,15 @@ func TestRoundVecMatchesScalar(t *testing.T) {
 			}
 		}
 	}
+	// The bf16 fallback's rounding: bf16BitsRNE's, a NaN cut to its top 16 bits.
+	got := make([]float32, len(u))
+	for i, b := range u {
+		got[i] = math.Float32frombits(b)
+	}
+	n := bf16RoundVec(got)
+	for i := range u[:n] {
+		if w := bf16BitsRNE(math.Float32frombits(u[i])) << 16; math.Float32bits(got[i]) != w {
+			t.Fatalf("bf16RoundVec: %#08x rounds to %#08x, bf16BitsRNE %#08x", u[i], math.Float32bits(got[i]), w)
+		}
+	}
 }

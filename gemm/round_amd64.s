@@ -1,12 +1,13 @@
 #include "textflag.h"
 
-// func roundMantissaAVX2(s *float32, n int, drop, half, mask uint32)
+// func roundMantissaAVX2(s *float32, n int, drop, half, mask, nanMask uint32)
 //
-// Rounds n floats (n a multiple of 8) in place as roundMantissa(x, drop)
-// does: u + half + (u>>drop & 1) with the low drop bits cleared (half =
+// Rounds n floats (n a multiple of 8) in place to drop fewer mantissa
+// bits: u + half + (u>>drop & 1) with the low drop bits cleared (half =
 // 2^(drop-1) - 1, mask = ^(2^drop - 1)), which leaves an infinity as it is;
-// a NaN keeps all its bits with the quiet bit set.
-TEXT ·roundMantissaAVX2(SB), NOSPLIT, $0-28
+// a NaN gets the quiet bit set and keeps the bits nanMask keeps (all of
+// them for roundMantissa, the top 16 for bf16BitsRNE).
+TEXT ·roundMantissaAVX2(SB), NOSPLIT, $0-32
 	MOVQ s+0(FP), DI
 	MOVQ n+8(FP), CX
 	SHRQ $3, CX
@@ -19,6 +20,9 @@ TEXT ·roundMantissaAVX2(SB), NOSPLIT, $0-28
 	MOVL mask+24(FP), AX
 	MOVD AX, X13
 	VPBROADCASTD X13, Y13
+	MOVL nanMask+28(FP), AX
+	MOVD AX, X8
+	VPBROADCASTD X8, Y8
 	MOVL $1, AX
 	MOVD AX, X14
 	VPBROADCASTD X14, Y14
@@ -41,6 +45,7 @@ loop:
 	VPAND Y12, Y0, Y2
 	VPCMPGTD Y11, Y2, Y3
 	VPOR Y10, Y0, Y4
+	VPAND Y8, Y4, Y4
 	VPBLENDVB Y3, Y4, Y1, Y1
 	VMOVDQU Y1, (DI)
 	ADDQ $32, DI
