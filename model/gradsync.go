@@ -65,9 +65,6 @@ func (m *Model) hookGradients() {
 			if m.sync == nil {
 				return nil
 			}
-			if ds, ok := m.sync.(DeviceGradSync); ok {
-				return ds.ReadyValue(i, op.out)
-			}
 			return m.handOver(i, op.out)
 		}
 	}
@@ -77,6 +74,9 @@ func (m *Model) hookGradients() {
 // (Values.Read: the value's own memory on the CPU, a download on a device),
 // where Wait leaves the synchronized sum for putGradients.
 func (m *Model) handOver(i int, v G.Value) error {
+	if ds, ok := m.sync.(DeviceGradSync); ok {
+		return ds.ReadyValue(i, v)
+	}
 	h, err := m.eng.Read(m.grads[i], v)
 	if err != nil {
 		return fmt.Errorf("reading the gradient of %s: %w", m.params[i].name, err)
@@ -88,9 +88,7 @@ func (m *Model) handOver(i int, v G.Value) error {
 
 // trainStepSync is trainStep with a GradSync between backward and update.
 func (m *Model) trainStepSync(in Input, lr float32) (StepResult, error) {
-	if ds, ok := m.sync.(DeviceGradSync); ok {
-		return m.trainStepDevice(ds, in, lr)
-	}
+	_, device := m.sync.(DeviceGradSync)
 	n := in.N
 	if n < 0 || n > m.opt.Batch {
 		return StepResult{}, fmt.Errorf("model.TrainStep: n = %d valid samples, want 0..%d", n, m.opt.Batch)
@@ -117,6 +115,9 @@ func (m *Model) trainStepSync(in Input, lr float32) (StepResult, error) {
 	if err != nil {
 		return StepResult{}, fmt.Errorf("model.TrainStep: %w", err)
 	}
+	if device { // the sums are in the values the update reads, unread on the host (DeviceGradSync)
+		return m.finishStep(loss, logits, in.Labels, n, lr)
+	}
 	for i, p := range m.params {
 		if !finite(m.grads[i]) {
 			return StepResult{}, fmt.Errorf("model.TrainStep: %w in the synchronized gradient of %s (another rank's loss diverged); parameters not updated", ErrNonFiniteLoss, p.name)
@@ -139,6 +140,10 @@ func (m *Model) handOverZeros() error {
 		v := p.gradValue()
 		if v == nil {
 			err = errors.Join(err, fmt.Errorf("gradient of %s has no value of its own before backward has run", p.name))
+			continue
+		}
+		if ds, ok := m.sync.(DeviceGradSync); ok {
+			err = errors.Join(err, ds.ReadyValue(i, v)) // the sync writes the zeros
 			continue
 		}
 		h, rerr := m.eng.Read(m.grads[i], v)
