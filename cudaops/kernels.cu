@@ -159,12 +159,12 @@ __global__ void sgemm(int tA, int tB, int M, int N, int Kd, const float *A, cons
 }
 
 // bias_relu: the cnn's conv epilogue, z (Cout, B*HW) -> y (B, Cout, HW) =
-// max(0, z + bias[c]): swap01 with the bias added and the ReLU applied.
+// relu(z + bias[c]): swap01 with the bias added and the ReLU applied.
 __global__ void bias_relu(const float *z, const float *bias, float *y, int B, int Cout, int HW) {
 	GRID_STRIDE(i, (long long)B * Cout * HW) {
 		int p = (int)(i % HW), c = (int)((i / HW) % Cout), b = (int)(i / ((long long)Cout * HW));
 		float v = z[(long long)c * B * HW + (long long)b * HW + p] + bias[c];
-		y[i] = v > 0.f ? v : 0.f;
+		y[i] = relu(v); // a NaN stays NaN, as on the CPU
 	}
 }
 

@@ -125,7 +125,7 @@ for t in TestGPUKernelParity TestGPUNetMatchesModel TestGPUU8MatchesFloat TestGP
 	TestGPUCublasGemm TestGPUCublasMissingNamesWhereItLooked TestGPUDriverCounters TestGPUBackendDriverCounters \
 	TestGPUGemmStepsMatchCPU TestGPUGemmPrecision TestGPUGemmPrecisionSteps TestGPUGemmSelection TestGPUGemmBadCublas \
 	TestGPUPrecisionStepsMatchCPU TestGPUGraphCaptureReplay TestGPUGraphCaptureRefusesSync TestStandInGraphReportsFreedMemory TestGPUGraphCaptureForkJoin \
-	TestGPULossStaysOnDevice TestGPUNonFiniteLossDeferred TestGPUIm2colSteps TestGPUIm2colKept; do
+	TestGPULossStaysOnDevice TestGPUNonFiniteLossDeferred TestGPUIm2colSteps TestGPUIm2colKept TestGPUNaNInputPropagates; do
 	grep -q "^--- PASS: $t " "$log" || missing+="$t "
 done
 extra_skips=$(echo "$skipped" | tr ' ' '\n' | grep -v -x -e '' -e TestGPUBandwidth -e TestGPUOverlap -e TestGPUParityWithPyTorch -e TestGPUBottleneckParityWithPyTorch -e TestGPUStateHashesUnchanged -e TestGPUGemmThroughput -e TestGPUStepTimes -e TestGPUBatchNormTimes -e TestGPUResNeXtParityWithPyTorch | tr '\n' ' ')
