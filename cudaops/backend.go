@@ -50,10 +50,8 @@ import (
 // step and of every later one do nothing, and Results names that step. The
 // batch buffer of a non_blocking step with an Input.Release is released
 // once its copy is seen done (an event query, which does not wait), or at
-// the next read of the ring; when the Backend would keep more than
-// SetMaxHeld allows, Start waits for the newest held copy and releases
-// them all. So a steady non_blocking step waits for the device
-// once per flushEvery steps, and allocates nothing. With a GradSync
+// the next read of the ring. So a steady non_blocking step waits for the
+// device once per flushEvery steps, and allocates nothing. With a GradSync
 // installed (data parallel), or blocking copies, the host waits as before:
 // for the gradients, or, blocking, for the copy (the meaning of blocking).
 type Backend struct {
@@ -85,7 +83,6 @@ type Backend struct {
 	outcomes  []stepOutcome   // read, not yet returned by Results
 	spare     []model.Outcome // what Results returns
 	held      []heldBuf       // batch buffers whose copies may be in flight
-	maxHeld   int             // the most of them kept at once (SetMaxHeld)
 	stopped   error           // the non-finite step Results reported: Start refuses until Load
 	stopAt    int             // that step + 1; 0: none
 }
@@ -226,7 +223,6 @@ func NewBackendWith(d *Device, spec model.Spec, opt model.Options, nonBlocking b
 		b.outcomes = make([]stepOutcome, 0, 2*flushEvery)
 		b.spare = make([]model.Outcome, 0, 2*flushEvery)
 		b.held = make([]heldBuf, 0, 2*flushEvery)
-		b.maxHeld = flushEvery
 		b.score = stepScore{on: !testHostLoss, ring: b.ring, eps: opt.LabelSmoothing}
 		b.ge.score = &b.score
 	}
@@ -443,18 +439,6 @@ func (b *Backend) start(src unsafe.Pointer, bytes int64, u8 bool, labels []int32
 			release()
 		}
 	} else {
-		b.releaseCopied()
-		if len(b.held) >= b.maxHeld {
-			// No room: the host is that many steps ahead of the device.
-			// Wait for the newest held copy (the copies run in order on one
-			// stream, so every held buffer is then free) and give them all
-			// back: one wait for maxHeld steps, not one a step.
-			if err := b.dev.do(b.ev[b.held[len(b.held)-1].k%stepRing].copyEnd.Synchronize); err != nil {
-				<-pd.done
-				return nil, fmt.Errorf("cudaops: step: %w", err)
-			}
-			b.releaseHeld(len(b.held))
-		}
 		b.held = append(b.held, heldBuf{k, release})
 	}
 	if scoring {
@@ -566,14 +550,11 @@ func (b *Backend) Results() ([]model.Outcome, error) {
 
 var _ model.Deferred = (*Backend)(nil)
 
-// SetMaxHeld sets the most batch buffers (Input.Release) the Backend keeps
-// from their callers at once, n >= 1 (flushEvery until set; it also
-// releases them all every flushEvery steps): a caller with k buffers in
-// rotation sets at most k-1, so that one is always free to fill. Start
-// releases a buffer as soon as an event query shows its copy done, and
-// waits for the copies only when it would keep more than n (the host is
-// then n steps ahead of the device): for the newest, which frees them all.
-func (b *Backend) SetMaxHeld(n int) { b.maxHeld = max(1, min(n, flushEvery)) }
+// HeldBatches is the most batch buffers (Input.Release) the Backend keeps
+// from their callers at once: every flushEvery steps it waits for the
+// device and releases them all. A caller with no more buffers than that in
+// rotation must not pass a Release (it would wait for one forever).
+func (b *Backend) HeldBatches() int { return flushEvery }
 
 // Queued is true: the step computes on the device after Start returns.
 func (pd *Pending) Queued() bool { return true }

@@ -92,9 +92,7 @@ func TestPerStep(t *testing.T) {
 // are seen done, without a wait), a steady epoch waits for the device at
 // most once in ten steps and allocates nothing; and the epochs' figures are
 // those of the same run read at every plain-progress line with a small
-// pool, which waits less than once a step: the backend keeps up to 3 of
-// its 4 buffers and, when the host is that far ahead, waits once for all
-// three copies (it waited for every copy before).
+// pool (a wait for each copy).
 func TestGPUDeferredLoss(t *testing.T) {
 	if !cudaUsable() {
 		t.Skip("no usable CUDA device (a CPU build, or no GPU; scripts/gpu-sim.sh runs this under the stand-in)")
@@ -112,7 +110,7 @@ func TestGPUDeferredLoss(t *testing.T) {
 		return epochRecords(t, c.Train.Out)
 	}
 	quiet := run("none", 9)  // 2 workers x 9 buffers: more than the backend holds
-	shown := run("plain", 2) // 4 buffers: the backend keeps at most 3
+	shown := run("plain", 2) // 4 buffers: the backend waits for each copy
 	for i, m := range quiet {
 		g, h := m.GPU, shown[i].GPU
 		t.Logf("epoch %d, progress none, pool 18: %+v; plain, pool 4: %+v", m.Epoch, *g, *h)
@@ -123,9 +121,6 @@ func TestGPUDeferredLoss(t *testing.T) {
 	}
 	if g := quiet[len(quiet)-1].GPU; g.HostSyncsPerStep > 0.1 || g.AllocsPerStep != 0 {
 		t.Errorf("a steady epoch: %.3f host waits and %.2f allocations a step, want <= 0.1 and 0", g.HostSyncsPerStep, g.AllocsPerStep)
-	}
-	if g := shown[len(shown)-1].GPU; g.HostSyncsPerStep >= 1 {
-		t.Errorf("a steady epoch with 4 batch buffers: %.3f host waits a step, want fewer than one", g.HostSyncsPerStep)
 	}
 }
 

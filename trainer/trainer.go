@@ -152,13 +152,10 @@ func (s *session) trainEpoch(ctx context.Context, epoch int, r *trainResult) err
 func (s *session) trainSteps(ctx context.Context, it *data.Iter, epoch int, r *trainResult) error {
 	var queued *stepInFlight // started, not yet finished
 	// A device backend that may keep batch buffers until their copies are
-	// done (cudaops.Backend.SetMaxHeld) keeps at most all but one of the
-	// loader's, so that the loader always has one to fill.
-	h, ok := s.net.(interface{ SetMaxHeld(int) })
-	hold := ok && s.trainLoader.PoolSize() > 1
-	if hold {
-		h.SetMaxHeld(s.trainLoader.PoolSize() - 1)
-	}
+	// done (cudaops.Backend.HeldBatches) gets them only when the loader has
+	// more than it keeps, so that the loader always has one to fill.
+	h, ok := s.net.(interface{ HeldBatches() int })
+	hold := ok && s.trainLoader.PoolSize() > h.HeldBatches()
 	for i := 0; ; i++ {
 		if err := ctx.Err(); err != nil {
 			return firstErr(s.finish(epoch, r, queued), err)
