@@ -134,6 +134,14 @@ func (r devLossRun) perStep() (launches, syncs, allocs, h2d, d2h float64) {
 // logged beside.
 func TestGPULossStaysOnDevice(t *testing.T) {
 	d := openOrSkip(t)
+	// Two trajectories of 33 steps compared to 1e-6: sgemm's split-K slices
+	// add with atomicAdd, in timing order on several host threads, and once
+	// in a few runs a max-pool or ReLU near a tie then goes the other way
+	// (weights 4.7e-4 apart, where they are otherwise within 4e-8). On one
+	// host thread the blocks run in order and the two paths end equal.
+	if d.Simulated() && !strings.Contains(d.String(), "1 host threads") {
+		t.Skipf("the stand-in runs blocks on several host threads (%s), so split-K sums are added in timing order: run with STOKE_CUDASIM_THREADS=1 (scripts/gpu-sim.sh does)", d)
+	}
 	const steps = 2*flushEvery + 1
 	before := runDevLoss(t, d, true, steps)
 	after := runDevLoss(t, d, false, steps)
