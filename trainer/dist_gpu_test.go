@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"stoke/config"
 	"stoke/dist"
 )
 
@@ -21,6 +22,15 @@ func TestGPUDataParallelMatchesOneProcess(t *testing.T) {
 	if !cudaUsable() {
 		t.Skip("no usable CUDA device (a CPU build, or no GPU; scripts/gpu-sim.sh runs this under the stand-in)")
 	}
+	gpuRanksMatchOneProcess(t, func(c *config.Config) {
+		c.Train.Dist = dist.KindMPI // the host path (auto would choose NCCL where it loads)
+	}, func(n int) []string { return []string{fmt.Sprintf("data parallel: %d ranks", n)} })
+}
+
+// gpuRanksMatchOneProcess runs 2 and 3 ranks × batch 4 on --device cuda
+// (tune sets the sync) against 1 rank × batch 4N (sameAsOneRank); rank
+// 0's output must hold each of want(N).
+func gpuRanksMatchOneProcess(t *testing.T, tune func(*config.Config), want func(n int) []string) {
 	for _, n := range []int{2, 3} {
 		t.Run(fmt.Sprintf("%d ranks", n), func(t *testing.T) {
 			one := tinyConfig(t)
@@ -32,10 +42,12 @@ func TestGPUDataParallelMatchesOneProcess(t *testing.T) {
 			par := tinyConfig(t)
 			par.Train.Device = "cuda"
 			par.Data.BatchSize = 4
-			par.Train.Dist = dist.KindMPI // the host path (auto would choose NCCL where it loads)
+			tune(&par)
 			out0, _ := runRanks(t, n, par, nil)
-			if !strings.Contains(out0, fmt.Sprintf("data parallel: %d ranks", n)) {
-				t.Errorf("rank 0's output lacks the data-parallel line:\n%s", out0)
+			for _, w := range want(n) {
+				if !strings.Contains(out0, w) {
+					t.Errorf("rank 0's output lacks %q:\n%s", w, out0)
+				}
 			}
 			sameAsOneRank(t, n, par, one)
 		})

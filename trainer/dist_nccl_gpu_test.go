@@ -3,13 +3,12 @@
 package trainer
 
 import (
-	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"strings"
 	"testing"
 
+	"stoke/config"
 	"stoke/dist"
 )
 
@@ -37,27 +36,12 @@ func ncclUsable(t *testing.T) {
 // processes under mpirun.
 func TestGPUNCCLMatchesOneProcess(t *testing.T) {
 	ncclUsable(t)
-	for _, n := range []int{2, 3} {
-		t.Run(fmt.Sprintf("%d ranks", n), func(t *testing.T) {
-			one := tinyConfig(t)
-			one.Train.Device = "cuda"
-			one.Data.BatchSize = 4 * n
-			if _, err := Run(context.Background(), one, Options{Out: new(bytes.Buffer)}); err != nil {
-				t.Fatal(err)
-			}
-			par := tinyConfig(t)
-			par.Train.Device = "cuda"
-			par.Train.Dist = dist.KindNCCL
-			par.Data.BatchSize = 4
-			par.Train.DistBucketMB = 0.001 // ~1 KB: one bucket per conv weight, the rest together
-			out0, _ := runRanks(t, n, par, nil)
-			if !strings.Contains(out0, fmt.Sprintf("data parallel: %d ranks; gradients summed on the GPUs by NCCL", n)) ||
-				!strings.Contains(out0, "allreduce: NCCL") {
-				t.Errorf("rank 0's output lacks the NCCL lines:\n%s", out0)
-			}
-			sameAsOneRank(t, n, par, one)
-		})
-	}
+	gpuRanksMatchOneProcess(t, func(c *config.Config) {
+		c.Train.Dist = dist.KindNCCL
+		c.Train.DistBucketMB = 0.001 // ~1 KB: one bucket per conv weight, the rest together
+	}, func(n int) []string {
+		return []string{fmt.Sprintf("data parallel: %d ranks; gradients summed on the GPUs by NCCL", n), "allreduce: NCCL"}
+	})
 }
 
 // TestGPUAutoChoosesNCCL: train.dist auto on --device cuda with several
