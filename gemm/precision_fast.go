@@ -65,7 +65,7 @@ func PrecisionName(p Precision) string {
 	switch {
 	case p == BF16 && FastBF16():
 		return BF16Name()
-	case p == BF16 && HasBF16() && fastBF16.Load() == fastBF16Default:
+	case p == BF16 && HasBF16() && !fastBF16Default: // the default here is the reference
 		return "gemm bf16: inputs rounded to bf16, then the fp32 " + kernelName + " (the reference path: " + bf16Why + ")"
 	case p == BF16 && HasBF16():
 		return "gemm bf16: inputs rounded to bf16, then the fp32 " + kernelName + " (the reference path: the VDPBF16PS kernels held off)"
