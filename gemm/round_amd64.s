@@ -54,3 +54,60 @@ loop:
 	VZEROUPPER
 done:
 	RET
+
+// ROUND16 rounds the 16 floats of Z0 into Z1 as roundMantissaAVX2 does,
+// with Z9 = drop, Z14 = 1, Z15 = half, Z13 = mask, Z8 = nanMask and Z10 =
+// the quiet bit in every lane; K1 marks the NaNs (unordered with
+// themselves), Z2 is scratch.
+#define ROUND16 \
+	VPSRLVD Z9, Z0, Z1 \
+	VPANDD Z14, Z1, Z1 \
+	VPADDD Z15, Z1, Z1 \
+	VPADDD Z0, Z1, Z1 \
+	VCMPPS $3, Z0, Z0, K1 \
+	VPORD Z10, Z0, K1, Z1 \
+	VPBLENDMD Z8, Z13, K1, Z2 \
+	VPANDD Z2, Z1, Z1
+
+// func roundMantissaAVX512(s *float32, n int, drop, half, mask, nanMask uint32)
+//
+// roundMantissaAVX2 on 16 lanes, for any n: a last n%16 floats are loaded
+// and stored under a mask (AVX-512F).
+TEXT ·roundMantissaAVX512(SB), NOSPLIT, $0-32
+	MOVQ s+0(FP), DI
+	MOVQ n+8(FP), CX
+	MOVL drop+16(FP), AX
+	VPBROADCASTD AX, Z9
+	MOVL half+20(FP), AX
+	VPBROADCASTD AX, Z15
+	MOVL mask+24(FP), AX
+	VPBROADCASTD AX, Z13
+	MOVL nanMask+28(FP), AX
+	VPBROADCASTD AX, Z8
+	MOVL $1, AX
+	VPBROADCASTD AX, Z14
+	MOVL $0x00400000, AX
+	VPBROADCASTD AX, Z10
+	MOVQ CX, BX
+	SHRQ $4, BX
+	JZ tail
+loop:
+	VMOVDQU32 (DI), Z0
+	ROUND16
+	VMOVDQU32 Z1, (DI)
+	ADDQ $64, DI
+	DECQ BX
+	JNZ loop
+tail:
+	ANDQ $15, CX
+	JZ end
+	MOVL $1, AX
+	SHLL CX, AX
+	DECL AX
+	KMOVW AX, K2
+	VMOVDQU32.Z (DI), K2, Z0
+	ROUND16
+	VMOVDQU32 Z1, K2, (DI)
+end:
+	VZEROUPPER
+	RET
