@@ -172,8 +172,7 @@ func bf16Path() *bf16Kernels {
 // bf16Multiply runs the product on kernels ks, or the fallback where ks is nil.
 func bf16Multiply(s *bf16Scratch, ks *bf16Kernels, transA bool, m, n, k int, alpha float32, a []float32, lda int, b Panels, beta float32, c []float32, ldc int) {
 	if ks == nil {
-		PackA(&s.pa, transA, m, k, a, lda)
-		bf16RoundSlice(s.pa.data)
+		packAInto(&s.pa, FP32, bf16RoundSlice, transA, m, k, a, lda)
 		s.rp.p = b
 		SgemmPackedPanels(&s.pa, n, alpha, &s.rp, beta, c, ldc)
 		s.rp.p = nil
@@ -187,12 +186,11 @@ func bf16Multiply(s *bf16Scratch, ks *bf16Kernels, transA bool, m, n, k int, alp
 type roundingPanels struct{ p Panels }
 
 func (r *roundingPanels) PackB(dst []float32, pc, jc, kb, nb int) {
-	r.p.PackB(dst, pc, jc, kb, nb)
-	bf16RoundSlice(dst[:(nb+nr-1)/nr*nr*kb])
+	packBRounded(dst, r.p, pc, jc, kb, nb, bf16RoundSlice)
 }
 
-// bf16RoundSlice rounds s in place to bf16 (bf16RoundRNE), in AVX2 where
-// the CPU has it.
+// bf16RoundSlice rounds s in place to bf16 (bf16RoundRNE), in AVX-512 or
+// AVX2 where the CPU has them.
 func bf16RoundSlice(s []float32) {
 	s = s[bf16RoundVec(s):]
 	for i, v := range s {
@@ -359,8 +357,7 @@ func packABF16(p *PackedABF16, ks *bf16Kernels, transA bool, m, k int, a []float
 		if p.fb == nil {
 			p.fb = new(PackedA)
 		}
-		PackA(p.fb, transA, m, k, a, lda)
-		bf16RoundSlice(p.fb.data)
+		packAInto(p.fb, FP32, bf16RoundSlice, transA, m, k, a, lda)
 		p.data = p.data[:0]
 		return
 	}

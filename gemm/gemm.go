@@ -40,7 +40,8 @@ type Panels interface {
 	// PackB writes the kb×nb block of op(B) whose top-left element is
 	// (pc, jc) into dst as NR-column panels: panel t holds columns
 	// jc+t·NR … jc+t·NR+NR−1 at dst[t·NR·kb:], kb rows of NR values each,
-	// zero past column nb. kb <= KC and nb <= NC.
+	// zero past column nb. kb <= KC, nb <= NC, and jc is a multiple of NR
+	// (at TF32 and BF16 a block is asked for a few panels at a time).
 	PackB(dst []float32, pc, jc, kb, nb int)
 }
 
@@ -158,6 +159,13 @@ func PackAPrec(p *PackedA, prec Precision, transA bool, m, k int, a []float32, l
 		return
 	}
 	p.bf = nil
+	packAInto(p, prec, rounding(prec), transA, m, k, a, lda)
+}
+
+// packAInto is PackAPrec's packing on the fp32 kernels, op(A) rounded by
+// round as it is packed (none where round is nil) and the packed A marked
+// as of prec.
+func packAInto(p *PackedA, prec Precision, round func([]float32), transA bool, m, k int, a []float32, lda int) {
 	kstep := kStep(k)
 	p.m, p.k, p.kstep, p.mpad, p.prec = m, k, kstep, (m+mr-1)/mr*mr, prec
 	nblocks := (k + kstep - 1) / kstep
@@ -168,9 +176,7 @@ func PackAPrec(p *PackedA, prec Precision, transA bool, m, k int, a []float32, l
 	}
 	for bi, pc := 0, 0; pc < k; bi, pc = bi+1, pc+kstep {
 		kb := min(kstep, k-pc)
-		blk := p.data[bi*p.mpad*kstep:]
-		packA(blk, a, lda, transA, 0, pc, m, kb)
-		roundSlice(prec, blk[:p.mpad*kb])
+		packARounded(p.data[bi*p.mpad*kstep:], a, lda, transA, 0, pc, m, kb, round)
 	}
 }
 
@@ -268,17 +274,17 @@ func begin(fn string, transA bool, m, n, k int, alpha float32, a []float32, lda 
 // multiply is the blocked product (the loops around the micro-kernel in
 // the BLIS paper's Figure 2): jc over nc columns, pc over k blocks (B
 // packed once each), ic over mc rows (A packed, unless pa holds it
-// packed already), then the tiles. Each packed block of A and B is rounded
-// to prec as soon as it is packed, while it is in cache (pa is rounded by
-// PackAPrec).
+// packed already), then the tiles. A and B are rounded to prec as they are
+// packed, a few panels at a time while they are in L1 (packARounded,
+// packBRounded; pa was rounded by PackAPrec).
 func multiply(s *scratch, prec Precision, pa *PackedA, transA bool, m, n, k int, alpha float32, a []float32, lda int, b Panels, beta float32, c []float32, ldc int) {
 	kstep := kStep(k)
+	round := rounding(prec)
 	for jc := 0; jc < n; jc += nc {
 		nb := min(nc, n-jc)
 		for bi, pc := 0, 0; pc < k; bi, pc = bi+1, pc+kstep {
 			kb := min(kstep, k-pc)
-			b.PackB(s.b, pc, jc, kb, nb)
-			roundSlice(prec, s.b[:(nb+nr-1)/nr*nr*kb])
+			packBRounded(s.b, b, pc, jc, kb, nb, round)
 			bet := beta
 			if pc > 0 {
 				bet = 1
@@ -289,8 +295,7 @@ func multiply(s *scratch, prec Precision, pa *PackedA, transA bool, m, n, k int,
 				if pa != nil {
 					ap = pa.data[bi*pa.mpad*kstep+ic*kb:]
 				} else {
-					packA(s.a, a, lda, transA, ic, pc, mb, kb)
-					roundSlice(prec, s.a[:(mb+mr-1)/mr*mr*kb])
+					packARounded(s.a, a, lda, transA, ic, pc, mb, kb, round)
 				}
 				macro(s, ap, mb, nb, kb, alpha, bet, c[ic*ldc+jc:], ldc)
 			}
