@@ -196,7 +196,9 @@ func rounded(p Precision, s []float32) []float32 {
 // TestSgemmPrecIsSgemmOfRoundedInputs: at every precision each entry point
 // gives, bit for bit, Sgemm's (FP32) result on inputs rounded beforehand:
 // the rounding happens on every packed block, A's and B's, on both kernel
-// paths, and nothing else changes (the FP32 sums are untouched).
+// paths, and nothing else changes (the FP32 sums are untouched). The
+// shapes pack A and B in several pieces (packARounded, packBRounded), of
+// one panel and of many, the last one partial.
 func TestSgemmPrecIsSgemmOfRoundedInputs(t *testing.T) {
 	defer SetFastBF16(SetFastBF16(false)) // the reference: rounding while packing, bit for bit
 	rng := rand.New(rand.NewPCG(5, 6))
@@ -204,7 +206,7 @@ func TestSgemmPrecIsSgemmOfRoundedInputs(t *testing.T) {
 	var pa PackedA
 	for name, kf := range kernels() {
 		kernel, wide = kf.k, kf.w
-		for _, s := range [][3]int{{1, 1, 1}, {7, 17, 5}, {13, 33, 2*kc + 1}, {mc + 7, 40, 9}, {30, 70, 300}} {
+		for _, s := range [][3]int{{1, 1, 1}, {7, 17, 5}, {13, 33, 2*kc + 1}, {mc + 7, 40, 9}, {30, 70, 300}, {20, 500, 9}, {200, 17, 40}} {
 			m, n, k := s[0], s[1], s[2]
 			for _, p := range Precisions {
 				for _, ta := range []bool{false, true} {
