@@ -14,11 +14,12 @@ import (
 var bf16Rounds = flag.Int("bf16-rounds", 3, "BenchmarkBF16: rounds of the paths side by side")
 
 // BenchmarkBF16 runs fp32 Sgemm, SgemmBF16 on the VDPBF16PS kernels
-// (where HasBF16) and SgemmBF16's fallback side by side on the reference
-// CNN's and resnet20's GEMM shapes (BenchmarkTiles's), one shape at a time
-// so that the rounds alternate, and reports GFLOPS and GFLOPS-cpu (divided
-// by the benchmark thread's CPU time, the ratios to trust on a loaded
-// machine); the log names the CPU and the kernels:
+// (where HasBF16), SgemmBF16's fallback and SgemmPrec's reference path at
+// BF16 (what train.precision bf16 runs where FastBF16 is off) side by
+// side on the reference CNN's and resnet20's GEMM shapes (BenchmarkTiles's),
+// one shape at a time so that the rounds alternate, and reports GFLOPS
+// and GFLOPS-cpu (divided by the benchmark thread's CPU time, the ratios
+// to trust on a loaded machine); the log names the CPU and the kernels:
 //
 //	go test -run x -bench BF16 -bf16-rounds 5 ./gemm
 func BenchmarkBF16(b *testing.B) {
@@ -42,7 +43,10 @@ func BenchmarkBF16(b *testing.B) {
 	if HasBF16() {
 		paths = append(paths, path{"bf16-vdpbf16ps", run(&bf16Kernel)})
 	}
-	paths = append(paths, path{"bf16-fallback", run(nil)})
+	paths = append(paths, path{"bf16-fallback", run(nil)}, path{"bf16-reference", func(ta, tb bool, m, n, k int, a []float32, lda int, bb []float32, ldb int, c []float32, ldc int) {
+		defer SetFastBF16(SetFastBF16(false))
+		SgemmPrec(BF16, ta, tb, m, n, k, 1, a, lda, bb, ldb, 0, c, ldc)
+	}})
 	for _, s := range []struct {
 		name    string
 		ta, tb  bool
