@@ -89,6 +89,20 @@ func roundMantissaAVX2(s *float32, n int, drop, half, mask, nanMask uint32)
 //go:noescape
 func roundMantissaAVX512(s *float32, n int, drop, half, mask, nanMask uint32)
 
+// roundBF16AVX512BF16 is roundMantissaAVX512(s, n, 16, 0x7fff,
+// 0xffff0000, nanMask) by VCVTNE2PS2BF16 on 32 floats at a time that hold
+// no NaN and no denormal: 1.4x the floats per ns of roundMantissaAVX512 in
+// L1, 2-3% of a resnet20 bf16 step on an Intel Xeon of family 6 model 207
+// (BenchmarkRoundBF16).
+//
+//go:noescape
+func roundBF16AVX512BF16(s *float32, n int, nanMask uint32)
+
+// roundCvt says whether the bf16 rounding runs roundBF16AVX512BF16: the
+// CPU has AVX512_BF16 and BW (HasBF16; BW for VPERMW and 32-bit masks) and
+// AVX512DQ (CPUID.(EAX=7,ECX=0):EBX bit 17, for VFPCLASSPS).
+var roundCvt = HasBF16() && func() bool { _, ebx7, _, _ := cpuid(7, 0); return ebx7&(1<<17) != 0 }()
+
 // roundVec rounds a start of s as roundMantissa(x, drop) and returns how
 // long (bf16RoundVec's lengths).
 func roundVec(s []float32, drop uint) int {
@@ -96,12 +110,17 @@ func roundVec(s []float32, drop uint) int {
 }
 
 // roundVecMasked is roundVec with a NaN keeping only the bits nanMask
-// keeps, in AVX-512 where HasAVX512, else in AVX2 where the CPU has it.
+// keeps: at bf16 by VCVTNE2PS2BF16 where roundCvt, else in AVX-512 where
+// HasAVX512, else in AVX2 where the CPU has it.
 func roundVecMasked(s []float32, drop uint, nanMask uint32) int {
 	if len(s) == 0 {
 		return 0
 	}
 	half, mask := uint32(1)<<(drop-1)-1, ^(uint32(1)<<drop - 1)
+	if drop == 16 && roundCvt {
+		roundBF16AVX512BF16(&s[0], len(s), nanMask)
+		return len(s)
+	}
 	if HasAVX512() {
 		roundMantissaAVX512(&s[0], len(s), uint32(drop), half, mask, nanMask)
 		return len(s)

@@ -111,3 +111,103 @@ tail:
 end:
 	VZEROUPPER
 	RET
+
+// spread16 is VPERMW's word indices that put words 0..15 (then 16..31) of
+// a register into the high halves of 16 dwords: dword i is i<<16 (then
+// (16+i)<<16); the low halves are zeroed by the mask K3 = 0xaaaaaaaa.
+DATA spread16<>+0x00(SB)/8, $0x0001000000000000
+DATA spread16<>+0x08(SB)/8, $0x0003000000020000
+DATA spread16<>+0x10(SB)/8, $0x0005000000040000
+DATA spread16<>+0x18(SB)/8, $0x0007000000060000
+DATA spread16<>+0x20(SB)/8, $0x0009000000080000
+DATA spread16<>+0x28(SB)/8, $0x000b0000000a0000
+DATA spread16<>+0x30(SB)/8, $0x000d0000000c0000
+DATA spread16<>+0x38(SB)/8, $0x000f0000000e0000
+DATA spread16<>+0x40(SB)/8, $0x0011000000100000
+DATA spread16<>+0x48(SB)/8, $0x0013000000120000
+DATA spread16<>+0x50(SB)/8, $0x0015000000140000
+DATA spread16<>+0x58(SB)/8, $0x0017000000160000
+DATA spread16<>+0x60(SB)/8, $0x0019000000180000
+DATA spread16<>+0x68(SB)/8, $0x001b0000001a0000
+DATA spread16<>+0x70(SB)/8, $0x001d0000001c0000
+DATA spread16<>+0x78(SB)/8, $0x001f0000001e0000
+GLOBL spread16<>(SB), RODATA|NOPTR, $128
+
+// func roundBF16AVX512BF16(s *float32, n int, nanMask uint32)
+//
+// roundMantissaAVX512(s, n, 16, 0x7fff, 0xffff0000, nanMask), 32 floats at
+// a time by VCVTNE2PS2BF16 where none of them is a NaN or a denormal
+// (VFPCLASSPS): on the others the conversion's rounding is that very
+// addition (Intel SDM vol. 2, VCVTNE2PS2BF16, convert_fp32_to_bfloat16:
+// t + 0x7fff + the kept lowest bit, then the high 16 bits), but it takes a
+// denormal as zero and cuts a NaN's payload to 16 bits, so a 32 with
+// either goes through ROUND16. VPERMW puts the 32 bf16 words back into the
+// high halves of the floats.
+TEXT ·roundBF16AVX512BF16(SB), NOSPLIT, $0-20
+	MOVQ s+0(FP), DI
+	MOVQ n+8(FP), CX
+	MOVL $16, AX
+	VPBROADCASTD AX, Z9
+	MOVL $0x7fff, AX
+	VPBROADCASTD AX, Z15
+	MOVL $0xffff0000, AX
+	VPBROADCASTD AX, Z13
+	MOVL nanMask+16(FP), AX
+	VPBROADCASTD AX, Z8
+	MOVL $1, AX
+	VPBROADCASTD AX, Z14
+	MOVL $0x00400000, AX
+	VPBROADCASTD AX, Z10
+	VMOVDQU32 spread16<>+0(SB), Z11
+	VMOVDQU32 spread16<>+64(SB), Z12
+	MOVL $0xaaaaaaaa, AX
+	KMOVD AX, K3
+	MOVQ CX, BX
+	SHRQ $5, BX
+	JZ bftail
+bfloop:
+	VMOVDQU32 (DI), Z0
+	VMOVDQU32 64(DI), Z1
+	VFPCLASSPSZ $0xa1, Z0, K1 // QNaN, SNaN, denormal
+	VFPCLASSPSZ $0xa1, Z1, K2
+	KORTESTW K1, K2
+	JNZ bfspecial
+	BYTE $0x62; BYTE $0xf2; BYTE $0x77; BYTE $0x48; BYTE $0x72; BYTE $0xd0 // VCVTNE2PS2BF16 Z2, Z1, Z0 (Intel order)
+	VPERMW.Z Z2, Z11, K3, Z3
+	VPERMW.Z Z2, Z12, K3, Z4
+	VMOVDQU32 Z3, (DI)
+	VMOVDQU32 Z4, 64(DI)
+bfnext:
+	ADDQ $128, DI
+	DECQ BX
+	JNZ bfloop
+bftail:
+	ANDQ $31, CX
+	JZ bfend
+	CMPQ CX, $16
+	JLT bfmasked
+	VMOVDQU32 (DI), Z0
+	ROUND16
+	VMOVDQU32 Z1, (DI)
+	ADDQ $64, DI
+	SUBQ $16, CX
+	JZ bfend
+bfmasked:
+	MOVL $1, AX
+	SHLL CX, AX
+	DECL AX
+	KMOVW AX, K2
+	VMOVDQU32.Z (DI), K2, Z0
+	ROUND16
+	VMOVDQU32 Z1, K2, (DI)
+bfend:
+	VZEROUPPER
+	RET
+bfspecial:
+	VMOVDQA32 Z1, Z5
+	ROUND16
+	VMOVDQU32 Z1, (DI)
+	VMOVDQA32 Z5, Z0
+	ROUND16
+	VMOVDQU32 Z1, 64(DI)
+	JMP bfnext

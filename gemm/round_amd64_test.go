@@ -7,7 +7,8 @@ import (
 )
 
 // TestRoundVecMatchesScalar: the vector roundings roundSlice and
-// bf16RoundSlice take (AVX2, and AVX-512 where the CPU has it) give
+// bf16RoundSlice take (AVX2, AVX-512 and VCVTNE2PS2BF16 where the CPU has
+// them) give
 // roundMantissa's bits, and bf16BitsRNE's (a NaN cut to its top 16 bits),
 // for every class of float32 (random bit patterns, NaNs with payloads in
 // the bits they drop, infinities, the ties, values that round up to
@@ -40,6 +41,17 @@ func TestRoundVecMatchesScalar(t *testing.T) {
 	if len(vecs) == 0 {
 		t.Skip("no AVX2: roundSlice is the scalar loop")
 	}
+	if roundCvt {
+		vecs = append(vecs, vec{"VCVTNE2PS2BF16", func(s []float32, drop uint, nanMask uint32) int {
+			if drop != 16 {
+				return 0 // bf16 only
+			}
+			if len(s) > 0 {
+				roundBF16AVX512BF16(&s[0], len(s), nanMask)
+			}
+			return len(s)
+		}})
+	}
 	vecs = append(vecs, vec{"roundVecMasked", roundVecMasked})
 	rng := rand.New(rand.NewPCG(3, 4))
 	var u []uint32
@@ -50,6 +62,19 @@ func TestRoundVecMatchesScalar(t *testing.T) {
 		0x3f808000, 0x3f818000, 0x3f801000, 0x3f803000, 0x00000001, 0x00008000, 0x80018000, 0, 0x80000000,
 		0x7f808000, 0x7fff8000, 0xff807fff, 0x7f80ffff} {
 		u = append(u, b)
+	}
+	// Runs of 32 normal floats with a NaN or a denormal at each place
+	// (the VCVTNE2PS2BF16 loop must send the 32 to the integer rounding).
+	for _, b := range []uint32{0x7fa00001, 0x00008001, 0x80000001, 0xffc07fff} {
+		for p := range 32 {
+			for i := range 32 {
+				v := 0x3f800000 | rng.Uint32()&0x807fffff
+				if i == p {
+					v = b
+				}
+				u = append(u, v)
+			}
+		}
 	}
 	u = append(u, 1, 2, 3) // a tail
 	for _, v := range vecs {
