@@ -82,18 +82,17 @@ func cpuVendor() string {
 func roundMantissaAVX2(s *float32, n int, drop, half, mask, nanMask uint32)
 
 // roundMantissaAVX512 is roundMantissaAVX2 on 16 lanes for any n (the last
-// n%16 under a mask): about 4x the floats per cycle of the AVX2 loop on an
-// Intel Xeon of family 6 model 207 (BenchmarkRoundBF16), which spends a
-// cycle a float there on its blend and its shift by a register.
+// n%16 under a mask): 4x the floats per ns of the AVX2 loop in L1 on an
+// Intel Xeon of family 6 model 207 (BenchmarkRoundBF16).
 //
 //go:noescape
 func roundMantissaAVX512(s *float32, n int, drop, half, mask, nanMask uint32)
 
 // roundBF16AVX512BF16 is roundMantissaAVX512(s, n, 16, 0x7fff,
 // 0xffff0000, nanMask) by VCVTNE2PS2BF16 on 32 floats at a time that hold
-// no NaN and no denormal: 1.4x the floats per ns of roundMantissaAVX512 in
-// L1, 2-3% of a resnet20 bf16 step on an Intel Xeon of family 6 model 207
-// (BenchmarkRoundBF16).
+// no NaN and no denormal: on an Intel Xeon of family 6 model 207, 1.35x
+// the floats per ns of roundMantissaAVX512 in L1 (BenchmarkRoundBF16),
+// 2-3% of a resnet20 bf16 step.
 //
 //go:noescape
 func roundBF16AVX512BF16(s *float32, n int, nanMask uint32)

@@ -95,7 +95,7 @@ func roundSlice(p Precision, s []float32) {
 	default:
 		return
 	}
-	n := roundVec(s, drop) // AVX2, the same bits
+	n := roundVec(s, drop) // AVX-512 or AVX2, the same bits
 	for i, v := range s[n:] {
 		s[n+i] = roundMantissa(v, drop)
 	}
