@@ -44,7 +44,8 @@
 // product of inputs rounded beforehand: the semantics of PyTorch's
 // allow_tf32 and of autocast's bf16 conv and matmul inputs, and of the
 // cuBLAS stand-in's rounding (cudaops/cudasim/fp.h). Sgemm and the rest
-// are FP32, unchanged.
+// are FP32, unchanged. A Panels source that rounds its values itself, once
+// for many uses (RoundedPanels), is packed without a second rounding.
 //
 // Files:
 //

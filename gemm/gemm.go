@@ -45,6 +45,17 @@ type Panels interface {
 	PackB(dst []float32, pc, jc, kb, nb int)
 }
 
+// RoundedPanels is a Panels whose values are rounded to RoundedTo()
+// already, as RoundSlice rounds them (a convolution's input, say, rounded
+// once before the im2col matrix is gathered from it: a ninth of the
+// values of a 3x3 convolution's matrix): SgemmPanelsPrec and
+// SgemmPackedPanels at that precision pack its blocks without rounding
+// them again, the same bits for less work.
+type RoundedPanels interface {
+	Panels
+	RoundedTo() Precision
+}
+
 // NR is the panel width of Panels, KC and NC bound its blocks.
 const (
 	NR = nr
@@ -276,15 +287,19 @@ func begin(fn string, transA bool, m, n, k int, alpha float32, a []float32, lda 
 // packed once each), ic over mc rows (A packed, unless pa holds it
 // packed already), then the tiles. A and B are rounded to prec as they are
 // packed, a few panels at a time while they are in L1 (packARounded,
-// packBRounded; pa was rounded by PackAPrec).
+// packBRounded; pa was rounded by PackAPrec, a RoundedPanels b may be
+// rounded already).
 func multiply(s *scratch, prec Precision, pa *PackedA, transA bool, m, n, k int, alpha float32, a []float32, lda int, b Panels, beta float32, c []float32, ldc int) {
 	kstep := kStep(k)
-	round := rounding(prec)
+	round, roundB := rounding(prec), rounding(prec)
+	if r, ok := b.(RoundedPanels); ok && r.RoundedTo() == prec {
+		roundB = nil
+	}
 	for jc := 0; jc < n; jc += nc {
 		nb := min(nc, n-jc)
 		for bi, pc := 0, 0; pc < k; bi, pc = bi+1, pc+kstep {
 			kb := min(kstep, k-pc)
-			packBRounded(s.b, b, pc, jc, kb, nb, round)
+			packBRounded(s.b, b, pc, jc, kb, nb, roundB)
 			bet := beta
 			if pc > 0 {
 				bet = 1

@@ -329,3 +329,67 @@ func TestChooseFastBF16(t *testing.T) {
 		t.Errorf("FastBF16() = %v with the default %v", FastBF16(), fastBF16Default)
 	}
 }
+
+// claimedPanels is a stored op(B) that says it is rounded to prec.
+type claimedPanels struct {
+	matrixB
+	prec Precision
+}
+
+func (c *claimedPanels) RoundedTo() Precision { return c.prec }
+
+// TestRoundedPanelsAreNotRoundedAgain: a RoundedPanels at the product's
+// precision is packed as it is (B values it claims rounded but are not
+// stay unrounded: the product is Sgemm's on rounded A and that B), one at
+// another precision is rounded as any Panels is; on B rounded beforehand
+// both give the bits of plain Panels.
+func TestRoundedPanelsAreNotRoundedAgain(t *testing.T) {
+	defer SetFastBF16(SetFastBF16(false))
+	rng := rand.New(rand.NewPCG(11, 12))
+	m, n, k := 13, 70, 300
+	a, b := randSlice(rng, m*k), randSlice(rng, k*n)
+	var pa PackedA
+	for _, p := range []Precision{TF32, BF16} {
+		other := TF32
+		if p == TF32 {
+			other = BF16
+		}
+		products := func(b Panels) map[string][]float32 {
+			out := map[string][]float32{}
+			c := make([]float32, m*n)
+			SgemmPanelsPrec(p, false, m, n, k, 1, a, k, b, 0, c, n)
+			out["SgemmPanelsPrec"] = c
+			PackAPrec(&pa, p, false, m, k, a, k)
+			c = make([]float32, m*n)
+			SgemmPackedPanels(&pa, n, 1, b, 0, c, n)
+			out["SgemmPackedPanels"] = c
+			return out
+		}
+		for _, c := range []struct {
+			name    string
+			b       []float32
+			claim   Precision
+			wantB   []float32
+			rounded bool
+		}{
+			{"unrounded B claimed at the product's precision", b, p, b, false},
+			{"unrounded B claimed at another precision", b, other, rounded(p, b), false},
+			{"rounded B claimed", rounded(p, b), p, rounded(p, b), true},
+		} {
+			want := make([]float32, m*n)
+			Sgemm(false, false, m, n, k, 1, rounded(p, a), k, c.wantB, n, 0, want, n)
+			for what, got := range products(&claimedPanels{matrixB{c.b, n, false}, c.claim}) {
+				if !slices.Equal(got, want) {
+					t.Errorf("%v, %s: %s is not Sgemm's on rounded A and that B", p, c.name, what)
+				}
+			}
+			if c.rounded {
+				for what, got := range products(&matrixB{c.b, n, false}) {
+					if !slices.Equal(got, want) {
+						t.Errorf("%v, %s: %s differs from plain Panels", p, c.name, what)
+					}
+				}
+			}
+		}
+	}
+}
