@@ -124,6 +124,7 @@ type Train struct {
 // (docs/cuda.md).
 type Cuda struct {
 	Gemm   string `yaml:"gemm" help:"the GPU engine's matrix products (every conv and linear layer, forward and backward; acts on the cuda device only): auto (cuBLAS when it loads, else our own SGEMM, and the run says where it looked), cublas (cuBLAS, or stop with the places it looked) or own (our own SGEMM kernel: the fallback and the reference)"`
+	Graphs string `yaml:"graphs" help:"CUDA Graphs for the training step (acts on the cuda device only): auto (after the first step, each step is captured once per input slot and batch size and then replayed with one launch; data-parallel steps, which wait for the host, and a step whose capture the driver refuses launch kernel by kernel, and the run says why), on (as auto, but a refused capture stops the run) or off (every kernel launched every step); the weights are the same either way"`
 	Cublas string `yaml:"cublas" help:"where cuBLAS is (acts on the cuda device only): a libcublas.so.N file, or a folder holding libcublas.so.13, .12 or .11; empty = search the library path, the driver's folder, the CUDA toolkit's and Python environments' nvidia/*/lib folders (docs/cuda.md)"`
 }
 
@@ -171,6 +172,6 @@ func Default() Config {
 			StepEpochs: 30, Milestones: []int{}, Gamma: 0.1},
 		Train: Train{Epochs: 12, Device: "cpu", Precision: "fp32", Seed: 1, Out: "runs/default", Progress: "auto", KeepCkpts: 2, OnDivergence: "auto",
 			Dist: "auto", DistTimeout: 300, DistBucketMB: 25},
-		Cuda: Cuda{Gemm: "auto"},
+		Cuda: Cuda{Gemm: "auto", Graphs: "auto"},
 	}
 }

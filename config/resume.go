@@ -35,6 +35,7 @@ var resumeChangeable = []struct{ Path, Why string }{
 	{"train.dist_bucket_mb", "only how gradients are grouped for summing"},
 	{"cuda.gemm", "only which library computes the GPU's matrix products, at the same precision, up to its float summation order"},
 	{"cuda.cublas", "only where cuBLAS is found"},
+	{"cuda.graphs", "only whether the steps' launches are replayed from a captured graph: the same launches, the same weights"},
 }
 
 // ResumeChangeable reports whether a resumed run may change the setting at

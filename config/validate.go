@@ -70,6 +70,11 @@ func (p *problems) cuda(c *Cuda) {
 	default:
 		p.bad("cuda.gemm", "must be auto, cublas or own, got %q", c.Gemm)
 	}
+	switch c.Graphs {
+	case "auto", "on", "off":
+	default:
+		p.bad("cuda.graphs", "must be auto, on or off, got %q", c.Graphs)
+	}
 	if c.Cublas != strings.TrimSpace(c.Cublas) || strings.ContainsRune(c.Cublas, 0) {
 		p.bad("cuda.cublas", "must be a file or folder path without leading or trailing spaces, got %q", c.Cublas)
 	}

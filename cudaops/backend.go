@@ -85,6 +85,8 @@ type Backend struct {
 	held      []heldBuf       // batch buffers whose copies may be in flight
 	stopped   error           // the non-finite step Results reported: Start refuses until Load
 	stopAt    int             // that step + 1; 0: none
+	argsPin   []byte          // stepRing steps' arguments (stepArgs), pinned, copied to the device before each step
+	graphs    stepGraphs      // cuda.graphs: the steps' captured graphs (backend_graphs.go)
 }
 
 // stepRing is how many steps' results the device keeps; flushEvery how
@@ -203,9 +205,9 @@ func NewBackendWith(d *Device, spec model.Spec, opt model.Options, nonBlocking b
 				}
 			}
 		}
-		// The ring, the flag after it, and the labels: allocated once.
+		// The ring, the flag after it, and each slot's labels: allocated once.
 		rb, err1 := b.e.alloc(2*stepRing + 1)
-		lb, err2 := b.e.allocInt32(stepRing * B)
+		lb, err2 := b.e.allocInt32(len(b.slots) * B)
 		if err := first(err1, err2); err != nil {
 			return err
 		}
@@ -218,6 +220,14 @@ func NewBackendWith(d *Device, spec model.Spec, opt model.Options, nonBlocking b
 		b.labelsPin, err = b.pinned.Alloc(4 * stepRing * B)
 	}
 	if err == nil {
+		b.argsPin, err = b.pinned.Alloc(4 * stepRing * stepArgsLen)
+		b.e.argsByBackend = true
+		b.graphs = stepGraphs{mode: eo.Graphs, execs: map[graphKey]*GraphExec{}}
+		if b.graphs.mode == "" {
+			b.graphs.mode = GraphsAuto
+		}
+	}
+	if err == nil {
 		b.ringHost = make([]float32, 2*stepRing+1)
 		b.inflight = make([]*Pending, 0, flushEvery)
 		b.outcomes = make([]stepOutcome, 0, 2*flushEvery)
@@ -228,6 +238,11 @@ func NewBackendWith(d *Device, spec model.Spec, opt model.Options, nonBlocking b
 	}
 	if err == nil {
 		b.m, err = model.NewOn(b.ge.Engine(), spec, opt)
+	}
+	if err == nil {
+		// The convs' shared workspace, sized by the model just built: no
+		// step allocates device memory (the arena is all allocated here).
+		err = b.dev.do(func() error { _, err := b.ge.workspace(); return err })
 	}
 	if err != nil {
 		b.Close()
@@ -358,7 +373,9 @@ func (b *Backend) start(src unsafe.Pointer, bytes int64, u8 bool, labels []int32
 		dst = s.xU8.p
 	}
 	B := b.m.Options().Batch
-	lab := devBuf{b.labels.p + cu.DevicePtr(4*B*(k%stepRing)), B}
+	j := b.next
+	lab := devBuf{b.labels.p + cu.DevicePtr(4*B*j), B} // read by the slot's compute, which the copy waits for
+	key := graphKey{slot: j, n: n, u8: u8}
 	var pin []int32
 	if scoring {
 		// The pinned slot's last copy (step k-stepRing) was read by a
@@ -412,7 +429,7 @@ func (b *Backend) start(src unsafe.Pointer, bytes int64, u8 bool, labels []int32
 			if !testSkipCopyWait {
 				wait = b.compute.Wait(e.copyEnd, 0)
 			}
-			return first(wait, e.computeStart.Record(b.compute), b.prepare(s, n, u8))
+			return first(wait, e.computeStart.Record(b.compute), b.putArgs(k, lr))
 		})
 		if err == nil {
 			in := model.Input{Value: s.xv, Labels: hostLabels, N: n}
@@ -420,10 +437,7 @@ func (b *Backend) start(src unsafe.Pointer, bytes int64, u8 bool, labels []int32
 				in.Labels = pin
 				b.score.labels, b.score.n, b.score.slot, b.score.step = lab, n, k%stepRing, k
 			}
-			var p model.Pending
-			if p, err = b.m.Start(in, lr); err == nil {
-				pd.res, _, err = p.Wait()
-			}
+			pd.res, err = b.runStep(key, s, in, lr)
 		}
 		if err2 := b.dev.do(func() error { return e.computeEnd.Record(b.compute) }); err == nil {
 			err = err2
@@ -743,6 +757,7 @@ func (b *Backend) Close() {
 	if b.nsync != nil {
 		b.nsync.free()
 	}
+	b.graphs.free(b.dev)
 	b.dev.do(func() error {
 		b.compute.Synchronize()
 		for k := range b.ev {

@@ -9,8 +9,8 @@ package cudaops
 // costs the host").
 type BackendCounters struct {
 	DriverCounters
-	// Graph: the backend's steps replay a captured CUDA Graph. False until
-	// the backend captures one (issue 25, cuda.graphs).
+	// Graph: the backend's steps have replayed a captured CUDA Graph
+	// (cuda.graphs, backend_graphs.go).
 	Graph bool
 }
 
@@ -29,7 +29,3 @@ func (b *Backend) DriverCounters() (c BackendCounters, ok bool) {
 	}
 	return BackendCounters{DriverCounters: ReadDriverCounters(), Graph: b.graphed()}, true
 }
-
-// graphed reports whether b's training steps replay a CUDA Graph. No step
-// does yet; the change that captures the step answers here from its state.
-func (b *Backend) graphed() bool { return false }

@@ -24,20 +24,44 @@ type devLossRun struct {
 	params   []model.NamedTensor
 	optState []model.NamedTensor
 	counted  DriverCounters
-	steps    int // the steps the counts cover
+	steps    int    // the steps the counts cover
+	graphs   string // the Backend's GraphsNote at the end
+	captured int    // graphs captured
+	replays  int    // steps run as a graph launch
+}
+
+// devLossCase is what runDevLoss runs: the loss on the host or on the
+// device, how many steps, cuda.graphs, and the model (the quickstart's CNN
+// with SGD when spec is zero).
+type devLossCase struct {
+	hostLoss bool
+	steps    int
+	graphs   string
+	spec     model.Spec
+	opt      model.Options
 }
 
 func runDevLoss(t *testing.T, d *Device, hostLoss bool, steps int) devLossRun {
 	t.Helper()
-	testHostLoss = hostLoss
+	return runDevLossCase(t, d, devLossCase{hostLoss: hostLoss, steps: steps, graphs: GraphsOff})
+}
+
+func runDevLossCase(t *testing.T, d *Device, c devLossCase) devLossRun {
+	t.Helper()
+	steps := c.steps
+	testHostLoss = c.hostLoss
 	defer func() { testHostLoss = false }()
-	opt := model.Options{Batch: 16, Seed: 5, Momentum: 0.9, WeightDecay: 5e-4, LabelSmoothing: 0.1}
-	b, err := NewBackend(d, gpuSpec, opt, true, imageNet)
+	spec, opt := c.spec, c.opt
+	if spec.InputSize == 0 {
+		spec = gpuSpec
+		opt = model.Options{Batch: 16, Seed: 5, Momentum: 0.9, WeightDecay: 5e-4, LabelSmoothing: 0.1}
+	}
+	b, err := NewBackendWith(d, spec, opt, true, imageNet, EngineOptions{Gemm: GemmOwn, Graphs: c.graphs})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	S := gpuSpec.InputSize
+	S := spec.InputSize
 	n := opt.Batch * 3 * S * S
 	const pool = flushEvery + 4 // more buffers than the Backend may hold
 	bufs := make([][]byte, pool)
@@ -63,14 +87,15 @@ func runDevLoss(t *testing.T, d *Device, hostLoss bool, steps int) devLossRun {
 			bufs[i][j] = uint8(rng.IntN(256))
 		}
 		for j := range labels {
-			labels[j] = int32(rng.IntN(gpuSpec.Classes))
+			labels[j] = int32(rng.IntN(spec.Classes))
 		}
 		nValid := opt.Batch
 		if k%7 == 6 {
 			nValid = opt.Batch - 5 // a short batch now and then: the padded rows
 		}
 		free[i] = false
-		pd, err := b.Start(model.Input{U8: bufs[i], Labels: labels, N: nValid, Release: func() { free[i] = true }}, 0.05)
+		lr := 0.05 - 0.002*float32(k%5) // a schedule: a replayed step must use its own
+		pd, err := b.Start(model.Input{U8: bufs[i], Labels: labels, N: nValid, Release: func() { free[i] = true }}, lr)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,6 +142,7 @@ func runDevLoss(t *testing.T, d *Device, hostLoss bool, steps int) devLossRun {
 		}
 	}
 	run.params, run.optState = state(t, b)
+	run.graphs, run.captured, run.replays = b.GraphsNote(), len(b.graphs.execs), b.graphs.replays
 	return run
 }
 

@@ -47,6 +47,18 @@ type gpuEngine struct {
 	// until a Backend points it into its step ring.
 	flag cu.DevicePtr
 
+	// sargs is the step's arguments in device memory (kernels.cu's sa,
+	// stepArgs), which sgd, sgd_nesterov, adamw and xent_loss read instead
+	// of launch arguments, so that a step captured as a CUDA Graph replays
+	// with the next step's. An engine of its own writes them (set_step_args,
+	// in stream order) when a launch wants other values; a Backend's
+	// engine (argsByBackend) has them copied into place before each step
+	// and checks that every launch wants what was copied.
+	sargs         cu.DevicePtr
+	cur           stepArgs
+	curSet        bool
+	argsByBackend bool
+
 	blas     *Cublas        // the GEMMs on cuBLAS (selectGemm), or nil: our own sgemm
 	prec     gemm.Precision // the GEMMs' input rounding
 	gemmInfo GemmInfo
@@ -79,7 +91,64 @@ func newGPUEngine(s cu.Stream) (*gpuEngine, error) {
 		return nil, err
 	}
 	e.flag = f.(devBuf).p
+	a, err := e.alloc(stepArgsLen)
+	if err != nil {
+		e.free()
+		return nil, err
+	}
+	e.sargs = a.(devBuf).p
 	return e, nil
+}
+
+// stepArgs are one training step's arguments in device memory, in
+// kernels.cu's sa layout: the learning rate, AdamW's bias-corrected step
+// lr/(1−β1^t) and √(1−β2^t) (model.AdamWScalars), the step's slot in a
+// Backend's result ring, and the step's number.
+type stepArgs struct {
+	lr, adamStep, adamSq float32
+	slot, step           int32
+}
+
+// stepArgsLen is sa's length in 4-byte words.
+const stepArgsLen = 5
+
+// words is a in sa's layout.
+func (a stepArgs) words() [stepArgsLen]uint32 {
+	return [stepArgsLen]uint32{math.Float32bits(a.lr), math.Float32bits(a.adamStep), math.Float32bits(a.adamSq), uint32(a.slot), uint32(a.step)}
+}
+
+// The fields of stepArgs a launch reads (want's mask).
+const (
+	argLR   = 1 << iota // lr
+	argAdam             // adamStep, adamSq
+	argSlot             // slot, step
+)
+
+// want makes sure the device's step arguments hold w's fields in mask
+// when the next launch on the stream runs. An engine of its own queues
+// set_step_args if they differ; a Backend's must already hold them.
+func (e *gpuEngine) want(mask int, w stepArgs) error {
+	a := e.cur
+	if mask&argLR != 0 {
+		a.lr = w.lr
+	}
+	if mask&argAdam != 0 {
+		a.adamStep, a.adamSq = w.adamStep, w.adamSq
+	}
+	if mask&argSlot != 0 {
+		a.slot, a.step = w.slot, w.step
+	}
+	if e.curSet && a.words() == e.cur.words() {
+		return nil
+	}
+	if e.argsByBackend {
+		return fmt.Errorf("cudaops: the step's arguments on the device are %+v; a launch of this step wants %+v", e.cur, a)
+	}
+	if err := e.launch("set_step_args", 1, 1, 1, 1, uint64(e.sargs), fl(a.lr), fl(a.adamStep), fl(a.adamSq), i(int(a.slot)), i(int(a.step))); err != nil {
+		return err
+	}
+	e.cur, e.curSet = a, true
+	return nil
 }
 
 func (e *gpuEngine) free() {
@@ -225,7 +294,18 @@ func (e *gpuEngine) softmaxXent(z, labels, loss, dz buffer, B, K, n int) error {
 }
 
 func (e *gpuEngine) sgd(w, grad, v buffer, n int, lr, mom, wd float32, first bool) error {
-	return e.launch1D("sgd", n, p(w), p(grad), p(v), i(n), fl(lr), fl(mom), fl(wd), bl(first), uint64(e.flag))
+	if err := e.want(argLR, stepArgs{lr: lr}); err != nil {
+		return err
+	}
+	return e.launch1D("sgd", n, p(w), p(grad), p(v), i(n), uint64(e.sargs), fl(mom), fl(wd), bl(first), uint64(e.flag))
+}
+
+// scaleUnless is x·(1−a) (x − a·x) on n floats unless the flag is set.
+func (e *gpuEngine) scaleUnless(x buffer, n int, a float32) error {
+	if n == 0 {
+		return nil
+	}
+	return e.launch1D("scale_unless", n, p(x), i(n), fl(a), uint64(e.flag))
 }
 
 // xentLoss writes the loss of logits z (B, K) against the weighted target
@@ -233,7 +313,10 @@ func (e *gpuEngine) sgd(w, grad, v buffer, n int, lr, mom, wd float32, first boo
 // top-1 hits into slot of ring (two floats a slot), and sets the engine's
 // flag to step+1 if the loss is not finite and the flag is not set yet.
 func (e *gpuEngine) xentLoss(z, labels, ring buffer, B, K, n int, eps float32, slot, step int) error {
-	return e.launch("xent_loss", 1, 1, 1, 256, p(z), p(labels), i(B), i(K), i(n), fl(eps), p(ring), i(slot), uint64(e.flag), i(step))
+	if err := e.want(argSlot, stepArgs{slot: int32(slot), step: int32(step)}); err != nil {
+		return err
+	}
+	return e.launch("xent_loss", 1, 1, 1, 256, p(z), p(labels), i(B), i(K), i(n), fl(eps), p(ring), uint64(e.sargs), uint64(e.flag))
 }
 
 // xentGrad is the loss's gradient, g·(softmax(z)·Σt − t), into dz.

@@ -27,6 +27,7 @@ type EngineOptions struct {
 	Gemm      string         // GemmAuto (also for ""), GemmCublas or GemmOwn
 	Cublas    string         // cuda.cublas: a file or a folder; "" = search (CublasCandidates)
 	Precision gemm.Precision // the GEMMs' inputs: fp32, TF32 or bf16 (train.precision)
+	Graphs    string         // cuda.graphs: GraphsAuto (also for ""), GraphsOn or GraphsOff (a Backend's steps)
 }
 
 // GemmInfo is the GEMM an engine uses, for the run's device line.
@@ -54,6 +55,11 @@ func (o EngineOptions) check() error {
 	case "", GemmAuto, GemmCublas, GemmOwn:
 	default:
 		return fmt.Errorf("cuda.gemm is %q: want one of %s", o.Gemm, strings.Join(GemmChoices, ", "))
+	}
+	switch o.Graphs {
+	case "", GraphsAuto, GraphsOn, GraphsOff:
+	default:
+		return fmt.Errorf("cuda.graphs is %q: want one of %s", o.Graphs, strings.Join(GraphsChoices, ", "))
 	}
 	switch o.Precision {
 	case gemm.FP32, gemm.TF32, gemm.BF16:

@@ -254,15 +254,42 @@ __device__ double xent_lse(const float *row, int K) {
 	return m + log(s);
 }
 
+// The step's arguments (sa): what changes from one training step to the
+// next, in device memory rather than in the launches, so that the launches
+// of a step captured as a CUDA Graph are those of every later step (the
+// Backend copies each step's into place before it runs; an engine of its
+// own writes them with set_step_args when they change). sa[0] the learning
+// rate, sa[1] and sa[2] AdamW's lr/(1-b1^t) and sqrt(1-b2^t), sa[3] the
+// step's slot in the result ring and sa[4] the step's number (ints).
+#define SA_LR(sa) ((sa)[0])
+#define SA_ADAM_STEP(sa) ((sa)[1])
+#define SA_ADAM_SQ(sa) ((sa)[2])
+#define SA_SLOT(sa) __float_as_int((sa)[3])
+#define SA_STEP(sa) __float_as_int((sa)[4])
+
+// set_step_args: one thread writes sa.
+__global__ void set_step_args(float *sa, float lr, float astep, float asq, int slot, int step) {
+	if (blockIdx.x == 0 && threadIdx.x == 0) {
+		sa[0] = lr;
+		sa[1] = astep;
+		sa[2] = asq;
+		sa[3] = __int_as_float(slot);
+		sa[4] = __int_as_float(step);
+	}
+}
+
 // xent_loss: one block of 256 threads. The loss sum_r sum_j t_rj (lse(z_r) -
 // z_rj) in double (cpuops.XentForward), rounded to float as the graph's
 // scalar is, and the top-1 hits among the n valid rows (model.Rank: a class
 // ties the label's score only from a lower index), go to slot `slot` of the
 // ring: ring[2*slot] the loss, ring[2*slot+1] the hits as a float (exact up
 // to 2^24). The first step whose loss is not finite is kept in *flag
-// (step+1); while it is set, the update kernels do nothing.
-__global__ void xent_loss(const float *z, const int *labels, int B, int K, int n, float eps, float *ring, int slot, int *flag,
-			  int step) {
+// (step+1); while it is set, the update kernels do nothing. The slot and
+// the step are the step's arguments in device memory (sa, set_step_args),
+// so that a captured graph of the step replays with the next step's.
+__global__ void xent_loss(const float *z, const int *labels, int B, int K, int n, float eps, float *ring, const float *sa,
+			  int *flag) {
+	int slot = SA_SLOT(sa), step = SA_STEP(sa);
 	double loss = 0.0, hits = 0.0;
 	for (int r = threadIdx.x; r < n && r < B; r += blockDim.x) {
 		const float *row = z + (long long)r * K;
@@ -323,9 +350,12 @@ __global__ void copy_f32_unless(const float *src, float *dst, int n, const int *
 }
 
 // sgd: PyTorch's SGD (dampening 0, no Nesterov): g = grad + wd*w;
-// v = g on the first step, else mom*v + g; w -= lr*v (lr*g without momentum).
-__global__ void sgd(float *w, const float *grad, float *v, int N, float lr, float mom, float wd, int first, const int *flag) {
+// v = g on the first step, else mom*v + g; w -= lr*v (lr*g without momentum);
+// lr is the step's (sa).
+__global__ void sgd(float *w, const float *grad, float *v, int N, const float *sa, float mom, float wd, int first,
+		    const int *flag) {
 	if (stopped(flag)) return;
+	float lr = SA_LR(sa);
 	GRID_STRIDE(i, N) {
 		float g = grad[i] + wd * w[i];
 		if (mom != 0.f) {
@@ -626,9 +656,10 @@ __global__ void relu_grad(const float *y, const float *dy, float *d, int n) {
 
 // sgd_nesterov: torch.optim.SGD(nesterov=True, dampening 0): g = grad + wd*w;
 // v = g on the first step, else mom*v + g; w -= lr*(g + mom*v).
-__global__ void sgd_nesterov(float *w, const float *grad, float *v, int N, float lr, float mom, float wd, int first,
+__global__ void sgd_nesterov(float *w, const float *grad, float *v, int N, const float *sa, float mom, float wd, int first,
 			     const int *flag) {
 	if (stopped(flag)) return;
+	float lr = SA_LR(sa);
 	GRID_STRIDE(i, N) {
 		float g = grad[i] + wd * w[i];
 		v[i] = first ? g : mom * v[i] + g;
@@ -636,13 +667,16 @@ __global__ void sgd_nesterov(float *w, const float *grad, float *v, int N, float
 	}
 }
 
-// adamw: torch.optim.AdamW (amsgrad off), one step; the host computes
-// step = lr/(1-b1^t), sq = sqrt(1-b2^t) and decay = 1 - lr*wd as
-// model.AdamWUpdate does: w *= decay; m = b1*m + (1-b1)*g;
+// adamw: torch.optim.AdamW (amsgrad off), one step, with the step's
+// step = lr/(1-b1^t) and sq = sqrt(1-b2^t) (sa, computed on the host as
+// model.AdamWUpdate does) and decay = 1 - lr*wd rounded as the host's
+// float32 product and difference: w *= decay; m = b1*m + (1-b1)*g;
 // v = b2*v + (1-b2)*g*g; w -= step*m / (sqrt(v)/sq + eps).
-__global__ void adamw(float *w, const float *grad, float *m, float *v, int N, float b1, float b2, float eps, float step, float sq,
-		      float decay, const int *flag) {
+__global__ void adamw(float *w, const float *grad, float *m, float *v, int N, float b1, float b2, float eps, float wd,
+		      const float *sa, const int *flag) {
 	if (stopped(flag)) return;
+	float step = SA_ADAM_STEP(sa), sq = SA_ADAM_SQ(sa);
+	float decay = __fsub_rn(1.f, __fmul_rn(SA_LR(sa), wd));
 	GRID_STRIDE(i, N) {
 		float g = grad[i];
 		w[i] *= decay;
@@ -650,6 +684,14 @@ __global__ void adamw(float *w, const float *grad, float *m, float *v, int N, fl
 		v[i] = b2 * v[i] + (1.f - b2) * g * g;
 		w[i] -= step * m[i] / (sqrtf(v[i]) / sq + eps);
 	}
+}
+
+// scale_unless: x = x - a*x (x·(1-a), rounded as sgd's w -= lr*g with
+// g = w) unless stopped: NCCLSync's scaling of a bucket of summed
+// gradients, whose factor is not a step argument.
+__global__ void scale_unless(float *x, int n, float a, const int *flag) {
+	if (stopped(flag)) return;
+	GRID_STRIDE(i, n) { x[i] -= a * x[i]; }
 }
 
 } // extern "C"

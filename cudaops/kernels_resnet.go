@@ -4,9 +4,10 @@ package cudaops
 
 import (
 	"fmt"
-	"math"
 
 	"gorgonia.org/cu"
+
+	"stoke/model"
 )
 
 // The layer kernels of every arch (kernels.cu, after normalize_u8: the
@@ -456,12 +457,15 @@ func (e *gpuEngine) sgdNesterov(w, grad, v buffer, n int, lr, mom, wd float32, f
 	if err := needs("sgdNesterov", w, n, grad, n, v, n); err != nil || n == 0 {
 		return err
 	}
-	return e.launch1D("sgd_nesterov", n, p(w), p(grad), p(v), i(n), fl(lr), fl(mom), fl(wd), bl(first), uint64(e.flag))
+	if err := e.want(argLR, stepArgs{lr: lr}); err != nil {
+		return err
+	}
+	return e.launch1D("sgd_nesterov", n, p(w), p(grad), p(v), i(n), uint64(e.sargs), fl(mom), fl(wd), bl(first), uint64(e.flag))
 }
 
 // adamW is model.AdamWUpdate at step t (1 on the first) on n elements:
 // updates w, m (exp_avg) and v (exp_avg_sq) in place from grad. The bias
-// corrections are computed here in float64, as on the host.
+// corrections are model.AdamWScalars's, in the step's arguments.
 func (e *gpuEngine) adamW(w, grad, m, v buffer, n int, lr, b1, b2, eps, wd float32, t int64) error {
 	if t < 1 {
 		return fmt.Errorf("cudaops: adamW: step %d, want >= 1", t)
@@ -469,10 +473,9 @@ func (e *gpuEngine) adamW(w, grad, m, v buffer, n int, lr, b1, b2, eps, wd float
 	if err := needs("adamW", w, n, grad, n, m, n, v, n); err != nil || n == 0 {
 		return err
 	}
-	bc1 := 1 - math.Pow(float64(b1), float64(t))
-	bc2 := 1 - math.Pow(float64(b2), float64(t))
-	step := float32(float64(lr) / bc1)
-	sq := float32(math.Sqrt(bc2))
-	decay := 1 - lr*wd
-	return e.launch1D("adamw", n, p(w), p(grad), p(m), p(v), i(n), fl(b1), fl(b2), fl(eps), fl(step), fl(sq), fl(decay), uint64(e.flag))
+	step, sq := model.AdamWScalars(lr, b1, b2, t)
+	if err := e.want(argLR|argAdam, stepArgs{lr: lr, adamStep: step, adamSq: sq}); err != nil {
+		return err
+	}
+	return e.launch1D("adamw", n, p(w), p(grad), p(m), p(v), i(n), fl(b1), fl(b2), fl(eps), fl(wd), uint64(e.sargs), uint64(e.flag))
 }

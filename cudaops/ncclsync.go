@@ -109,7 +109,7 @@ func (b *Backend) NewNCCLSync(comm DeviceAllreducer, total func(n int) (int, err
 			return err
 		}
 		s.sp = uintptr(unsafe.Pointer(s.stream.C()))
-		// The scaling runs the sgd kernel, which reads the engine's
+		// The scaling (scale_unless) reads the engine's
 		// non-finite flag (a live device int: the backend's, or the
 		// engine's own that nothing sets); a step it stops has no update
 		// to scale for.
@@ -247,9 +247,8 @@ func (s *NCCLSync) queue(g *gbucket) error {
 		}
 	}
 	if s.n > 0 && s.scale != 1 {
-		// w −= (1 − f)·w is w·f: sgd without momentum or decay, its
-		// gradient the buffer itself (kernels.cu has no scale kernel).
-		if err := s.e.sgd(g.buf, g.buf, g.buf, g.buf.n, 1-s.scale, 0, 0, true); err != nil {
+		// w −= (1 − f)·w is w·f, rounded as sgd's w −= lr·w was.
+		if err := s.e.scaleUnless(g.buf, g.buf.n, 1-s.scale); err != nil {
 			return err
 		}
 	}

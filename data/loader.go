@@ -22,7 +22,13 @@ type LoaderConfig struct {
 	Workers int
 	// Prefetch is the number of batches in flight per worker (PyTorch's
 	// prefetch_factor), at least 1; ignored when Workers is 0.
-	Prefetch  int
+	Prefetch int
+	// MinPool is the fewest batch buffers the loader keeps, whatever
+	// Workers·Prefetch asks for: a device backend that keeps a batch's
+	// buffer until its asynchronous copy is done asks for one more than it
+	// keeps (cudaops.Backend.HeldBatches), so that the loader always has
+	// one to fill and the host need not wait for each copy. 0: none.
+	MinPool   int
 	Shuffle   bool
 	DropLast  bool
 	Seed      uint64
@@ -206,9 +212,9 @@ func NewLoader(cfg LoaderConfig) (*Loader, error) {
 // poolFor is the buffers w workers take: Prefetch each, 2 when inline.
 func (l *Loader) poolFor(w int) int {
 	if w > 0 {
-		return w * l.cfg.Prefetch
+		return max(w*l.cfg.Prefetch, l.cfg.MinPool)
 	}
-	return 2
+	return max(2, l.cfg.MinPool)
 }
 
 // grow gives the loader the buffers and worker states w workers need,

@@ -378,14 +378,14 @@ func (c *countingAlloc) Name() string        { return "counting" }
 func TestLoaderBuffersReused(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	_, train := testDataset(t)
-	for _, wp := range [][2]int{{0, 0}, {1, 2}, {3, 2}} {
-		t.Run(fmt.Sprintf("workers=%d,prefetch=%d", wp[0], wp[1]), func(t *testing.T) {
+	for _, wp := range [][3]int{{0, 0, 0}, {1, 2, 0}, {3, 2, 0}, {1, 2, 5}, {0, 0, 3}, {3, 2, 4}} {
+		t.Run(fmt.Sprintf("workers=%d,prefetch=%d,minpool=%d", wp[0], wp[1], wp[2]), func(t *testing.T) {
 			ca := &countingAlloc{}
-			l, err := NewLoader(LoaderConfig{Index: train, Transform: testTransform{4}, BatchSize: 2, Workers: wp[0], Prefetch: wp[1], Alloc: ca})
+			l, err := NewLoader(LoaderConfig{Index: train, Transform: testTransform{4}, BatchSize: 2, Workers: wp[0], Prefetch: wp[1], MinPool: wp[2], Alloc: ca})
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := max(2, wp[0]*wp[1])
+			want := max(2, wp[0]*wp[1], wp[2]) // MinPool: a device backend's buffers in flight
 			if l.PoolSize() != want || ca.allocs != want {
 				t.Errorf("PoolSize %d, %d allocations, want %d", l.PoolSize(), ca.allocs, want)
 			}

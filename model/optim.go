@@ -175,10 +175,7 @@ func SGDNesterovUpdate(w, grad, v []float32, lr, momentum, wd float32, first boo
 //	m = β1·m + (1−β1)·g,  v = β2·v + (1−β2)·g²
 //	w = w − lr/(1−β1^t) · m / (√v/√(1−β2^t) + eps)
 func AdamWUpdate(w, grad, m, v []float32, lr, b1, b2, eps, wd float32, t int64) {
-	bc1 := 1 - math.Pow(float64(b1), float64(t))
-	bc2 := 1 - math.Pow(float64(b2), float64(t))
-	step := float32(float64(lr) / bc1)
-	sq := float32(math.Sqrt(bc2))
+	step, sq := AdamWScalars(lr, b1, b2, t)
 	decay := 1 - lr*wd
 	for i := range w {
 		g := grad[i]
@@ -188,6 +185,31 @@ func AdamWUpdate(w, grad, m, v []float32, lr, b1, b2, eps, wd float32, t int64) 
 		w[i] -= step * m[i] / (float32(math.Sqrt(float64(v[i])))/sq + eps)
 	}
 }
+
+// AdamWScalars are AdamWUpdate's bias-corrected step lr/(1−β1^t) and
+// √(1−β2^t) at step t, computed in float64 and rounded to float32: the
+// same on every engine.
+func AdamWScalars(lr, b1, b2 float32, t int64) (step, sq float32) {
+	bc1 := 1 - math.Pow(float64(b1), float64(t))
+	bc2 := 1 - math.Pow(float64(b2), float64(t))
+	return float32(float64(lr) / bc1), float32(math.Sqrt(bc2))
+}
+
+// NextStepScalars are the scalars the next training step's update at
+// learning rate lr computes once for every parameter: AdamWScalars at the
+// next step's t for AdamW, zeros for SGD (which needs lr alone). A device
+// backend puts them in device memory before the step, where its update
+// kernels read them (so that a step replayed from a captured graph uses
+// its own).
+func (m *Model) NextStepScalars(lr float32) (adamStep, adamSq float32) {
+	if a, ok := m.optim.(AdamW); ok {
+		return AdamWScalars(lr, a.Beta1, a.Beta2, m.steps+1)
+	}
+	return 0, 0
+}
+
+// Steps is the number of optimizer steps taken (optimizer.step).
+func (m *Model) Steps() int64 { return m.steps }
 
 // SGDUpdate is one step of PyTorch's SGD (torch.optim.SGD, dampening 0,
 // no Nesterov) on one parameter:

@@ -96,6 +96,19 @@ func (m *Model) UndoSteps(n int) {
 	}
 }
 
+// ReplayedStep counts a training step that a device backend ran by
+// replaying a captured graph of an earlier one (cudaops, cuda.graphs): a
+// step of trainStepScored's whose launches ran without the model, so what
+// that step does on the host besides launching is done here: the
+// optimizer's step count and every BatchNorm's num_batches_tracked go up
+// by one, as commitBN and trainStepScored do.
+func (m *Model) ReplayedStep() {
+	m.steps++
+	for _, b := range m.bns {
+		b.tracked++
+	}
+}
+
 // Deferred is a backend whose Pending.Wait may return a Deferred result
 // (the step is queued on a device and its figures stay there): Results
 // reads them, waiting for the device, and returns one Outcome per such

@@ -33,7 +33,7 @@ func TestShortLastBatchOfOneIsDroppedOnlyWhereBatchNormIsDegenerate(t *testing.T
 		if err != nil {
 			t.Fatal(err)
 		}
-		train, val, err := newLoaders(c, trainSet, valSet, nil, data.DTypeFloat32, data.Split{})
+		train, val, err := newLoaders(c, trainSet, valSet, nil, data.DTypeFloat32, data.Split{}, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -51,7 +51,7 @@ func openCUDADevice(spec model.Spec, opt model.Options, cfg config.Config, out i
 	}
 	norm := cudaops.Normalize{Mean: vec3(cfg.Augment.Mean), Std: vec3(cfg.Augment.Std)}
 	eo := cudaops.EngineOptions{Gemm: cfg.Cuda.Gemm, Cublas: cfg.Cuda.Cublas,
-		Precision: cfg.Train.GEMMPrecision()}
+		Precision: cfg.Train.GEMMPrecision(), Graphs: cfg.Cuda.Graphs}
 	b, err := cudaops.NewBackendWith(dev, spec, opt, cfg.Train.NonBlocking, norm, eo)
 	if err != nil {
 		dev.Close()
@@ -62,7 +62,7 @@ func openCUDADevice(spec model.Spec, opt model.Options, cfg config.Config, out i
 	if cfg.Data.PinMemory {
 		d.Alloc = dev.Pinned()
 	}
-	fmt.Fprintf(out, "device: %s, pin_memory=%v, non_blocking=%v, %s\n", d.Name, cfg.Data.PinMemory, cfg.Train.NonBlocking, b.Gemm())
+	fmt.Fprintf(out, "device: %s, pin_memory=%v, non_blocking=%v, %s, %s\n", d.Name, cfg.Data.PinMemory, cfg.Train.NonBlocking, b.Gemm(), b.GraphsNote())
 	return d, nil
 }
 

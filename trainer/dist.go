@@ -124,6 +124,9 @@ func (d *distRun) setup(net Backend, cfg config.Config, rep replica, out io.Writ
 	if !ok {
 		return fmt.Errorf("train.dist %s on device %s: this backend takes no gradient hook, so it cannot train data-parallel", cfg.Train.Dist, cfg.Train.Device)
 	}
+	if cfg.Train.Device == "cuda" && cfg.Cuda.Graphs == "on" {
+		return fmt.Errorf("cuda.graphs on with train.dist %s: a data-parallel step waits for the host (its loss goes through it), so it cannot be captured as a CUDA Graph; use cuda.graphs auto (the steps then launch kernel by kernel) or off", cfg.Train.Dist)
+	}
 	if err := d.agree(cfg, rep); err != nil {
 		return err
 	}

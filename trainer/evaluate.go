@@ -62,7 +62,7 @@ func Evaluate(ctx context.Context, from, dataRoot, device string, out io.Writer)
 	if err := dev.Backend.Load(st.Params, nil); err != nil {
 		return nil, fmt.Errorf("%s: %w", st.Dir, err)
 	}
-	trainLoader, valLoader, err := newLoaders(cfg, trainSet, valSet, dev.Alloc, dev.batchDType(cfg.Data.BatchDType), data.Split{})
+	trainLoader, valLoader, err := newLoaders(cfg, trainSet, valSet, dev.Alloc, dev.batchDType(cfg.Data.BatchDType), data.Split{}, 0)
 	if err != nil {
 		return nil, err
 	}

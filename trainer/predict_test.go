@@ -105,7 +105,7 @@ func TestPredictSeesWhatEvalSees(t *testing.T) {
 			if err := m.Load(st.Params, nil); err != nil {
 				t.Fatal(err)
 			}
-			tl, vl, err := newLoaders(cfg, train, val, nil, (&Device{}).batchDType(cfg.Data.BatchDType), data.Split{})
+			tl, vl, err := newLoaders(cfg, train, val, nil, (&Device{}).batchDType(cfg.Data.BatchDType), data.Split{}, 0)
 			if err != nil {
 				t.Fatal(err)
 			}

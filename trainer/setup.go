@@ -276,11 +276,39 @@ func (s *session) openModel(ctx context.Context) error {
 	return s.d.setup(s.net, cfg, replica{Classes: s.trainSet.Classes, Files: s.files, Decoder: s.decoder, Epoch: s.firstEpoch, Step: s.step}, out)
 }
 
+// maxHeldPoolBytes is the most batch memory minPool adds buffers up to.
+const maxHeldPoolBytes = 512 << 20
+
+// minPool is the fewest batch buffers the training loader keeps: on a
+// device backend that keeps a non_blocking step's buffer until its copy is
+// done (cudaops.Backend.HeldBatches), one more than it keeps, so that the
+// host waits for the device only when the backend reads its results, as
+// long as that many buffers of dtype batches at the largest training side
+// fit in maxHeldPoolBytes; else 0: the loader's own pool, and the backend
+// waits for each batch's copy (trainSteps).
+func (s *session) minPool(dtype string) int {
+	h, ok := s.net.(interface{ HeldBatches() int })
+	if !ok || !s.cfg.Train.NonBlocking || s.d.parallel() { // a data-parallel step waits for its gradients anyway
+		return 0
+	}
+	side := int64(s.cfg.MaxTrainSize())
+	bytes := int64(s.cfg.Data.BatchSize) * 3 * side * side
+	if dtype != data.DTypeUint8 {
+		bytes *= 4
+	}
+	want := h.HeldBatches() + 1
+	if int64(want)*bytes > maxHeldPoolBytes {
+		return 0
+	}
+	return want
+}
+
 // openLoaders makes the training and validation loaders and checks that the
 // epochs they make are the resumed checkpoint's.
 func (s *session) openLoaders(valSet *data.Index) error {
 	cfg, start := s.cfg, s.start
-	trainLoader, valLoader, err := newLoaders(cfg, s.trainSet, valSet, s.dev.Alloc, s.dev.batchDType(cfg.Data.BatchDType), s.d.split())
+	dtype := s.dev.batchDType(cfg.Data.BatchDType)
+	trainLoader, valLoader, err := newLoaders(cfg, s.trainSet, valSet, s.dev.Alloc, dtype, s.d.split(), s.minPool(dtype))
 	if err != nil {
 		return err
 	}
@@ -327,7 +355,7 @@ func (s *session) openMetrics() error {
 // the first epoch's side, its buffers for the largest training side: the
 // epoch loop sets each epoch's, sizes.go) and the validation loader
 // (resize + centre crop, in order, at the evaluation side).
-func newLoaders(cfg config.Config, trainSet, valSet *data.Index, alloc data.Allocator, dtype string, split data.Split) (train, val *data.Loader, err error) {
+func newLoaders(cfg config.Config, trainSet, valSet *data.Index, alloc data.Allocator, dtype string, split data.Split, minPool int) (train, val *data.Loader, err error) {
 	d := cfg.Data
 	trainTf, err := trainTransform(cfg, cfg.TrainSize(0))
 	if err != nil {
@@ -348,6 +376,7 @@ func newLoaders(cfg config.Config, trainSet, valSet *data.Index, alloc data.Allo
 	tc.ShuffleBuffer = d.ShuffleBuf       // sequential mode (shards only)
 	tc.MinSlice = cfg.BatchNormMinSlice() // no BatchNorm over 1 value per channel (docs/config.md)
 	tc.MaxSize = cfg.MaxTrainSize()
+	tc.MinPool = minPool
 	if train, err = data.NewLoader(tc); err != nil {
 		return nil, nil, err
 	}

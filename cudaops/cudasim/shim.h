@@ -53,7 +53,7 @@ template <class T> struct dptr {
 
 inline int __float_as_int(float v) { return std::bit_cast<int>(v); }
 inline float __int_as_float(int v) { return std::bit_cast<float>(v); }
-// __fmul_rn and __fadd_rn are never contracted into an FMA: the empty asm
+// __fmul_rn, __fadd_rn and __fsub_rn are never contracted into an FMA: the empty asm
 // keeps g++ (-ffp-contract=fast) from fusing the product into the next add.
 inline float __fmul_rn(float a, float b) {
 	float r = a * b;
@@ -62,6 +62,12 @@ inline float __fmul_rn(float a, float b) {
 }
 inline float __fadd_rn(float a, float b) {
 	float r = a + b;
+	asm("" : "+x"(r));
+	return r;
+}
+
+inline float __fsub_rn(float a, float b) {
+	float r = a - b;
 	asm("" : "+x"(r));
 	return r;
 }
@@ -75,6 +81,7 @@ using cudasim::__fadd_rn;
 using cudasim::__float_as_int;
 using cudasim::__int_as_float;
 using cudasim::__fmul_rn;
+using cudasim::__fsub_rn;
 using cudasim::atomicAdd;
 using cudasim::dim3;
 using cudasim::dptr;
