@@ -128,7 +128,7 @@ for t in TestGPUKernelParity TestGPUNetMatchesModel TestGPUU8MatchesFloat TestGP
 	TestGPUNonFiniteLossDeferred TestGPUIm2colSteps TestGPUIm2colKept TestGPUNaNInputPropagates; do
 	grep -q "^--- PASS: $t " "$log" || missing+="$t "
 done
-extra_skips=$(echo "$skipped" | tr ' ' '\n' | grep -v -x -e '' -e TestGPUBandwidth -e TestGPUOverlap -e TestGPUParityWithPyTorch -e TestGPUBottleneckParityWithPyTorch -e TestGPUStateHashesUnchanged -e TestGPULossStaysOnDevice -e TestGPUGemmThroughput -e TestGPUStepTimes -e TestGPUBatchNormTimes -e TestGPUResNeXtParityWithPyTorch | tr '\n' ' ')
+extra_skips=$(echo "$skipped" | tr ' ' '\n' | grep -v -x -e '' -e TestGPUBandwidth -e TestGPUOverlap -e TestGPUParityWithPyTorch -e TestGPUBottleneckParityWithPyTorch -e TestGPUStateHashesUnchanged -e TestGPULossStaysOnDevice -e TestGPUGemmThroughput -e TestGPUStepTimes -e TestGPUBatchNormTimes -e TestGPUResNeXtParityWithPyTorch -e TestGPUGraphStepsEqualLaunches -e TestGPUGraphCaptureFailure | tr '\n' ' ')
 if [ "$rc" != 0 ] || [ -n "$missing" ] || [ -n "$extra_skips" ] || [ "$(stand_in_errors "$log")" != 0 ]; then
 	fail tests "exit $rc; not passed: ${missing:-none}; unexpected skips: ${extra_skips:-none}; stand-in errors: $(stand_in_errors "$log") (see $log)"
 else
@@ -164,6 +164,12 @@ required state-hashes cudaops '^TestGPUStateHashesUnchanged$' TestGPUStateHashes
 # trajectories: on one host thread too, for the same reason.
 required loss-on-device cudaops '^TestGPULossStaysOnDevice$' TestGPULossStaysOnDevice \
 	"loss on the device: <= 0.1 host waits a step, the host path's steps (1 host thread)" 600 STOKE_CUDASIM_THREADS=1
+# cuda.graphs: steps captured once and replayed against the same steps
+# launched kernel by kernel (cnn with SGD, resnet20 with AdamW; bit for bit,
+# one launch a replayed step), and a capture the driver invalidates (auto
+# falls back, on fails naming it): on one host thread too.
+required graphs cudaops '^TestGPUGraph(StepsEqualLaunches|CaptureFailure)$' "TestGPUGraphStepsEqualLaunches TestGPUGraphCaptureFailure" \
+	"cuda.graphs: replayed steps bit-equal to launched ones, one launch a step; a failed capture falls back or names cuda.graphs on (1 host thread)" 900 STOKE_CUDASIM_THREADS=1
 # resnext50_32x4d's step against PyTorch (grouped 3x3 convs; a 25M-parameter
 # model, ~150 s on one host thread: out of the 590 s of the run above), where
 # /usr/bin/python3 has torch and torchvision; the test skips without

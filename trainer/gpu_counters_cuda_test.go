@@ -17,8 +17,10 @@ import (
 // (read before the epoch's first step starts and after its last one is
 // waited for), divided by the steps between. Blocking copies from pageable
 // batches, and non_blocking copies from pinned ones (the loader's pinned
-// buffers are allocated before the first step). Under the stand-in
-// (scripts/gpu-sim.sh) as on a GPU.
+// buffers are allocated before the first step). graph is what the backend
+// did: false with cuda.graphs off; with auto, true from the first epoch on
+// (its first step launches kernel by kernel, later ones are captured and
+// replayed). Under the stand-in (scripts/gpu-sim.sh) as on a GPU.
 func TestGPUCountersAgreeWithDriver(t *testing.T) {
 	if !cudaUsable() {
 		t.Skip("no usable CUDA device (a CPU build, or no GPU; scripts/gpu-sim.sh runs this under the stand-in)")
@@ -26,11 +28,13 @@ func TestGPUCountersAgreeWithDriver(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		pinned, nbl bool
-	}{{"pageable blocking", false, false}, {"pinned non_blocking", true, true}} {
+		graphs      string
+	}{{"pageable blocking, graphs off", false, false, cudaops.GraphsOff}, {"pinned non_blocking, graphs auto", true, true, cudaops.GraphsAuto}} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := tinyConfig(t)
 			c.Train.Device = "cuda"
 			c.Data.PinMemory, c.Train.NonBlocking = tc.pinned, tc.nbl
+			c.Cuda.Graphs = tc.graphs
 			w := &driverWatch{}
 			opt := Options{Out: new(bytes.Buffer), wrapBackend: func(b Backend) Backend { w.Backend = b; return w }}
 			if _, err := Run(context.Background(), c, opt); err != nil {
@@ -67,8 +71,8 @@ func TestGPUCountersAgreeWithDriver(t *testing.T) {
 						t.Errorf("epoch %d: %s %g x %d steps, the driver counted %d", m.Epoch, f.name, f.rec, e.steps, f.driver)
 					}
 				}
-				if g.Graph {
-					t.Errorf("epoch %d: graph true, and the backend captures no graph", m.Epoch)
+				if want := tc.graphs != cudaops.GraphsOff; g.Graph != want {
+					t.Errorf("epoch %d: graph %v with cuda.graphs %s, want %v", m.Epoch, g.Graph, tc.graphs, want)
 				}
 			}
 		})

@@ -42,24 +42,35 @@ func TestCPURecordsHaveNoGPUCounters(t *testing.T) {
 // The figures are plausible ones (blocking copies, plain progress, which
 // reads the deferred losses at each of its lines: host waits every step;
 // batches copied up: at least a uint8 batch of 8 images of 3x16x16 a
-// step); TestGPUDeferredLoss holds the steady state to <= 0.1 waits.
+// step); TestGPUDeferredLoss holds the steady state to <= 0.1 waits. With
+// cuda.graphs auto (the default) the first epoch's first step launches its
+// kernels one by one and every later step is a replayed graph: the second
+// epoch launches exactly once a step; with off, every step launches them
+// all.
 func TestGPUCountersPerStep(t *testing.T) {
 	if !cudaUsable() {
 		t.Skip("no usable CUDA device (a CPU build, or no GPU; scripts/gpu-sim.sh runs this under the stand-in)")
 	}
-	c := tinyConfig(t)
-	c.Train.Device = "cuda"
-	if _, err := Run(context.Background(), c, Options{Out: new(bytes.Buffer)}); err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range epochRecords(t, c.Train.Out) {
-		g := m.GPU
-		if g == nil {
-			t.Fatalf("epoch %d: no gpu counters on --device cuda", m.Epoch)
+	for _, graphs := range []string{"off", "auto"} {
+		c := tinyConfig(t)
+		c.Train.Device = "cuda"
+		c.Cuda.Graphs = graphs
+		if _, err := Run(context.Background(), c, Options{Out: new(bytes.Buffer)}); err != nil {
+			t.Fatal(err)
 		}
-		t.Logf("epoch %d: %+v", m.Epoch, *g)
-		if g.LaunchesPerStep < 5 || g.HostSyncsPerStep <= 0 || g.H2DBytesPerStep < 8*3*16*16 || g.D2HBytesPerStep <= 0 || g.Graph {
-			t.Errorf("epoch %d: implausible counters %+v", m.Epoch, *g)
+		for _, m := range epochRecords(t, c.Train.Out) {
+			g := m.GPU
+			if g == nil {
+				t.Fatalf("graphs %s, epoch %d: no gpu counters on --device cuda", graphs, m.Epoch)
+			}
+			t.Logf("graphs %s, epoch %d: %+v", graphs, m.Epoch, *g)
+			launches := g.LaunchesPerStep >= 5
+			if graphs == "auto" && m.Epoch > 1 {
+				launches = g.LaunchesPerStep == 1
+			}
+			if !launches || g.HostSyncsPerStep <= 0 || g.H2DBytesPerStep < 8*3*16*16 || g.D2HBytesPerStep <= 0 || g.Graph != (graphs == "auto") {
+				t.Errorf("graphs %s, epoch %d: implausible counters %+v", graphs, m.Epoch, *g)
+			}
 		}
 	}
 }
