@@ -98,6 +98,10 @@ func (b *Backend) GraphsNote() string {
 	return fmt.Sprintf("graphs=%s (%d captured, %d steps replayed)", g.mode, len(g.execs), g.replays)
 }
 
+// GraphsFallback says why b's steps launch kernel by kernel after a
+// capture failed under cuda.graphs auto; "" while they do not.
+func (b *Backend) GraphsFallback() string { return b.graphs.off }
+
 // graphed reports whether b's training steps have replayed a CUDA Graph.
 func (b *Backend) graphed() bool { return b.graphs.replays > 0 }
 

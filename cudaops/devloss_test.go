@@ -28,6 +28,7 @@ type devLossRun struct {
 	graphs   string // the Backend's GraphsNote at the end
 	captured int    // graphs captured
 	replays  int    // steps run as a graph launch
+	fallback string // the Backend's GraphsFallback at the end
 }
 
 // devLossCase is what runDevLoss runs: the loss on the host or on the
@@ -142,7 +143,7 @@ func runDevLossCase(t *testing.T, d *Device, c devLossCase) devLossRun {
 		}
 	}
 	run.params, run.optState = state(t, b)
-	run.graphs, run.captured, run.replays = b.GraphsNote(), len(b.graphs.execs), b.graphs.replays
+	run.graphs, run.captured, run.replays, run.fallback = b.GraphsNote(), len(b.graphs.execs), b.graphs.replays, b.GraphsFallback()
 	return run
 }
 

@@ -118,6 +118,9 @@ func TestGPUGraphCaptureFailure(t *testing.T) {
 	if worst, bits := sameState(auto, off); !bits {
 		t.Errorf("auto after a failed capture ends up to %g from graphs off", worst)
 	}
+	if auto.fallback == "" || !strings.Contains(auto.graphs, auto.fallback) {
+		t.Errorf("auto after a failed capture: GraphsFallback %q, note %q", auto.fallback, auto.graphs)
+	}
 	t.Logf("auto: %s", auto.graphs)
 
 	opt := model.Options{Batch: 4, Seed: 2, Momentum: 0.9}

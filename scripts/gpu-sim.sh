@@ -30,6 +30,8 @@
 #      within 1e-4 relative; then 2
 #      quickstart epochs, final train loss within 5e-2 relative (the weights'
 #      difference is printed beside what a 1e-7 nudge does on the CPU alone);
+#      a quickstart epoch with cuda.graphs on (graph true, <= 0.1 host waits
+#      and no allocation a step) against off (weights within 1e-6);
 #      then resnet20: 1 step on float32 batches (weights within 1e-4), 4 steps on float32
 #      (loss within 1e-4) and on uint8 batches (loss within 5e-2);
 #   4. `train bench --device cuda --epochs 1 --rounds 1`: every variant runs
@@ -182,8 +184,8 @@ fi
 # rank its own CUDA backend, the gradients summed on host copies), and the
 # per-step driver counters in metrics.jsonl (plausible, and equal to the
 # driver's counts around the same steps).
-required trainer-tests trainer '^TestGPU(DataParallel|Counters)' "TestGPUDataParallelMatchesOneProcess TestGPUCountersPerStep TestGPUCountersAgreeWithDriver" \
-	"data parallel on cuda: 2 and 3 ranks match one rank; gpu counters per step agree with the driver's" 600
+required trainer-tests trainer '^TestGPU(DataParallel|Counters|GraphsOnRefused)' "TestGPUDataParallelMatchesOneProcess TestGPUCountersPerStep TestGPUCountersAgreeWithDriver TestGPUGraphsOnRefusedWithDist" \
+	"data parallel on cuda: 2 and 3 ranks match one rank, cuda.graphs on refused; gpu counters per step agree with the driver's" 600
 # train.dist nccl: the gradients summed on the device by the NCCL stand-in,
 # ranks as goroutines of one process (trainer), then as processes under
 # mpirun (cmd/train: against one process, a killed rank, NCCL missing).
@@ -319,6 +321,34 @@ for run in float32-1step float32 uint8; do
 		tail -5 "$work/run-r20-cuda-$run.log"
 	fi
 done
+
+# d) cuda.graphs: the quickstart, 1 epoch (63 steps), pin_memory and
+#    non_blocking on, progress none, on one host thread (the order of every
+#    addition fixed), with graphs on and off. On: the epoch's record must say
+#    graph true, at most 0.1 host waits and no allocation a step; off: graph
+#    false; and the weights of the two within 1e-6 relative (measured: equal).
+gpu_field() { # run, field: the field of the run's last "gpu" record
+	grep -o "\"$2\":[^,}]*" "$work/run-$1/metrics.jsonl" | tail -1 | cut -d: -f2
+}
+for g in on off; do
+	s=$(date +%s)
+	if STOKE_CUDASIM_THREADS=1 train "graphs-$g" --device cuda --pin-memory=true --non-blocking=true --epochs 1 \
+		--train.progress none --cuda.graphs $g; then
+		echo "graphs-$g ($(($(date +%s) - s)) s): launches $(gpu_field "graphs-$g" launches_per_step), host syncs $(gpu_field "graphs-$g" host_syncs_per_step), allocs $(gpu_field "graphs-$g" allocs_per_step), graph $(gpu_field "graphs-$g" graph) a step"
+	else
+		fail "graphs-$g" "exit $? ($work/run-graphs-$g.log)"
+		tail -5 "$work/run-graphs-$g.log"
+	fi
+done
+if [ -f "$work/run-graphs-on/metrics.jsonl" ] && [ -f "$work/run-graphs-off/metrics.jsonl" ]; then
+	syncs=$(gpu_field graphs-on host_syncs_per_step) allocs=$(gpu_field graphs-on allocs_per_step)
+	if [ "$(gpu_field graphs-on graph)" != true ] || [ "$(gpu_field graphs-off graph)" != false ] ||
+		! awk -v s="$syncs" -v a="$allocs" 'BEGIN { exit !(s <= 0.1 && a == 0) }'; then
+		fail graphs "cuda.graphs on: graph $(gpu_field graphs-on graph), $syncs host syncs and $allocs allocs a step (want true, <= 0.1, 0); off: graph $(gpu_field graphs-off graph) (want false)"
+	else
+		compare graphs-on graphs-off "-tol 1e-6 -loss-tol 1e-6" "quickstart epoch cuda.graphs on ($syncs host syncs, $allocs allocs, $(gpu_field graphs-on launches_per_step) launches a step) vs off ($(gpu_field graphs-off launches_per_step) launches)"
+	fi
+fi
 
 echo "== gpu-sim 4/4: train bench --device cuda --epochs 1"
 log="$work/bench.log"

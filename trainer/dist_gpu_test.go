@@ -75,3 +75,31 @@ func TestNCCLIsRefusedClearly(t *testing.T) {
 		}
 	}
 }
+
+// TestGPUGraphsOnRefusedWithDist: cuda.graphs on with data-parallel ranks
+// on --device cuda is refused on every rank, naming both settings and the
+// way out, since a data-parallel step waits for the host; auto trains
+// (TestGPUDataParallelMatchesOneProcess: its steps launch kernel by kernel).
+func TestGPUGraphsOnRefusedWithDist(t *testing.T) {
+	if !cudaUsable() {
+		t.Skip("no usable CUDA device (a CPU build, or no GPU; scripts/gpu-sim.sh runs this under the stand-in)")
+	}
+	c := tinyConfig(t)
+	c.Train.Device = "cuda"
+	c.Train.Dist = dist.KindMPI
+	c.Cuda.Graphs = "on"
+	comms := dist.Local(2)
+	errs := make(chan error, 2)
+	for r := range 2 {
+		go func() {
+			defer comms[r].Close()
+			_, err := Run(context.Background(), c, Options{Out: new(bytes.Buffer), Comm: comms[r]})
+			errs <- err
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err == nil || !strings.Contains(err.Error(), "cuda.graphs on with train.dist mpi") || !strings.Contains(err.Error(), "use cuda.graphs auto") {
+			t.Errorf("error %v, want one naming cuda.graphs on, train.dist mpi and the way out", err)
+		}
+	}
+}

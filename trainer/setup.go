@@ -34,6 +34,7 @@ type session struct {
 	dev                    *Device
 	net                    Backend // dev.Backend, or what a test wraps it in; rebuilt when the side changes (sizes.go)
 	netSize                int     // the side net is built for
+	graphsNoted            bool    // the net's fallback from CUDA Graphs has been printed (noteGraphsFallback)
 	evalModel              Backend // the model at data.eval_size when it is not net's side; nil until needed
 	trainLoader, valLoader *data.Loader
 	metrics                *metricsFile // nil on ranks other than 0

@@ -307,8 +307,29 @@ func (s *session) record(epoch int, tr trainResult, ev evalResult, t0 time.Time)
 	// the collector's next goal (costs a few ms an epoch).
 	debug.FreeOSMemory()
 	s.bar.EpochDone(m)
+	s.noteGraphsFallback()
 	s.d.epochDone(s.out)
 	return m, nil
+}
+
+// graphsFallback is a Backend whose steps may stop replaying CUDA Graphs
+// (cudaops.Backend under cuda.graphs auto, after a capture the driver
+// refused): GraphsFallback says why, "" until then.
+type graphsFallback interface {
+	GraphsFallback() string
+}
+
+// noteGraphsFallback prints, once, after the epoch in which it happened,
+// that the steps launch kernel by kernel and why.
+func (s *session) noteGraphsFallback() {
+	g, ok := s.net.(graphsFallback)
+	if !ok || s.graphsNoted {
+		return
+	}
+	if why := g.GraphsFallback(); why != "" {
+		s.graphsNoted = true
+		fmt.Fprintf(s.out, "cuda.graphs %s: %s; the steps launch kernel by kernel from then on (the same weights, more launches)\n", s.cfg.Cuda.Graphs, why)
+	}
 }
 
 // save writes a checkpoint (rank 0) after epochsDone epochs and p of the
