@@ -60,6 +60,13 @@ func gpuRanksMatchOneProcess(t *testing.T, tune func(*config.Config), want func(
 func TestNCCLIsRefusedClearly(t *testing.T) {
 	c := tinyConfig(t)
 	c.Train.Dist = dist.KindNCCL
+	refusedOnEveryRank(t, c, "train.dist nccl", "use train.dist mpi")
+}
+
+// refusedOnEveryRank runs c on 2 in-process ranks and wants each to fail
+// with an error that holds every one of want.
+func refusedOnEveryRank(t *testing.T, c config.Config, want ...string) {
+	t.Helper()
 	comms := dist.Local(2)
 	errs := make(chan error, 2)
 	for r := range 2 {
@@ -70,8 +77,11 @@ func TestNCCLIsRefusedClearly(t *testing.T) {
 		}()
 	}
 	for range 2 {
-		if err := <-errs; err == nil || !strings.Contains(err.Error(), "train.dist nccl") || !strings.Contains(err.Error(), "use train.dist mpi") {
-			t.Errorf("error %v, want one naming train.dist nccl and the way out", err)
+		err := <-errs
+		for _, w := range want {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("error %v, want one holding %q", err, w)
+			}
 		}
 	}
 }
@@ -88,18 +98,5 @@ func TestGPUGraphsOnRefusedWithDist(t *testing.T) {
 	c.Train.Device = "cuda"
 	c.Train.Dist = dist.KindMPI
 	c.Cuda.Graphs = "on"
-	comms := dist.Local(2)
-	errs := make(chan error, 2)
-	for r := range 2 {
-		go func() {
-			defer comms[r].Close()
-			_, err := Run(context.Background(), c, Options{Out: new(bytes.Buffer), Comm: comms[r]})
-			errs <- err
-		}()
-	}
-	for range 2 {
-		if err := <-errs; err == nil || !strings.Contains(err.Error(), "cuda.graphs on with train.dist mpi") || !strings.Contains(err.Error(), "use cuda.graphs auto") {
-			t.Errorf("error %v, want one naming cuda.graphs on, train.dist mpi and the way out", err)
-		}
-	}
+	refusedOnEveryRank(t, c, "cuda.graphs on with train.dist mpi", "use cuda.graphs auto")
 }
