@@ -145,3 +145,39 @@ func TestGPUGraphCaptureFailure(t *testing.T) {
 	}
 	t.Logf("on: %v", stepErr)
 }
+
+// TestGPUGraphStepTimes (a lent GPU only: under the stand-in a step's time
+// is its kernels' on the host, not the launches a graph saves) times the
+// steps of the quickstart's CNN (batch 64, 32 px, SGD) and of resnet50 at
+// 224 px, batch 4 (pytorch/benchmark#706's small-batch case), with
+// cuda.graphs off and on in alternating rounds: ms per step from the end of
+// the first step to the last result read, and the launches per step. It
+// reports; the speed-up is for the closing note, not a pass mark.
+func TestGPUGraphStepTimes(t *testing.T) {
+	d := openOrSkip(t)
+	skipOnStandIn(t, d, "graph step times")
+	for _, tc := range []struct {
+		name string
+		c    devLossCase
+	}{
+		{"cnn b64 32px sgd", devLossCase{steps: 201, timed: true, spec: gpuSpec,
+			opt: model.Options{Batch: 64, Seed: 5, Momentum: 0.9, WeightDecay: 5e-4}}},
+		{"resnet50 b4 224px sgd", devLossCase{steps: 41, timed: true,
+			spec: model.Spec{Arch: "resnet50", Stem: model.StemImageNet, InputSize: 224, Classes: 1000},
+			opt:  model.Options{Batch: 4, Seed: 5, Momentum: 0.9, WeightDecay: 1e-4}}},
+	} {
+		ms := map[string][]float64{}
+		for round := range 2 {
+			for _, g := range []string{GraphsOff, GraphsOn} {
+				c := tc.c
+				c.graphs = g
+				r := runDevLossCase(t, d, c)
+				per := float64(r.wall.Microseconds()) / 1e3 / float64(r.steps)
+				ms[g] = append(ms[g], per)
+				launches, syncs, _, _, _ := r.perStep()
+				t.Logf("%s, round %d, graphs %s: %.3f ms a step, %.2f launches, %.3f host syncs a step (%s)", tc.name, round+1, g, per, launches, syncs, r.graphs)
+			}
+		}
+		t.Logf("%s: graphs on / off, ms a step, round by round: %.3f, %.3f", tc.name, ms[GraphsOn][0]/ms[GraphsOff][0], ms[GraphsOn][1]/ms[GraphsOff][1])
+	}
+}

@@ -10,6 +10,8 @@
 #   - GEMM TFLOPS of our sgemm and of cuBLAS at fp32, tf32 and bf16 on resnet18/50 shapes;
 #   - step times of resnet18 at 224 px, batch 64, per GEMM (own, cuBLAS) and precision;
 #   - BatchNorm forward + backward times at resnet18's 224 px batch 256 shapes;
+#   - step times with cuda.graphs off and on (the quickstart's CNN at batch 64,
+#     resnet50 at 224 px batch 4), alternating rounds, launches per step;
 #   - the whole step (logits, loss, every weight and momentum after 3 SGD steps)
 #     against the gorgonia CPU model on the same weights and batches;
 #   - host->device GB/s, pinned vs pageable;
@@ -72,8 +74,9 @@ part "kernel parity" 30 "${gputests[@]}" 25s '^TestGPUKernelParity$'
 part "GEMM TFLOPS: own sgemm and cuBLAS fp32 / tf32 / bf16 at resnet18 and resnet50 shapes" 60 "${gputests[@]}" 55s '^TestGPUGemmThroughput$'
 part "step times: resnet18 224 px batch 64, own sgemm and cuBLAS at fp32 / tf32 / bf16" 45 "${gputests[@]}" 40s '^TestGPUStepTimes$'
 part "BatchNorm times: fwd+bwd at resnet18 224 px batch 256 shapes, blocks per channel" 20 "${gputests[@]}" 15s '^TestGPUBatchNormTimes$'
+part "CUDA Graphs: step times with cuda.graphs off and on (cnn batch 64, resnet50 224 px batch 4)" 45 "${gputests[@]}" 40s '^TestGPUGraphStepTimes$'
 part "GPU tests: step parity, uint8, pinned reuse, copy order, overlap, bandwidth, loss" 150 "${gputests[@]}" 145s '^TestGPU' \
-	'^(TestGPUGemmThroughput|TestGPUStepTimes|TestGPUBatchNormTimes)$'
+	'^(TestGPUGemmThroughput|TestGPUStepTimes|TestGPUBatchNormTimes|TestGPUGraphStepTimes)$'
 part "trainer: 2 epochs on the GPU, pin_memory + non_blocking" 60 .gpu/train --device cuda --pin-memory=true \
 	--non-blocking=true --epochs 2 --data.cache_dir /tmp/stoke-gpu-data --out /tmp/stoke-gpu-run --train.progress plain
 part "bench: the post's experiment on the GPU" 100 .gpu/train bench --config configs/blog.yaml --device cuda --rounds 1 \
