@@ -162,7 +162,7 @@ func TestGPUGraphStepTimes(t *testing.T) {
 	}{
 		{"cnn b64 32px sgd", devLossCase{steps: 201, timed: true, spec: gpuSpec,
 			opt: model.Options{Batch: 64, Seed: 5, Momentum: 0.9, WeightDecay: 5e-4}}},
-		{"resnet50 b4 224px sgd", devLossCase{steps: 41, timed: true,
+		{"resnet50 b4 224px sgd", devLossCase{steps: 31, timed: true,
 			spec: model.Spec{Arch: "resnet50", Stem: model.StemImageNet, InputSize: 224, Classes: 1000},
 			opt:  model.Options{Batch: 4, Seed: 5, Momentum: 0.9, WeightDecay: 1e-4}}},
 	} {

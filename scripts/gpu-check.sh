@@ -74,7 +74,7 @@ part "kernel parity" 30 "${gputests[@]}" 25s '^TestGPUKernelParity$'
 part "GEMM TFLOPS: own sgemm and cuBLAS fp32 / tf32 / bf16 at resnet18 and resnet50 shapes" 60 "${gputests[@]}" 55s '^TestGPUGemmThroughput$'
 part "step times: resnet18 224 px batch 64, own sgemm and cuBLAS at fp32 / tf32 / bf16" 45 "${gputests[@]}" 40s '^TestGPUStepTimes$'
 part "BatchNorm times: fwd+bwd at resnet18 224 px batch 256 shapes, blocks per channel" 20 "${gputests[@]}" 15s '^TestGPUBatchNormTimes$'
-part "CUDA Graphs: step times with cuda.graphs off and on (cnn batch 64, resnet50 224 px batch 4)" 45 "${gputests[@]}" 40s '^TestGPUGraphStepTimes$'
+part "CUDA Graphs: step times with cuda.graphs off and on (cnn batch 64, resnet50 224 px batch 4)" 25 "${gputests[@]}" 20s '^TestGPUGraphStepTimes$'
 part "GPU tests: step parity, uint8, pinned reuse, copy order, overlap, bandwidth, loss" 150 "${gputests[@]}" 145s '^TestGPU' \
 	'^(TestGPUGemmThroughput|TestGPUStepTimes|TestGPUBatchNormTimes|TestGPUGraphStepTimes)$'
 part "trainer: 2 epochs on the GPU, pin_memory + non_blocking" 60 .gpu/train --device cuda --pin-memory=true \
