@@ -69,6 +69,17 @@ done:
 	VPBLENDMD Z8, Z13, K1, Z2 \
 	VPANDD Z2, Z1, Z1
 
+// ROUND16_MASKED rounds the CX (< 16) floats at DI in place as ROUND16,
+// loaded and stored under the mask K2 of their lanes; AX is scratch.
+#define ROUND16_MASKED \
+	MOVL $1, AX \
+	SHLL CX, AX \
+	DECL AX \
+	KMOVW AX, K2 \
+	VMOVDQU32.Z (DI), K2, Z0 \
+	ROUND16 \
+	VMOVDQU32 Z1, K2, (DI)
+
 // func roundMantissaAVX512(s *float32, n int, drop, half, mask, nanMask uint32)
 //
 // roundMantissaAVX2 on 16 lanes, for any n: a last n%16 floats are loaded
@@ -101,13 +112,7 @@ loop:
 tail:
 	ANDQ $15, CX
 	JZ end
-	MOVL $1, AX
-	SHLL CX, AX
-	DECL AX
-	KMOVW AX, K2
-	VMOVDQU32.Z (DI), K2, Z0
-	ROUND16
-	VMOVDQU32 Z1, K2, (DI)
+	ROUND16_MASKED
 end:
 	VZEROUPPER
 	RET
@@ -193,13 +198,7 @@ bftail:
 	SUBQ $16, CX
 	JZ bfend
 bfmasked:
-	MOVL $1, AX
-	SHLL CX, AX
-	DECL AX
-	KMOVW AX, K2
-	VMOVDQU32.Z (DI), K2, Z0
-	ROUND16
-	VMOVDQU32 Z1, K2, (DI)
+	ROUND16_MASKED
 bfend:
 	VZEROUPPER
 	RET
