@@ -180,18 +180,13 @@ func (b *Backend) captureStep(key graphKey, s *slot, in model.Input, lr float32)
 	var stepErr, endErr error
 	var x *GraphExec
 	if err == nil {
-		stepErr = b.dev.do(func() error {
-			if testBreakCapture {
+		if testBreakCapture {
+			b.dev.do(func() error {
 				b.compute.Synchronize() // not permitted while the stream captures: invalidates the capture
-			}
-			return b.prepare(s, key.n, key.u8)
-		})
-		if stepErr == nil {
-			var p model.Pending
-			if p, stepErr = b.m.Start(in, lr); stepErr == nil {
-				res, _, stepErr = p.Wait()
-			}
+				return nil
+			})
 		}
+		res, stepErr = b.launchStep(key, s, in, lr) // into the capture
 		endErr = b.dev.do(func() error {
 			g, err := c.End()
 			if err != nil {

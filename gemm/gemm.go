@@ -291,7 +291,8 @@ func begin(fn string, transA bool, m, n, k int, alpha float32, a []float32, lda 
 // rounded already).
 func multiply(s *scratch, prec Precision, pa *PackedA, transA bool, m, n, k int, alpha float32, a []float32, lda int, b Panels, beta float32, c []float32, ldc int) {
 	kstep := kStep(k)
-	round, roundB := rounding(prec), rounding(prec)
+	round := rounding(prec)
+	roundB := round
 	if r, ok := b.(RoundedPanels); ok && r.RoundedTo() == prec {
 		roundB = nil
 	}

@@ -288,7 +288,7 @@ const maxHeldPoolBytes = 512 << 20
 // fit in maxHeldPoolBytes; else 0: the loader's own pool, and the backend
 // waits for each batch's copy (trainSteps).
 func (s *session) minPool(dtype string) int {
-	h, ok := s.net.(interface{ HeldBatches() int })
+	h, ok := s.net.(batchHolder)
 	if !ok || !s.cfg.Train.NonBlocking || s.d.parallel() { // a data-parallel step waits for its gradients anyway
 		return 0
 	}

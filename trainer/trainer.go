@@ -147,6 +147,11 @@ func (s *session) trainEpoch(ctx context.Context, epoch int, r *trainResult) err
 	return firstErr(s.flush(epoch, r), err)
 }
 
+// batchHolder is a device backend that may keep a non_blocking step's
+// batch buffer (Input.Release) until its copy is done, at most
+// HeldBatches of them (cudaops.Backend).
+type batchHolder interface{ HeldBatches() int }
+
 // trainSteps is trainEpoch's loop; steps it leaves deferred are flushed by
 // trainEpoch.
 func (s *session) trainSteps(ctx context.Context, it *data.Iter, epoch int, r *trainResult) error {
@@ -154,7 +159,7 @@ func (s *session) trainSteps(ctx context.Context, it *data.Iter, epoch int, r *t
 	// A device backend that may keep batch buffers until their copies are
 	// done (cudaops.Backend.HeldBatches) gets them only when the loader has
 	// more than it keeps, so that the loader always has one to fill.
-	h, ok := s.net.(interface{ HeldBatches() int })
+	h, ok := s.net.(batchHolder)
 	hold := ok && s.trainLoader.PoolSize() > h.HeldBatches()
 	for i := 0; ; i++ {
 		if err := ctx.Err(); err != nil {
