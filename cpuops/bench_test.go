@@ -154,3 +154,33 @@ func BenchmarkBasicBlockEnd(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkMaxPool: the ImageNet stem's MaxPool2d(3, 2, 1) on resnet18's
+// 112x112 planes, forward and backward:
+//
+//	go test -run - -bench MaxPool -cpu 1 ./cpuops/
+func BenchmarkMaxPool(b *testing.B) {
+	p, err := NewMaxPool(16, 64, 112, 112, 3, 2, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(5, 5))
+	x, y := randF32(rng, p.InLen()), make([]float32, p.OutLen())
+	dy, dx := randF32(rng, p.OutLen()), make([]float32, p.InLen())
+	b.Run("fwd", func(b *testing.B) {
+		t0 := cpuTime()
+		for i := 0; i < b.N; i++ {
+			p.Forward(x, y)
+		}
+		reportCPU(b, t0)
+	})
+	b.Run("bwd", func(b *testing.B) {
+		p.Forward(x, y)
+		b.ResetTimer()
+		t0 := cpuTime()
+		for i := 0; i < b.N; i++ {
+			p.Backward(dy, dx)
+		}
+		reportCPU(b, t0)
+	})
+}

@@ -308,17 +308,26 @@ func (p *MaxPool) Forward(x, y []float32) {
 
 func (p *MaxPool) forwardSample(_, i int) {
 	hw, ohw := p.H*p.W, p.Ho*p.Wo
+	// Output columns [lo, hi) have every tap of a window row inside the
+	// plane (ox·S − P ≥ 0 and ox·S − P + K ≤ W): they skip the column
+	// checks. The rows' range is found once per output row.
+	lo := min(p.Wo, (p.Pad+p.Stride-1)/p.Stride)
+	hi := max(lo, min(p.Wo, (p.W+p.Pad-p.K)/p.Stride+1))
 	for c := 0; c < p.C; c++ {
 		plane := p.x[(i*p.C+c)*hw : (i*p.C+c+1)*hw]
 		o := (i*p.C + c) * ohw
+		arg, y := p.arg[o:o+ohw], p.y[o:o+ohw]
 		for oy := 0; oy < p.Ho; oy++ {
+			iy0 := oy*p.Stride - p.Pad
+			ky0, ky1 := max(0, -iy0), min(p.K, p.H-iy0)
 			for ox := 0; ox < p.Wo; ox++ {
+				if ox == lo && ox < hi {
+					p.interior(plane, arg[oy*p.Wo:], y[oy*p.Wo:], iy0+ky0, iy0+ky1, lo, hi)
+					ox = hi - 1
+					continue
+				}
 				best, bk := int32(-1), int32(0)
-				for ky := 0; ky < p.K; ky++ {
-					iy := oy*p.Stride - p.Pad + ky
-					if iy < 0 || iy >= p.H {
-						continue
-					}
+				for iy := iy0 + ky0; iy < iy0+ky1; iy++ {
 					for kx := 0; kx < p.K; kx++ {
 						ix := ox*p.Stride - p.Pad + kx
 						if ix < 0 || ix >= p.W {
@@ -330,12 +339,66 @@ func (p *MaxPool) forwardSample(_, i int) {
 						}
 					}
 				}
-				p.arg[o+oy*p.Wo+ox] = best
-				p.y[o+oy*p.Wo+ox] = plane[best]
+				arg[oy*p.Wo+ox] = best
+				y[oy*p.Wo+ox] = plane[best]
 			}
 		}
 	}
 }
+
+// interior is forwardSample for output columns [lo, hi) of one output row,
+// whose windows span input rows [r0, r1) and never leave the plane's
+// columns: the first maximum in (row, column) order, as forwardSample's,
+// with selects the compiler makes branch-free (a max over activations is a
+// coin toss for a branch predictor).
+func (p *MaxPool) interior(plane []float32, arg []int32, y []float32, r0, r1, lo, hi int) {
+	K, S, W := p.K, p.Stride, p.W
+	if K == 3 { // the ResNets' stem: each window row's first maximum, then the rows'
+		for ox := lo; ox < hi; ox++ {
+			b := r0*W + ox*S - p.Pad
+			best, bk := max3(plane[b:b+3:b+3], b)
+			for iy := r0 + 1; iy < r1; iy++ {
+				b += W
+				j, k := max3(plane[b:b+3:b+3], b)
+				m := -gt(k, bk)
+				best, bk = best&^m|j&m, max(bk, k)
+			}
+			arg[ox] = int32(best)
+			y[ox] = plane[best]
+		}
+		return
+	}
+	for ox := lo; ox < hi; ox++ {
+		ix := ox*S - p.Pad
+		best := int32(r0*W + ix)
+		bk := orderKey(plane[best])
+		for iy := r0; iy < r1; iy++ {
+			row := plane[iy*W+ix : iy*W+ix+K]
+			for kx, v := range row {
+				j, k := int32(iy*W+ix+kx), orderKey(v)
+				if k > bk {
+					best = j
+				}
+				bk = max(bk, k)
+			}
+		}
+		arg[ox] = best
+		y[ox] = plane[best]
+	}
+}
+
+// max3 is the first maximum of row (3 values, by orderKey) and its index
+// b + column, without a branch.
+func max3(row []float32, b int) (int, int32) {
+	k0, k1, k2 := orderKey(row[0]), orderKey(row[1]), orderKey(row[2])
+	k01 := max(k0, k1)
+	j := b + gt(k1, k0)
+	m := -gt(k2, k01)
+	return j&^m | (b+2)&m, max(k01, k2)
+}
+
+// gt is 1 when a > b, else 0, without a branch.
+func gt(a, b int32) int { return int(uint64(int64(b)-int64(a)) >> 63) }
 
 // Backward computes dx from dy and the argmax of the last Forward.
 func (p *MaxPool) Backward(dy, dx []float32) {

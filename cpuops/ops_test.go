@@ -385,3 +385,53 @@ func TestConvWithPoolMatchesReference(t *testing.T) {
 		checkClose(t, "conv+pool db", db, finiteDiff(b64, loss))
 	}
 }
+
+// TestMaxPoolWindowsMatchBruteForce: every output of MaxPool over shapes
+// with and without padding, strides below, at and above K, planes narrower
+// than a window, is the first maximum of its window's in-plane taps in
+// (row, column) order, by orderKey (NaN the largest, -0 below +0): the
+// argmax, the value and so the gradient's route. The inputs take few
+// values, so that ties are common, with NaNs and both zeros among them.
+func TestMaxPoolWindowsMatchBruteForce(t *testing.T) {
+	levels := []float32{-1, float32(math.Copysign(0, -1)), 0, 0.5, 2, float32(math.NaN())}
+	for _, s := range [][7]int{ // B, C, H, W, K, stride, pad
+		{2, 3, 11, 11, 3, 2, 1}, {1, 2, 9, 8, 3, 2, 1}, {1, 1, 7, 5, 3, 1, 1}, {2, 2, 6, 9, 2, 2, 0},
+		{1, 2, 10, 10, 5, 3, 2}, {1, 1, 2, 3, 3, 2, 1}, {1, 1, 8, 8, 3, 4, 0}, {1, 2, 13, 12, 4, 2, 2},
+	} {
+		B, C, H, W, K, S, P := s[0], s[1], s[2], s[3], s[4], s[5], s[6]
+		p, err := NewMaxPool(B, C, H, W, K, S, P)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(uint64(H*W+K), uint64(S+P)))
+		x := make([]float32, p.InLen())
+		for i := range x {
+			x[i] = levels[rng.IntN(len(levels))]
+		}
+		y := make([]float32, p.OutLen())
+		p.Forward(x, y)
+		for q := 0; q < B*C; q++ {
+			plane := x[q*H*W : (q+1)*H*W]
+			for oy := 0; oy < p.Ho; oy++ {
+				for ox := 0; ox < p.Wo; ox++ {
+					best := -1
+					for ky := 0; ky < K; ky++ {
+						for kx := 0; kx < K; kx++ {
+							iy, ix := oy*S-P+ky, ox*S-P+kx
+							if iy < 0 || iy >= H || ix < 0 || ix >= W {
+								continue
+							}
+							if j := iy*W + ix; best < 0 || orderKey(plane[j]) > orderKey(plane[best]) {
+								best = j
+							}
+						}
+					}
+					o := (q*p.Ho+oy)*p.Wo + ox
+					if int(p.arg[o]) != best || math.Float32bits(y[o]) != math.Float32bits(plane[best]) {
+						t.Fatalf("%v plane %d output (%d,%d): argmax %d value %v, want %d %v", s, q, oy, ox, p.arg[o], y[o], best, plane[best])
+					}
+				}
+			}
+		}
+	}
+}
