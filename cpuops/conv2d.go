@@ -2,6 +2,7 @@ package cpuops
 
 import (
 	"fmt"
+	"runtime"
 	"unsafe"
 
 	"stoke/gemm"
@@ -46,8 +47,16 @@ type Conv2d struct {
 	prec gemm.Precision // what every GEMM's inputs are rounded to (SetPrecision)
 
 	fwd, bwdData, bwdFilter job
+	reduce                  job // the filter gradient's sum of its groups' partial sums, by blocks of dw
+	packJob, flipJob        job // the weights' packing for a pass (k blocks of each group's), and BackwardData's flip
+	packing                 []gemm.PackedA
+	packBlocks              int
 	per, perF               int // samples per GEMM: Forward and BackwardData, BackwardFilter
 	groups, perGroup        int // the filter gradient's fixed groups of samples
+	tiles, tile             int // BackwardFilter's items per group: tiles of dw, tile rows or columns each
+	tileRows                bool
+	fwdTiles, fwdTile       int       // Forward's items per group: tiles of fwdTile output pixels (columns)
+	fwdOut                  []float32 // with fwdTiles > 1 and groups of several samples: each group's output, shared by its tiles
 
 	wA, wT   []gemm.PackedA // per channel group, its w (Cout/Groups × Cin/Groups·K·K) and wᵀ, packed by the running call
 	taps     []int          // row r = (ci, ky, kx) of im2col: its offset in a padded sample
@@ -62,7 +71,8 @@ type Conv2d struct {
 	ownDW    []float32
 	shared   *Conv2dShared
 	x, y, dy []float32 // the running job's arguments
-	dx       []float32
+	dx, dw   []float32
+	w        []float32 // BackwardData's weights, while flipJob runs
 
 	// The cnn's conv block (NewConvBlock): the bias + ReLU epilogue, and
 	// with pool the 2x2 max-pool after it; y is then the block's output.
@@ -119,13 +129,28 @@ type conv2dScratch struct {
 // filterGroups is how many partial sums the filter gradient is split into:
 // a fixed number, so that the summation order, and the result to the last
 // bit, do not depend on the number of cores.
-const filterGroups = 8
+//
+// Fewer groups than cores leave cores idle, so each group's dw is then
+// cut into tiles, whole rows (output channels) or whole columns (taps),
+// each a work item of its own that computes its part of the group's GEMM
+// (tileFilter): every element of dw gets the same sum in the same order
+// whichever item computes it (the GEMM gives each element of C the same
+// bits whatever the block of C around it), so the tiles may follow the
+// core count while the groups follow the shape.
+const (
+	filterGroups    = 8
+	filterTileLines = 128 // the narrowest tile of dw: rows, or columns
+)
 
 // Samples per GEMM: enough for this many columns (output pixels).
 const (
 	convColumns   = 256  // Forward, BackwardData
 	filterColumns = 1024 // BackwardFilter (its GEMM's depth)
 )
+
+// minForwardTile is the fewest columns (output pixels) a tile of a
+// Forward group has.
+const minForwardTile = 64
 
 // NewConv2d returns the kernels for a convolution of this shape.
 // Cin and Cout must be multiples of groups.
@@ -162,7 +187,7 @@ func NewConvBlock(b, cin, h, w, cout, k int, pool bool) (*Conv2d, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.block, c.pool = true, pool
+	c.block, c.pool = true, pool // (its epilogue and pool take whole planes: Forward untiled)
 	c.perF = 1
 	if pool {
 		c.arg = make([]uint8, b*cout*(h/2)*(w/2))
@@ -187,13 +212,19 @@ func newConv2d(b, cin, h, w, cout, k, stride, pad, groups int) (*Conv2d, error) 
 	c.hp, c.wp = h+2*pad, w+2*pad
 	ohw := c.Ho * c.Wo
 	c.per = min(b, (convColumns+ohw-1)/ohw)
-	c.fwd.fn, c.fwd.n = c.forwardGroup, (b+c.per-1)/c.per
-	c.bwdData.fn, c.bwdData.n = c.backwardDataGroup, c.fwd.n
+	items := (b + c.per - 1) / c.per
+	c.fwd.fn, c.fwd.n = c.forwardGroup, items
+	c.fwdTiles, c.fwdTile = 1, c.per*ohw
+	c.bwdData.fn, c.bwdData.n = c.backwardDataGroup, items
 	c.groups = min(b, filterGroups)
 	c.perGroup = (b + c.groups - 1) / c.groups
 	c.groups = (b + c.perGroup - 1) / c.perGroup
 	c.perF = min(c.perGroup, (filterColumns+ohw-1)/ohw)
+	c.tiles, c.tile = 1, c.gkk()
 	c.bwdFilter.fn, c.bwdFilter.n = c.backwardFilterGroup, c.groups
+	c.reduce.fn = c.reduceBlock
+	c.packJob.fn = c.packItem
+	c.flipJob.fn, c.flipJob.n = c.flipChannel, cout
 
 	plane, sample := c.hp*c.wp, cin*c.hp*c.wp
 	for ci := 0; ci < cin; ci++ {
@@ -226,6 +257,42 @@ func newConv2d(b, cin, h, w, cout, k, stride, pad, groups int) (*Conv2d, error) 
 	return c, nil
 }
 
+// tileFilter cuts each group's dw (og × gkk per channel group) into tiles
+// when there are fewer groups than the nw workers: along its larger side,
+// so that each item repeats the smaller operand (dy for column tiles, the
+// im2col panels for row tiles), into up to nw/groups tiles of at least
+// filterTileLines lines, whole micro-kernel tiles each. The tiles change
+// which item computes an element of dw, never its bits.
+func (c *Conv2d) tileFilter(nw int) {
+	og, gk := c.og(), c.gkk()
+	c.tileRows = og > gk
+	lines, unit := gk, 32 // the AVX-512 kernel's columns
+	if c.tileRows {
+		lines, unit = og, 12 // and its rows
+	}
+	c.tiles = max(1, min((nw+c.groups-1)/c.groups, lines/filterTileLines))
+	c.tile = ((lines+c.tiles-1)/c.tiles + unit - 1) / unit * unit
+	c.tiles = (lines + c.tile - 1) / c.tile
+	c.bwdFilter.n = c.groups * c.tiles
+}
+
+// tileForward cuts each Forward group's columns (output pixels) into
+// tiles of whole 32-column panels, each an item, when there are fewer
+// groups than the nw workers (a small batch of small planes): up to
+// nw/groups tiles of at least minForwardTile columns. Every output gets
+// the bits it gets untiled. A conv block is never tiled.
+func (c *Conv2d) tileForward(nw int) {
+	items := (c.B + c.per - 1) / c.per
+	cols := c.per * c.Ho * c.Wo
+	c.fwdTiles, c.fwdTile = 1, cols
+	if items < nw && !c.block {
+		c.fwdTiles = max(1, min((nw+items-1)/items, cols/minForwardTile))
+		c.fwdTile = ((cols+c.fwdTiles-1)/c.fwdTiles + 31) / 32 * 32
+		c.fwdTiles = (cols + c.fwdTile - 1) / c.fwdTile
+	}
+	c.fwd.n = items * c.fwdTiles
+}
+
 // InLen and OutLen are the sizes of x (B·Cin·H·W) and y (B·Cout·Ho·Wo;
 // a pooling conv block's, B·Cout·(H/2)·(W/2)).
 func (c *Conv2d) InLen() int  { return c.B * c.Cin * c.H * c.W }
@@ -247,18 +314,26 @@ func (c *Conv2d) gkk() int { return c.Cin / c.Groups * c.K * c.K }
 func (c *Conv2d) og() int  { return c.Cout / c.Groups }
 
 // pack packs each channel group's w (og × gkk, row-major) into p[g], or
-// its transpose with trans.
+// its transpose with trans: PackAPrec's packing, its k blocks shared by
+// the workers (a model's weights are packed twice a step, and on one core
+// that pass would leave the others idle).
 func (c *Conv2d) pack(p []gemm.PackedA, trans bool, w []float32) {
 	gk, og := c.gkk(), c.og()
 	for g := range p {
 		wg := w[g*og*gk : (g+1)*og*gk]
 		if trans {
-			gemm.PackAPrec(&p[g], c.prec, true, gk, og, wg, gk)
+			c.packBlocks = gemm.PackABlocks(&p[g], c.prec, true, gk, og, wg, gk)
 		} else {
-			gemm.PackAPrec(&p[g], c.prec, false, og, gk, wg, gk)
+			c.packBlocks = gemm.PackABlocks(&p[g], c.prec, false, og, gk, wg, gk)
 		}
 	}
+	c.packing = p
+	c.packJob.n = len(p) * c.packBlocks
+	c.packJob.run(workers(c.packJob.n))
+	c.packing = nil
 }
+
+func (c *Conv2d) packItem(_, i int) { gemm.PackABlock(&c.packing[i/c.packBlocks], i%c.packBlocks) }
 
 // start sizes the per-worker scratch before a job of n items runs (the
 // workers then touch only their own slot) and returns the worker count.
@@ -315,6 +390,10 @@ func (c *Conv2d) forward(x, w, b, y []float32) {
 	c.check("Forward", x, w, y)
 	c.pack(c.wA, false, w)
 	c.x, c.y, c.bias = x, y, b
+	c.tileForward(runtime.GOMAXPROCS(0))
+	if c.fwdTiles > 1 && c.per > 1 {
+		c.fwdOut = grow(c.fwdOut, len(y))
+	}
 	c.fwd.run(c.start(c.fwd.n))
 	c.x, c.y, c.bias = nil, nil, nil
 }
@@ -332,7 +411,12 @@ func (c *Conv2d) isBlock(what string) {
 	}
 }
 
-func (c *Conv2d) forwardGroup(worker, g int) {
+func (c *Conv2d) forwardGroup(worker, item int) {
+	if c.fwdTiles > 1 {
+		c.forwardTile(worker, item/c.fwdTiles, item%c.fwdTiles)
+		return
+	}
+	g := item
 	i0, i1 := g*c.per, min(c.B, (g+1)*c.per)
 	ohw, n := c.Ho*c.Wo, (i1-i0)*c.Ho*c.Wo
 	s := &c.scratch[worker]
@@ -372,6 +456,45 @@ func (c *Conv2d) forwardGroup(worker, g int) {
 	s.panels = gatherPanels{}
 }
 
+// forwardTile is Forward's tile t of group g: output pixels (columns)
+// [j0, j1) of the group's samples side by side, gathered from the group's
+// padded samples (which each tile pads for itself, in its worker's
+// scratch) and written straight into y for one sample, or into the
+// group's part of fwdOut and then its columns of each plane copied into y.
+func (c *Conv2d) forwardTile(worker, g, t int) {
+	i0, i1 := g*c.per, min(c.B, (g+1)*c.per)
+	ohw, n := c.Ho*c.Wo, (i1-i0)*c.Ho*c.Wo
+	j0, j1 := t*c.fwdTile, min(n, (t+1)*c.fwdTile)
+	if j0 >= j1 { // the last group's samples are fewer
+		return
+	}
+	s := &c.scratch[worker]
+	gk, og := c.gkk(), c.og()
+	s.panels = gatherPanels{src: c.padded(s, i0, i1), cols: c.pixels[j0:j1], kind: c.kindFwd[j0/gemm.NR:]}
+	out, ld := c.y[i0*c.Cout*ohw:i1*c.Cout*ohw], ohw
+	if i1-i0 > 1 {
+		out, ld = c.fwdOut[g*c.Cout*c.per*ohw:], n
+	}
+	for cg := range c.wA {
+		s.panels.rows = c.taps[cg*gk : (cg+1)*gk]
+		gemm.SgemmPackedPanels(&c.wA[cg], j1-j0, 1, &s.panels, 0, out[cg*og*ld+j0:], ld)
+	}
+	s.panels = gatherPanels{}
+	if i1-i0 == 1 {
+		return
+	}
+	for o := 0; o < c.Cout; o++ {
+		row := out[o*n : (o+1)*n]
+		for j := j0; j < j1; {
+			tt := j / ohw
+			e := min(j1, (tt+1)*ohw)
+			at := ((i0+tt)*c.Cout+o)*ohw + j - tt*ohw
+			copy(c.y[at:at+e-j], row[j:e])
+			j = e
+		}
+	}
+}
+
 // preReLU returns the gradient before a conv block's ReLU (and pool) for
 // samples [i0, i1), side by side as dy's samples are, in the worker's
 // scratch: dy where the block's output y is not 0; with pool, dy routed
@@ -396,21 +519,9 @@ func (c *Conv2d) BackwardData(w, dy, dx []float32) {
 	c.plain("BackwardData")
 	c.check("BackwardData", dx, w, dy)
 	if c.back != nil {
-		// wflip (Cin, Cout/Groups, K, K): input channel ci = g·cg + j of
-		// group g gets, from each of the group's outputs co = g·og + o,
-		// w[co][j] turned by 180°.
-		K, cg, og := c.K, c.Cin/c.Groups, c.og()
-		for co := 0; co < c.Cout; co++ {
-			g, o := co/og, co%og
-			for j := 0; j < cg; j++ {
-				ci := g*cg + j
-				src := w[(co*cg+j)*K*K : (co*cg+j+1)*K*K]
-				dst := c.wflip[(ci*og+o)*K*K : (ci*og+o+1)*K*K]
-				for i, v := range src {
-					dst[K*K-1-i] = v
-				}
-			}
-		}
+		c.w = w
+		c.flipJob.run(workers(c.flipJob.n))
+		c.w = nil
 		c.back.Forward(dy, c.wflip, dx)
 		return
 	}
@@ -523,31 +634,61 @@ func (c *Conv2d) backwardFilter(x, dy, dw []float32) {
 	c.check("BackwardFilter", x, dw, dy)
 	c.x, c.dy = x, dy
 	n := c.Cout * c.gkk()
+	c.tileFilter(runtime.GOMAXPROCS(0))
+	if c.groups == 1 { // the one group's sum is dw
+		c.groupDW = dw
+		c.bwdFilter.run(c.start(c.bwdFilter.n))
+		c.x, c.dy, c.groupDW = nil, nil, nil
+		return
+	}
 	sums := &c.ownDW
 	if c.shared != nil {
 		sums = &c.shared.groupDW
 	}
 	*sums = grow(*sums, c.groups*n)
 	c.groupDW = *sums
-	c.bwdFilter.run(c.start(c.groups))
-	copy(dw, c.groupDW[:n])
+	c.bwdFilter.run(c.start(c.bwdFilter.n))
+	// dw = the groups' sums added in group order, element by element, in
+	// blocks the workers share.
+	c.dw = dw
+	c.reduce.n = (n + reduceBlock - 1) / reduceBlock
+	c.reduce.run(workers(c.reduce.n))
+	c.x, c.dy, c.groupDW, c.dw = nil, nil, nil, nil
+}
+
+// reduceBlock is the values of dw one item of the groups' sum adds.
+const reduceBlock = 16384
+
+func (c *Conv2d) reduceBlock(_, b int) {
+	n := len(c.dw)
+	lo, hi := b*reduceBlock, min(n, (b+1)*reduceBlock)
+	dw := c.dw[lo:hi]
+	copy(dw, c.groupDW[lo:hi])
 	for g := 1; g < c.groups; g++ {
-		addTo(dw, c.groupDW[g*n:(g+1)*n])
+		addTo(dw, c.groupDW[g*n+lo:g*n+hi])
 	}
-	c.x, c.dy, c.groupDW = nil, nil, nil
 }
 
 // backwardFilterGroup sums group g's dw = Σ dy·colᵀ, perF samples per GEMM:
 // their dy side by side (Cout × perF·Ho·Wo) times their im2col matrices
 // stacked (perF·Ho·Wo × Cin·K·K); with channel groups, one GEMM per group
 // over its rows of dy and its columns of colᵀ.
-func (c *Conv2d) backwardFilterGroup(worker, g int) {
+func (c *Conv2d) backwardFilterGroup(worker, item int) {
+	g, t := item/c.tiles, item%c.tiles
 	ohw, gk, og := c.Ho*c.Wo, c.gkk(), c.og()
 	dw := c.groupDW[g*c.Cout*gk : (g+1)*c.Cout*gk]
+	// This item's tile of each channel group's og × gk block of dw: rows
+	// [r0, r1) and columns [c0, c1).
+	r0, r1, c0, c1 := 0, og, 0, gk
+	if c.tileRows {
+		r0, r1 = t*c.tile, min(og, (t+1)*c.tile)
+	} else {
+		c0, c1 = t*c.tile, min(gk, (t+1)*c.tile)
+	}
 	s := &c.scratch[worker]
 	end := min(c.B, (g+1)*c.perGroup)
-	var db []float32 // a conv block's: the group's bias-gradient sums
-	if c.block {
+	var db []float32 // a conv block's: the group's bias-gradient sums, in its first tile
+	if c.block && t == 0 {
 		db = c.ownDB[g*c.Cout : (g+1)*c.Cout]
 		clear(db)
 	}
@@ -582,10 +723,26 @@ func (c *Conv2d) backwardFilterGroup(worker, g int) {
 			beta = 1
 		}
 		for cg := 0; cg < c.Groups; cg++ {
-			s.panelsT.rows = c.taps[cg*gk : (cg+1)*gk]
-			gemm.SgemmPanelsPrec(c.prec, false, og, gk, k, 1, a[cg*og*k:], k, &s.panelsT, beta, dw[cg*og*gk:], gk)
+			s.panelsT.rows = c.taps[cg*gk+c0 : cg*gk+c1]
+			gemm.SgemmPanelsPrec(c.prec, false, r1-r0, c1-c0, k, 1, a[(cg*og+r0)*k:], k, &s.panelsT, beta, dw[(cg*og+r0)*gk+c0:], gk)
 		}
 		s.panelsT = gatherTPanels{}
+	}
+}
+
+// flipChannel writes output channel co's part of wflip (Cin, Cout/Groups,
+// K, K): input channel ci = g·cg + j of group g gets, from each of the
+// group's outputs co = g·og + o, w[co][j] turned by 180°.
+func (c *Conv2d) flipChannel(_, co int) {
+	K, cg, og := c.K, c.Cin/c.Groups, c.og()
+	g, o := co/og, co%og
+	for j := 0; j < cg; j++ {
+		ci := g*cg + j
+		src := c.w[(co*cg+j)*K*K : (co*cg+j+1)*K*K]
+		dst := c.wflip[(ci*og+o)*K*K : (ci*og+o+1)*K*K]
+		for i, v := range src {
+			dst[K*K-1-i] = v
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package cpuops
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -353,5 +354,161 @@ func TestConv2dSharedSums(t *testing.T) {
 	}
 	if cap(shared.groupDW) != largest || cap(shr[0].ownDW) != 0 {
 		t.Fatalf("shared buffer %d floats (want the largest conv's %d), a sharing conv's own %d", cap(shared.groupDW), largest, cap(shr[0].ownDW))
+	}
+}
+
+// TestConv2dFilterTiles: where a batch's pixels make fewer filter-gradient
+// groups than there are cores, each group's dw is cut into tiles of rows
+// or columns that are separate work items. The tiles must cover dw exactly
+// once: dw is within float32 summation of a float64 reference, and gives
+// the same bits on 8 cores (tiles, the counts below), 2 and 1 (untiled,
+// one item per group). The shapes: groups cut by columns (taps),
+// one by rows (a 1x1 conv's many outputs), several groups summed in
+// blocks, and channel groups (a ResNeXt's) cut by columns.
+func TestConv2dFilterTiles(t *testing.T) {
+	for _, s := range []struct {
+		B, cin, H, cout, K, S, P, G int
+		groups, tiles               int
+		rows                        bool
+	}{
+		{2, 32, 4, 48, 3, 1, 1, 1, 2, 2, false},
+		{3, 8, 3, 300, 1, 1, 0, 1, 3, 2, true},
+		{2, 40, 8, 8, 3, 2, 1, 1, 2, 2, false},
+		{6, 48, 12, 16, 3, 1, 1, 1, 6, 2, false},
+		{2, 64, 4, 64, 3, 1, 1, 2, 2, 2, false},
+	} {
+		name := fmt.Sprintf("B%d-%dx%d-%d-K%d-S%d-G%d", s.B, s.cin, s.H, s.cout, s.K, s.S, s.G)
+		newConv := func() *Conv2d {
+			c, err := NewConv2d(s.B, s.cin, s.H, s.H, s.cout, s.K, s.S, s.P, s.G)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}
+		c := newConv()
+		rng := rand.New(rand.NewPCG(uint64(s.cin), uint64(s.cout)))
+		cg := s.cin / s.G
+		x, dy := randF32(rng, c.InLen()), randF32(rng, c.OutLen())
+		dw := make([]float32, s.cout*cg*s.K*s.K)
+		run := func(c *Conv2d, procs int) []float32 {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			got := make([]float32, len(dw))
+			c.BackwardFilter(x, dy, got)
+			return got
+		}
+		got := run(c, 8)
+		if c.groups != s.groups || c.tiles != s.tiles || c.tileRows != s.rows {
+			t.Fatalf("%s: %d groups of %d tiles (rows %v) on 8 cores, want %d of %d (rows %v)", name, c.groups, c.tiles, c.tileRows, s.groups, s.tiles, s.rows)
+		}
+		want, abs := make([]float64, len(dw)), make([]float64, len(dw))
+		og := s.cout / s.G
+		for b := 0; b < s.B; b++ {
+			for co := 0; co < s.cout; co++ {
+				for j := 0; j < cg; j++ {
+					ci := co/og*cg + j
+					for ky := 0; ky < s.K; ky++ {
+						for kx := 0; kx < s.K; kx++ {
+							o := ((co*cg+j)*s.K+ky)*s.K + kx
+							for oy := 0; oy < c.Ho; oy++ {
+								for ox := 0; ox < c.Wo; ox++ {
+									iy, ix := oy*s.S-s.P+ky, ox*s.S-s.P+kx
+									if iy < 0 || iy >= s.H || ix < 0 || ix >= s.H {
+										continue
+									}
+									p := float64(dy[((b*s.cout+co)*c.Ho+oy)*c.Wo+ox]) * float64(x[((b*s.cin+ci)*s.H+iy)*s.H+ix])
+									want[o] += p
+									abs[o] += math.Abs(p)
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+		checkBound(t, name+" dw", got, want, abs, s.B*c.Ho*c.Wo+filterGroups)
+		for _, procs := range []int{2, 1} {
+			if d := run(c, procs); !slices.Equal(d, got) {
+				t.Errorf("%s: dw on %d cores (%d tiles) differs from 8 cores'", name, procs, c.tiles)
+			}
+		}
+		if c.tiles != 1 {
+			t.Errorf("%s: %d tiles on one core", name, c.tiles)
+		}
+	}
+}
+
+// TestConv2dForwardTiles: where a batch makes fewer Forward groups than
+// filterGroups, each group's output pixels are cut into tiles that are
+// separate work items, crossing sample boundaries where a group holds
+// several samples. y must be within float32 summation of a float64
+// reference, and y and dx (at stride 1 itself a tiled Forward) must give
+// the same bits on 8 cores (tiles, the counts below), 2 and 1 (untiled).
+func TestConv2dForwardTiles(t *testing.T) {
+	for _, s := range []struct {
+		B, cin, H, cout, K, S, P, G int
+		tiles                       int
+	}{
+		{3, 5, 7, 6, 3, 1, 1, 1, 2},   // one group of 3 samples of 49 pixels, tiles of 96
+		{2, 4, 16, 8, 3, 1, 1, 1, 4},  // a group a sample, 256 pixels
+		{3, 6, 16, 8, 3, 2, 1, 2, 3},  // stride 2, channel groups
+		{4, 8, 14, 16, 1, 1, 0, 1, 4}, // a 1x1 conv, groups of 2 samples of 196 pixels
+	} {
+		name := fmt.Sprintf("B%d-%dx%d-%d-K%d-S%d-G%d", s.B, s.cin, s.H, s.cout, s.K, s.S, s.G)
+		newConv := func() *Conv2d {
+			c, err := NewConv2d(s.B, s.cin, s.H, s.H, s.cout, s.K, s.S, s.P, s.G)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}
+		c := newConv()
+		rng := rand.New(rand.NewPCG(uint64(s.H), uint64(s.cout)))
+		cg := s.cin / s.G
+		x, w, dy := randF32(rng, c.InLen()), randF32(rng, s.cout*cg*s.K*s.K), randF32(rng, c.OutLen())
+		run := func(c *Conv2d, procs int) (y, dx []float32) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			y, dx = make([]float32, c.OutLen()), make([]float32, c.InLen())
+			c.Forward(x, w, y)
+			c.BackwardData(w, dy, dx)
+			return y, dx
+		}
+		y, dx := run(c, 8)
+		if c.fwdTiles != s.tiles {
+			t.Fatalf("%s: %d tiles a group on 8 cores, want %d", name, c.fwdTiles, s.tiles)
+		}
+		want, abs := make([]float64, len(y)), make([]float64, len(y))
+		og := s.cout / s.G
+		for b := 0; b < s.B; b++ {
+			for co := 0; co < s.cout; co++ {
+				for oy := 0; oy < c.Ho; oy++ {
+					for ox := 0; ox < c.Wo; ox++ {
+						o := ((b*s.cout+co)*c.Ho+oy)*c.Wo + ox
+						for j := 0; j < cg; j++ {
+							ci := co/og*cg + j
+							for ky := 0; ky < s.K; ky++ {
+								for kx := 0; kx < s.K; kx++ {
+									iy, ix := oy*s.S-s.P+ky, ox*s.S-s.P+kx
+									if iy < 0 || iy >= s.H || ix < 0 || ix >= s.H {
+										continue
+									}
+									p := float64(w[((co*cg+j)*s.K+ky)*s.K+kx]) * float64(x[((b*s.cin+ci)*s.H+iy)*s.H+ix])
+									want[o] += p
+									abs[o] += math.Abs(p)
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+		checkBound(t, name+" y", y, want, abs, cg*s.K*s.K)
+		for _, procs := range []int{2, 1} {
+			if y1, dx1 := run(c, procs); !slices.Equal(y1, y) || !slices.Equal(dx1, dx) {
+				t.Errorf("%s: y or dx on %d cores differs from 8 cores'", name, procs)
+			}
+		}
+		if c.fwdTiles != 1 {
+			t.Errorf("%s: %d tiles on one core", name, c.fwdTiles)
+		}
 	}
 }

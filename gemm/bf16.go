@@ -334,7 +334,12 @@ type PackedABF16 struct {
 	data              []uint32
 	ks                *bf16Kernels // the kernels it was packed for
 	fb                *PackedA     // the fallback's, when packed without them
-	row               []uint32     // one row of op(A) in pairs, on its way to data (kept: packing allocates once)
+	rows              [][]uint32   // per k block, one row of op(A) in pairs on its way to data (kept: packing allocates once)
+
+	// the packing begin began, for block
+	src   []float32
+	lda   int
+	trans bool
 }
 
 // PackABF16 packs op(A) (m×k; A itself is k×m when transA) into p, rounded
@@ -352,30 +357,46 @@ func packABF16(p *PackedABF16, ks *bf16Kernels, transA bool, m, k int, a []float
 	} else {
 		checkLen("A", a, m, k, lda)
 	}
+	for bi, n := 0, p.begin(ks, transA, m, k, a, lda); bi < n; bi++ {
+		p.block(bi)
+	}
+}
+
+// begin sizes p for packABF16 and returns its number of k blocks, which
+// block packs, each once, in any order or at once.
+func (p *PackedABF16) begin(ks *bf16Kernels, transA bool, m, k int, a []float32, lda int) int {
 	p.m, p.k, p.ks = m, k, ks
 	if ks == nil {
 		if p.fb == nil {
 			p.fb = new(PackedA)
 		}
-		packAInto(p.fb, FP32, bf16RoundSlice, transA, m, k, a, lda)
 		p.data = p.data[:0]
-		return
+		return p.fb.begin(FP32, bf16RoundSlice, transA, m, k, a, lda)
 	}
 	p.fb = nil
+	p.src, p.lda, p.trans = a, lda, transA
 	kstep := bf16KStep(k)
 	p.kstep, p.mpad = kstep, (m+bmr-1)/bmr*bmr
 	nblocks := (k + kstep - 1) / kstep
-	if p.row == nil {
-		p.row = make([]uint32, kc/2)
+	for len(p.rows) < nblocks {
+		p.rows = append(p.rows, make([]uint32, kc/2))
 	}
 	if n := nblocks * p.mpad * kstep / 2; cap(p.data) < n {
 		p.data = make([]uint32, n)
 	} else {
 		p.data = p.data[:n]
 	}
-	for bi, pc := 0, 0; pc < k; bi, pc = bi+1, pc+kstep {
-		bf16PackA(ks, p.row, p.data[bi*p.mpad*kstep/2:], a, lda, transA, 0, pc, m, min(kstep, k-pc))
+	return nblocks
+}
+
+// block packs k block bi of what begin began.
+func (p *PackedABF16) block(bi int) {
+	if p.fb != nil {
+		p.fb.block(bi)
+		return
 	}
+	pc := bi * p.kstep
+	bf16PackA(p.ks, p.rows[bi], p.data[bi*p.mpad*p.kstep/2:], p.src, p.lda, p.trans, 0, pc, p.m, min(p.kstep, p.k-pc))
 }
 
 // Rows and Depth are the m and k of the packed op(A).

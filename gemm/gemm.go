@@ -142,6 +142,12 @@ type PackedA struct {
 	prec              Precision
 	data              []float32
 	bf                *PackedABF16 // instead of data: packed for the VDPBF16PS kernels (FastBF16)
+
+	// the packing PackABlocks began, for PackABlock
+	src   []float32
+	lda   int
+	trans bool
+	round func([]float32)
 }
 
 // PackA packs op(A) (m×k; A itself is k×m when transA) into p, reusing
@@ -153,6 +159,17 @@ func PackA(p *PackedA, transA bool, m, k int, a []float32, lda int) {
 // PackAPrec is PackA with op(A) rounded to prec; SgemmPacked and
 // SgemmPackedPanels then round op(B) to prec too (SgemmPrec).
 func PackAPrec(p *PackedA, prec Precision, transA bool, m, k int, a []float32, lda int) {
+	for bi, n := 0, PackABlocks(p, prec, transA, m, k, a, lda); bi < n; bi++ {
+		PackABlock(p, bi)
+	}
+}
+
+// PackABlocks begins PackAPrec's packing of op(A) into p and returns how
+// many blocks (its k blocks) PackABlock then packs: each block once, in
+// any order, on any goroutines at once, before p is multiplied with. p
+// holds a until the next PackABlocks. The packed A is PackAPrec's, to the
+// bit.
+func PackABlocks(p *PackedA, prec Precision, transA bool, m, k int, a []float32, lda int) int {
 	if m < 1 || k < 1 {
 		panic(fmt.Sprintf("gemm.PackA: size m=%d k=%d, want both >= 1", m, k))
 	}
@@ -165,30 +182,49 @@ func PackAPrec(p *PackedA, prec Precision, transA bool, m, k int, a []float32, l
 		if p.bf == nil {
 			p.bf = new(PackedABF16)
 		}
-		PackABF16(p.bf, transA, m, k, a, lda)
-		p.m, p.k, p.prec = m, k, prec
-		return
+		p.m, p.k, p.prec, p.src = m, k, prec, nil
+		return p.bf.begin(bf16Path(), transA, m, k, a, lda)
 	}
 	p.bf = nil
-	packAInto(p, prec, rounding(prec), transA, m, k, a, lda)
+	return p.begin(prec, rounding(prec), transA, m, k, a, lda)
+}
+
+// PackABlock packs block bi of the packing PackABlocks began.
+func PackABlock(p *PackedA, bi int) {
+	if p.bf != nil {
+		p.bf.block(bi)
+		return
+	}
+	p.block(bi)
 }
 
 // packAInto is PackAPrec's packing on the fp32 kernels, op(A) rounded by
 // round as it is packed (none where round is nil) and the packed A marked
 // as of prec.
 func packAInto(p *PackedA, prec Precision, round func([]float32), transA bool, m, k int, a []float32, lda int) {
+	for bi, n := 0, p.begin(prec, round, transA, m, k, a, lda); bi < n; bi++ {
+		p.block(bi)
+	}
+}
+
+// begin sizes p for packAInto and returns its number of k blocks.
+func (p *PackedA) begin(prec Precision, round func([]float32), transA bool, m, k int, a []float32, lda int) int {
 	kstep := kStep(k)
 	p.m, p.k, p.kstep, p.mpad, p.prec = m, k, kstep, (m+mr-1)/mr*mr, prec
+	p.src, p.lda, p.trans, p.round = a, lda, transA, round
 	nblocks := (k + kstep - 1) / kstep
 	if n := nblocks * p.mpad * kstep; cap(p.data) < n {
 		p.data = make([]float32, n)
 	} else {
 		p.data = p.data[:n]
 	}
-	for bi, pc := 0, 0; pc < k; bi, pc = bi+1, pc+kstep {
-		kb := min(kstep, k-pc)
-		packARounded(p.data[bi*p.mpad*kstep:], a, lda, transA, 0, pc, m, kb, round)
-	}
+	return nblocks
+}
+
+// block packs k block bi of what begin began.
+func (p *PackedA) block(bi int) {
+	pc := bi * p.kstep
+	packARounded(p.data[bi*p.mpad*p.kstep:], p.src, p.lda, p.trans, 0, pc, p.m, min(p.kstep, p.k-pc), p.round)
 }
 
 // Rows and Depth are the m and k of the packed op(A), Precision what it
