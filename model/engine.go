@@ -2,6 +2,8 @@ package model
 
 import (
 	"fmt"
+	"runtime"
+	"sync"
 
 	G "gorgonia.org/gorgonia"
 
@@ -231,7 +233,8 @@ func (x cpuXent) Backward(z, t G.Value, g float32, dz G.Value) error {
 func (cpuEngine) SGD(w, grad, v G.Value, _ int, lr, momentum, wd float32, first bool) error {
 	a, err := host(w, grad, v)
 	if err == nil {
-		SGDUpdate(a[0], a[1], a[2], lr, momentum, wd, first)
+		w, g, v := a[0], a[1], a[2]
+		inParallel(len(w), func(lo, hi int) { SGDUpdate(w[lo:hi], g[lo:hi], part(v, len(w), lo, hi), lr, momentum, wd, first) })
 	}
 	return err
 }
@@ -239,7 +242,8 @@ func (cpuEngine) SGD(w, grad, v G.Value, _ int, lr, momentum, wd float32, first 
 func (cpuEngine) SGDNesterov(w, grad, v G.Value, _ int, lr, momentum, wd float32, first bool) error {
 	a, err := host(w, grad, v)
 	if err == nil {
-		SGDNesterovUpdate(a[0], a[1], a[2], lr, momentum, wd, first)
+		w, g, v := a[0], a[1], a[2]
+		inParallel(len(w), func(lo, hi int) { SGDNesterovUpdate(w[lo:hi], g[lo:hi], v[lo:hi], lr, momentum, wd, first) })
 	}
 	return err
 }
@@ -247,7 +251,44 @@ func (cpuEngine) SGDNesterov(w, grad, v G.Value, _ int, lr, momentum, wd float32
 func (cpuEngine) AdamW(w, grad, m, v G.Value, _ int, lr, b1, b2, eps, wd float32, t int64) error {
 	a, err := host(w, grad, m, v)
 	if err == nil {
-		AdamWUpdate(a[0], a[1], a[2], a[3], lr, b1, b2, eps, wd, t)
+		w, g, m, v := a[0], a[1], a[2], a[3]
+		inParallel(len(w), func(lo, hi int) { AdamWUpdate(w[lo:hi], g[lo:hi], m[lo:hi], v[lo:hi], lr, b1, b2, eps, wd, t) })
 	}
 	return err
+}
+
+// inParallel runs f over [0, n) in contiguous parts, one per core, when n
+// is large enough to pay for the goroutines. The optimizers' updates go
+// element by element, so the parts give the bits one loop gives, on any
+// core count; on one core a model's update was a serial pass over all its
+// weights and their state (4.6% of resnet50's step on 2 cores).
+func inParallel(n int, f func(lo, hi int)) {
+	w := min(runtime.GOMAXPROCS(0), n/parallelMin)
+	if w <= 1 {
+		f(0, n)
+		return
+	}
+	chunk := (n + w - 1) / w
+	var wg sync.WaitGroup
+	for lo := chunk; lo < n; lo += chunk {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f(lo, min(n, lo+chunk))
+		}()
+	}
+	f(0, chunk)
+	wg.Wait()
+}
+
+// parallelMin is the fewest elements a part of inParallel gets.
+const parallelMin = 1 << 15
+
+// part is v[lo:hi] where v holds n values (a momentum buffer), else v (an
+// unused one: SGD without momentum).
+func part(v []float32, n, lo, hi int) []float32 {
+	if len(v) != n {
+		return v
+	}
+	return v[lo:hi]
 }
