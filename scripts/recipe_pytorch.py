@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Run a stoke training recipe in PyTorch: the accuracy side of issue 13.
 
-    scripts/recipe_pytorch.py --config RUN/config.yaml [--seed S] [--out DIR]
+    scripts/recipe_pytorch.py --config RUN/config.yaml [--seed S] [--precision fp32|bf16] [--out DIR]
 
 reads a stoke config (a run folder's resolved config.yaml is the exact recipe of that run; a
 shipped config works too when every setting it relies on is in it) and trains the same model
@@ -115,13 +115,15 @@ def make_optimizer(model, o):
     return torch.optim.SGD(groups, lr=o["lr"], momentum=o["momentum"], nesterov=o.get("nesterov", False))
 
 
-def evaluate(model, loader):
+def evaluate(model, loader, autocast):
     model.eval()
     n = top1 = top5 = 0
     loss = 0.0
     with torch.no_grad():
         for x, y in loader:
-            out = model(x)
+            with autocast():
+                out = model(x)
+            out = out.float()
             loss += nn.functional.cross_entropy(out, y, reduction="sum").item()
             k = out.topk(min(5, out.shape[1]), 1).indices
             top1 += (k[:, 0] == y).sum().item()
@@ -137,6 +139,9 @@ def main():
     ap.add_argument("--seed", type=int, help="default: the config's train.seed")
     ap.add_argument("--epochs", type=int, help="default: the config's train.epochs")
     ap.add_argument("--out", help="folder for metrics.jsonl and result.json")
+    ap.add_argument("--precision", choices=("fp32", "bf16"),
+                    help="fp32, or bf16: torch.autocast('cpu', torch.bfloat16) around the forward, in training and "
+                         "evaluation, the loss on the fp32 logits (default: the config's train.precision; fp32)")
     args = ap.parse_args()
     with open(args.config) as f:
         cfg = yaml.safe_load(f)
@@ -144,6 +149,10 @@ def main():
     root = args.data or d.get("root") or synthetic_root(d)
     seed = tr.get("seed", 1) if args.seed is None else args.seed
     epochs = args.epochs or tr["epochs"]
+    precision = args.precision or tr.get("precision") or "fp32"
+    if precision not in ("fp32", "bf16"):
+        raise SystemExit("recipe_pytorch.py: train.precision %r: PyTorch's CPU autocast has fp32 and bf16 only" % precision)
+    autocast = lambda: torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16")  # noqa: E731
     threads = tr.get("threads") or os.cpu_count()
     torch.set_num_threads(threads)  # a torch built without OpenMP stays at 1
     torch.manual_seed(seed)
@@ -180,7 +189,9 @@ def main():
             for g in opt.param_groups:
                 g["lr"] = lr
             opt.zero_grad(set_to_none=True)
-            out = model(x)
+            with autocast():
+                out = model(x)
+            out = out.float()
             loss = loss_fn(out, y)
             loss.backward()
             opt.step()
@@ -191,7 +202,7 @@ def main():
         train_s += time.perf_counter() - t0
         rec = {"epoch": epoch + 1, "epochs": epochs, "train_loss": loss_sum / seen, "train_acc": correct / seen, "lr": lr}
         if epoch + 1 == epochs:
-            rec["val_loss"], rec["val_top1"], rec["val_top5"] = evaluate(model, val_loader)
+            rec["val_loss"], rec["val_top1"], rec["val_top5"] = evaluate(model, val_loader, autocast)
         print("epoch %d/%d  train loss %.4f acc %.1f%%%s  %.1fs" % (
             epoch + 1, epochs, rec["train_loss"], 100 * rec["train_acc"],
             "  val top1 %.1f%% top5 %.1f%%" % (100 * rec["val_top1"], 100 * rec["val_top5"]) if "val_top1" in rec else "",
@@ -201,7 +212,7 @@ def main():
             metrics.flush()
     result = {"arch": cfg["model"].get("arch", "cnn"), "engine": "pytorch", "seed": seed, "epochs": epochs,
               "val_top1": rec["val_top1"], "val_top5": rec["val_top5"], "wall_seconds": time.perf_counter() - t_start,
-              "train_seconds": train_s, "threads": torch.get_num_threads(),
+              "train_seconds": train_s, "precision": precision, "threads": torch.get_num_threads(),
               "note": "PyTorch %s, torchvision %s" % (torch.__version__, torchvision.__version__)}
     print(json.dumps(result), flush=True)
     if args.out:
