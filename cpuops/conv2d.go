@@ -187,7 +187,7 @@ func NewConvBlock(b, cin, h, w, cout, k int, pool bool) (*Conv2d, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.block, c.pool = true, pool // (its epilogue and pool take whole planes: Forward untiled)
+	c.block, c.pool = true, pool
 	c.perF = 1
 	if pool {
 		c.arg = make([]uint8, b*cout*(h/2)*(w/2))
@@ -411,8 +411,10 @@ func (c *Conv2d) isBlock(what string) {
 	}
 }
 
+// forwardGroup is Forward's item: a tile of a group (forwardTile), or for
+// a conv block, whose epilogue and pool take whole planes, a whole group.
 func (c *Conv2d) forwardGroup(worker, item int) {
-	if c.fwdTiles > 1 {
+	if !c.block {
 		c.forwardTile(worker, item/c.fwdTiles, item%c.fwdTiles)
 		return
 	}
@@ -456,11 +458,13 @@ func (c *Conv2d) forwardGroup(worker, item int) {
 	s.panels = gatherPanels{}
 }
 
-// forwardTile is Forward's tile t of group g: output pixels (columns)
-// [j0, j1) of the group's samples side by side, gathered from the group's
-// padded samples (which each tile pads for itself, in its worker's
-// scratch) and written straight into y for one sample, or into the
-// group's part of fwdOut and then its columns of each plane copied into y.
+// forwardTile is Forward's tile t of group g (the whole group when
+// untiled): output pixels (columns) [j0, j1) of the group's samples side
+// by side, gathered from the group's padded samples (which each tile pads
+// for itself, in its worker's scratch) and written straight into y for
+// one sample; for several, into the worker's scratch (untiled) or the
+// group's part of fwdOut (shared by its tiles), and then its columns of
+// each plane copied into y.
 func (c *Conv2d) forwardTile(worker, g, t int) {
 	i0, i1 := g*c.per, min(c.B, (g+1)*c.per)
 	ohw, n := c.Ho*c.Wo, (i1-i0)*c.Ho*c.Wo
@@ -472,7 +476,11 @@ func (c *Conv2d) forwardTile(worker, g, t int) {
 	gk, og := c.gkk(), c.og()
 	s.panels = gatherPanels{src: c.padded(s, i0, i1), cols: c.pixels[j0:j1], kind: c.kindFwd[j0/gemm.NR:]}
 	out, ld := c.y[i0*c.Cout*ohw:i1*c.Cout*ohw], ohw
-	if i1-i0 > 1 {
+	switch {
+	case i1-i0 > 1 && c.fwdTiles == 1:
+		s.out = grow(s.out, c.Cout*n)
+		out, ld = s.out, n
+	case i1-i0 > 1:
 		out, ld = c.fwdOut[g*c.Cout*c.per*ohw:], n
 	}
 	for cg := range c.wA {

@@ -378,14 +378,10 @@ func TestConv2dFilterTiles(t *testing.T) {
 		{2, 64, 4, 64, 3, 1, 1, 2, 2, 2, false},
 	} {
 		name := fmt.Sprintf("B%d-%dx%d-%d-K%d-S%d-G%d", s.B, s.cin, s.H, s.cout, s.K, s.S, s.G)
-		newConv := func() *Conv2d {
-			c, err := NewConv2d(s.B, s.cin, s.H, s.H, s.cout, s.K, s.S, s.P, s.G)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return c
+		c, err := NewConv2d(s.B, s.cin, s.H, s.H, s.cout, s.K, s.S, s.P, s.G)
+		if err != nil {
+			t.Fatal(err)
 		}
-		c := newConv()
 		rng := rand.New(rand.NewPCG(uint64(s.cin), uint64(s.cout)))
 		cg := s.cin / s.G
 		x, dy := randF32(rng, c.InLen()), randF32(rng, c.OutLen())
@@ -454,14 +450,10 @@ func TestConv2dForwardTiles(t *testing.T) {
 		{4, 8, 14, 16, 1, 1, 0, 1, 4}, // a 1x1 conv, groups of 2 samples of 196 pixels
 	} {
 		name := fmt.Sprintf("B%d-%dx%d-%d-K%d-S%d-G%d", s.B, s.cin, s.H, s.cout, s.K, s.S, s.G)
-		newConv := func() *Conv2d {
-			c, err := NewConv2d(s.B, s.cin, s.H, s.H, s.cout, s.K, s.S, s.P, s.G)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return c
+		c, err := NewConv2d(s.B, s.cin, s.H, s.H, s.cout, s.K, s.S, s.P, s.G)
+		if err != nil {
+			t.Fatal(err)
 		}
-		c := newConv()
 		rng := rand.New(rand.NewPCG(uint64(s.H), uint64(s.cout)))
 		cg := s.cin / s.G
 		x, w, dy := randF32(rng, c.InLen()), randF32(rng, s.cout*cg*s.K*s.K), randF32(rng, c.OutLen())
