@@ -156,7 +156,8 @@ func BenchmarkBasicBlockEnd(b *testing.B) {
 }
 
 // BenchmarkMaxPool: the ImageNet stem's MaxPool2d(3, 2, 1) on resnet18's
-// 112x112 planes, forward and backward:
+// 112x112 planes, forward (the Go loop and the AVX2 one, in 2 alternating
+// rounds) and backward:
 //
 //	go test -run - -bench MaxPool -cpu 1 ./cpuops/
 func BenchmarkMaxPool(b *testing.B) {
@@ -167,13 +168,25 @@ func BenchmarkMaxPool(b *testing.B) {
 	rng := rand.New(rand.NewPCG(5, 5))
 	x, y := randF32(rng, p.InLen()), make([]float32, p.OutLen())
 	dy, dx := randF32(rng, p.OutLen()), make([]float32, p.InLen())
-	b.Run("fwd", func(b *testing.B) {
-		t0 := cpuTime()
-		for i := 0; i < b.N; i++ {
-			p.Forward(x, y)
+	avx2 := useAVX2
+	defer func() { useAVX2 = avx2 }()
+	for r := 1; r <= 2; r++ { // the Go loop and the AVX2 one, alternating
+		for _, v := range []bool{false, true} {
+			name := map[bool]string{false: "go", true: "avx2"}[v]
+			b.Run(fmt.Sprintf("fwd/r%d/%s", r, name), func(b *testing.B) {
+				if v && !avx2 {
+					b.Skip("no AVX2")
+				}
+				useAVX2 = v
+				t0 := cpuTime()
+				for i := 0; i < b.N; i++ {
+					p.Forward(x, y)
+				}
+				reportCPU(b, t0)
+			})
 		}
-		reportCPU(b, t0)
-	})
+	}
+	useAVX2 = avx2
 	b.Run("bwd", func(b *testing.B) {
 		p.Forward(x, y)
 		b.ResetTimer()

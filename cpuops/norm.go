@@ -354,6 +354,9 @@ func (p *MaxPool) forwardSample(_, i int) {
 func (p *MaxPool) interior(plane []float32, arg []int32, y []float32, r0, r1, lo, hi int) {
 	K, S, W := p.K, p.Stride, p.W
 	if K == 3 { // the ResNets' stem: each window row's first maximum, then the rows'
+		if S == 2 {
+			lo = maxPool3s2Row(plane, W, p.Pad, r0, r1, lo, hi, arg, y)
+		}
 		for ox := lo; ox < hi; ox++ {
 			b := r0*W + ox*S - p.Pad
 			best, bk := max3(plane[b:b+3:b+3], b)

@@ -393,11 +393,19 @@ func TestConvWithPoolMatchesReference(t *testing.T) {
 // argmax, the value and so the gradient's route. The inputs take few
 // values, so that ties are common, with NaNs and both zeros among them.
 func TestMaxPoolWindowsMatchBruteForce(t *testing.T) {
-	levels := []float32{-1, float32(math.Copysign(0, -1)), 0, 0.5, 2, float32(math.NaN())}
-	for _, s := range [][7]int{ // B, C, H, W, K, stride, pad
-		{2, 3, 11, 11, 3, 2, 1}, {1, 2, 9, 8, 3, 2, 1}, {1, 1, 7, 5, 3, 1, 1}, {2, 2, 6, 9, 2, 2, 0},
-		{1, 2, 10, 10, 5, 3, 2}, {1, 1, 2, 3, 3, 2, 1}, {1, 1, 8, 8, 3, 4, 0}, {1, 2, 13, 12, 4, 2, 2},
+	levels := []float32{-1, float32(math.Copysign(0, -1)), 0, 0.5, 2, float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))}
+	avx2 := useAVX2
+	defer func() { useAVX2 = avx2 }()
+	for _, c := range [][8]int{ // B, C, H, W, K, stride, pad, and 1 for the AVX2 loops where the CPU has them
+		{2, 3, 11, 11, 3, 2, 1, 1}, {1, 2, 9, 8, 3, 2, 1, 1}, {1, 1, 7, 5, 3, 1, 1, 1}, {2, 2, 6, 9, 2, 2, 0, 1},
+		{1, 2, 10, 10, 5, 3, 2, 1}, {1, 1, 2, 3, 3, 2, 1, 1}, {1, 1, 8, 8, 3, 4, 0, 1}, {1, 2, 13, 12, 4, 2, 2, 1},
+		// the ResNet stem's 3x3 stride 2 on rows of 16 or more outputs (AVX2, 8 at a time, the last 8
+		// overlapping when their count is not a multiple of 8), even and odd widths, and the Go loop
+		{2, 3, 9, 40, 3, 2, 1, 1}, {1, 2, 7, 35, 3, 2, 1, 1}, {1, 2, 6, 34, 3, 2, 1, 1}, {1, 1, 5, 112, 3, 2, 1, 1},
+		{1, 1, 4, 17, 3, 2, 1, 1}, {1, 1, 3, 18, 3, 2, 1, 1}, {1, 2, 9, 40, 3, 2, 1, 0}, {1, 1, 5, 112, 3, 2, 1, 0},
 	} {
+		s := c[:7]
+		useAVX2 = c[7] == 1 && avx2
 		B, C, H, W, K, S, P := s[0], s[1], s[2], s[3], s[4], s[5], s[6]
 		p, err := NewMaxPool(B, C, H, W, K, S, P)
 		if err != nil {
@@ -428,7 +436,7 @@ func TestMaxPoolWindowsMatchBruteForce(t *testing.T) {
 					}
 					o := (q*p.Ho+oy)*p.Wo + ox
 					if int(p.arg[o]) != best || math.Float32bits(y[o]) != math.Float32bits(plane[best]) {
-						t.Fatalf("%v plane %d output (%d,%d): argmax %d value %v, want %d %v", s, q, oy, ox, p.arg[o], y[o], best, plane[best])
+						t.Fatalf("%v (AVX2 %v) plane %d output (%d,%d): argmax %d value %v, want %d %v", s, useAVX2, q, oy, ox, p.arg[o], y[o], best, plane[best])
 					}
 				}
 			}

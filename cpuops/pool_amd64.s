@@ -108,3 +108,124 @@ loop:
 done:
 	VZEROUPPER
 	RET
+
+// maxIdx2: the dword offsets 0, 2, ..., 14 of 8 outputs' first taps.
+DATA maxIdx2<>+0(SB)/4, $0
+DATA maxIdx2<>+4(SB)/4, $2
+DATA maxIdx2<>+8(SB)/4, $4
+DATA maxIdx2<>+12(SB)/4, $6
+DATA maxIdx2<>+16(SB)/4, $8
+DATA maxIdx2<>+20(SB)/4, $10
+DATA maxIdx2<>+24(SB)/4, $12
+DATA maxIdx2<>+28(SB)/4, $14
+GLOBL maxIdx2<>(SB), RODATA|NOPTR, $32
+
+// KEY maps the floats of V to orderKey's int32 keys (T scratch); the map is
+// its own inverse, so it also maps a key back to the float's bits.
+#define KEY(V, T) \
+	VPSRAD $31, V, T \
+	VPSRLD $1, T, T \
+	VPXOR  T, V, V
+
+// TAP keeps key K, index I as the best (Y8, Y9) where K > Y8 (strictly:
+// the first maximum stays).
+#define TAP(K, I) \
+	VPCMPGTD Y8, K, Y10 \
+	VPMAXSD  K, Y8, Y8 \
+	VPBLENDVB Y10, I, Y9, Y9
+
+// ROW loads the three taps of 8 windows from the row at R10 (columns
+// 2j, 2j+1, 2j+2 of output j): x[0..15] split into evens and odds, and
+// x[1..16]'s odds, each pair of VSHUFPS halves put in order by VPERMPD.
+#define ROW \
+	VMOVUPS   (R10), Y0 \
+	VMOVUPS   32(R10), Y1 \
+	VMOVUPS   4(R10), Y2 \
+	VMOVUPS   36(R10), Y3 \
+	VSHUFPS   $0x88, Y1, Y0, Y4 \
+	VSHUFPS   $0xDD, Y1, Y0, Y5 \
+	VSHUFPS   $0xDD, Y3, Y2, Y6 \
+	VPERMPD   $0xD8, Y4, Y4 \
+	VPERMPD   $0xD8, Y5, Y5 \
+	VPERMPD   $0xD8, Y6, Y6 \
+	KEY(Y4, Y7) \
+	KEY(Y5, Y7) \
+	KEY(Y6, Y7)
+
+// func maxPool3s2AVX2(src *float32, w, rows int, base int32, n int, y *float32, arg *int32)
+//
+// 8n outputs of a MaxPool2d(3, stride 2) row whose windows lie inside
+// their rows (MaxPool.interior): output j's window is columns 2j..2j+2 of
+// rows 0..rows-1 (1 to 3) at src, w floats apart; the first maximum in
+// (row, column) order by orderKey, as the Go loop, its index base + row·w +
+// column into arg and its value into y.
+TEXT ·maxPool3s2AVX2(SB), NOSPLIT, $0-56
+	MOVQ src+0(FP), SI
+	MOVQ w+8(FP), R8
+	MOVQ rows+16(FP), R9
+	MOVL base+24(FP), AX
+	MOVQ n+32(FP), CX
+	MOVQ y+40(FP), DI
+	MOVQ arg+48(FP), DX
+	VMOVDQU maxIdx2<>(SB), Y15
+	MOVL $1, BX
+	MOVQ BX, X14
+	VPBROADCASTD X14, Y14   // 1
+	MOVQ R8, X13
+	VPBROADCASTD X13, Y13   // w
+	MOVL $16, BX
+	MOVQ BX, X12
+	VPBROADCASTD X12, Y12   // 16: the next 8 outputs' first taps
+	MOVQ AX, X11
+	VPBROADCASTD X11, Y11
+	VPADDD Y15, Y11, Y11    // first taps' indices in row 0
+	SHLQ $2, R8             // w in bytes
+	TESTQ CX, CX
+	JZ done
+loop:
+	MOVQ SI, R10
+	VMOVDQA Y11, Y15        // this row's first taps' indices
+	ROW
+	VMOVDQA Y4, Y8
+	VMOVDQA Y15, Y9
+	VPADDD Y14, Y15, Y15
+	TAP(Y5, Y15)
+	VPADDD Y14, Y15, Y15
+	TAP(Y6, Y15)
+	MOVQ R9, BX
+	DECQ BX
+	JZ store
+rows:
+	ADDQ R8, R10
+	VPADDD Y13, Y11, Y11    // advance the first taps a row: undone below
+	VMOVDQA Y11, Y15
+	ROW
+	TAP(Y4, Y15)
+	VPADDD Y14, Y15, Y15
+	TAP(Y5, Y15)
+	VPADDD Y14, Y15, Y15
+	TAP(Y6, Y15)
+	DECQ BX
+	JNZ rows
+store:
+	KEY(Y8, Y7)
+	VMOVDQU Y8, (DI)
+	VMOVDQU Y9, (DX)
+	// back to row 0, and on 8 outputs (16 columns)
+	MOVQ R9, BX
+	DECQ BX
+	JZ next
+back:
+	VPSUBD Y13, Y11, Y11
+	DECQ BX
+	JNZ back
+next:
+	VPADDD Y12, Y11, Y11
+	ADDQ $64, SI
+	ADDQ $32, DI
+	ADDQ $32, DX
+	DECQ CX
+	JNZ loop
+done:
+	VZEROUPPER
+	RET

@@ -192,3 +192,31 @@ func transpose8(dst, src []float32, offs *[8]int) bool {
 	transpose8AVX2(&dst[0], &src[0], &offs[0])
 	return true
 }
+
+// maxPool3s2AVX2 computes 8n outputs of one output row of a MaxPool2d(3,
+// stride 2) from the rows at src (pool_amd64.s), as MaxPool.interior's Go
+// loop: the same argmax, the same bits.
+//
+//go:noescape
+func maxPool3s2AVX2(src *float32, w, rows int, base int32, n int, y *float32, arg *int32)
+
+// maxPool3s2Row is MaxPool.interior's 3x3 stride-2 case for output columns
+// [lo, hi) in AVX2, 8 at a time, the last 8 overlapping the ones before
+// when hi-lo is not a multiple of 8 (writing the same values again). It
+// returns the first column it left to the caller: lo when AVX2 is off or
+// hi-lo < 8, else hi.
+func maxPool3s2Row(plane []float32, W, pad, r0, r1, lo, hi int, arg []int32, y []float32) int {
+	if !useAVX2 || hi-lo < 8 {
+		return lo
+	}
+	b := r0*W + 2*lo - pad
+	// the last row's 16th column of the last group, the last one read
+	_ = plane[(r1-1)*W+2*(hi-1)-pad+2]
+	n := (hi - lo) / 8
+	maxPool3s2AVX2(&plane[b], W, r1-r0, int32(b), n, &y[lo], &arg[lo])
+	if lo+8*n < hi {
+		s := hi - 8
+		maxPool3s2AVX2(&plane[r0*W+2*s-pad], W, r1-r0, int32(r0*W+2*s-pad), 1, &y[s], &arg[s])
+	}
+	return hi
+}
