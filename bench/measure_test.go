@@ -11,6 +11,7 @@ import (
 
 	"stoke/config"
 	"stoke/data"
+	"stoke/gemm"
 	"stoke/model"
 )
 
@@ -113,6 +114,26 @@ func TestStepJSON(t *testing.T) {
 			(runtime.GOOS == "linux" && l.PeakRSSBytes <= 0) {
 			t.Errorf("line %d: %+v", i, l)
 		}
+	}
+}
+
+// TestStepNamesTheBF16Path: at train.precision bf16 the JSON line's gemm
+// says how the bf16 products run on this machine (the VDPBF16PS kernels,
+// or the inputs rounded and the fp32 kernel, and why), not only the fp32
+// kernel.
+func TestStepNamesTheBF16Path(t *testing.T) {
+	cfg := smallConfig(t)
+	cfg.Train.Precision = "bf16"
+	var out bytes.Buffer
+	if err := Step(StepOptions{Config: cfg, Threads: []int{1}, Steps: 1, Warmup: 0, JSON: true}, &out); err != nil {
+		t.Fatal(err)
+	}
+	var l StepLine
+	if err := json.Unmarshal(bytes.TrimSpace(out.Bytes()), &l); err != nil {
+		t.Fatal(err)
+	}
+	if want := gemm.PrecisionName(gemm.BF16); l.Precision != "bf16" || !strings.Contains(l.Gemm, want) {
+		t.Errorf("precision %q, gemm %q: want bf16 and %q", l.Precision, l.Gemm, want)
 	}
 }
 

@@ -104,7 +104,7 @@ func Step(opt StepOptions, out io.Writer) error {
 		_, peak := rss.Now()
 		if opt.JSON {
 			b, _ := json.Marshal(StepLine{Threads: n, MSPerStep: per * 1e3, ImgPerS: float64(batch) / per, PeakRSSBytes: peak,
-				BestMS: t.best.Seconds() * 1e3, CPUMSPerStep: cpuPer * 1e3, Gemm: model.Kernel(),
+				BestMS: t.best.Seconds() * 1e3, CPUMSPerStep: cpuPer * 1e3, Gemm: model.KernelAt(cfg.Train.GEMMPrecision()),
 				Busy: load.Busy(n), CPU: mach.CPU, CPUFamily: mach.Family, CPUModel: mach.Model, SIMD: mach.SIMD,
 				Load1Before: load.Load1Before, OthersCores: load.OthersCores, Precision: cfg.Train.Precision})
 			fmt.Fprintln(out, string(b))
@@ -134,7 +134,8 @@ func randomBatch(batch, px, classes int) ([]float32, []int32) {
 	return x, labels
 }
 
-// printStepHeader says what is timed: the GEMM kernel, the model and the
+// printStepHeader says what is timed: the GEMM kernel (and at bf16 or tf32
+// how their products run: the VDPBF16PS kernels or the rounding fallback), the model and the
 // machine, with a warning when the machine is already busy.
 func printStepHeader(out io.Writer, cfg config.Config, spec model.Spec, m *model.Model, mach Machine) {
 	arch := fmt.Sprintf("conv %v", cfg.Model.Conv)
@@ -145,7 +146,7 @@ func printStepHeader(out io.Writer, cfg config.Config, spec model.Spec, m *model
 		}
 	}
 	fmt.Fprintf(out, "%s\nmodel: %d px, batch %d, %s, %d classes, %d parameters, precision %s\nmachine: %s\n",
-		model.Kernel(), spec.InputSize, cfg.Data.BatchSize, arch, cfg.Data.Synthetic.Classes, m.NumParams(), cfg.Train.Precision, mach)
+		model.KernelAt(cfg.Train.GEMMPrecision()), spec.InputSize, cfg.Data.BatchSize, arch, cfg.Data.Synthetic.Classes, m.NumParams(), cfg.Train.Precision, mach)
 	if why := BusyBefore(); why != "" {
 		fmt.Fprintf(out, "WARNING: the machine is busy (%s): the timings below are not this machine's speed\n", why)
 	}
