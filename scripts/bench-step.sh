@@ -69,7 +69,9 @@ while [ "$r" -le "$rounds" ]; do
 		printf '%s %s stoke ' "$r" "$t" >> "$out"
 		"$bin" bench-step --config "$cfg" --threads "$t" --steps "$steps" --precision "${PRECISION:-fp32}" --json >> "$out"
 		printf '%s %s pytorch ' "$r" "$t" >> "$out"
-		torch_env "$python" scripts/bench_step_pytorch.py --threads "$t" --steps "$steps" --precision "${PRECISION:-fp32}" $targs >> "$out"
+		# OPENBLAS_NUM_THREADS: torch.set_num_threads holds ATen's OpenMP threads, not OpenBLAS's own
+		# pool, which otherwise takes every core (seen: "1 thread" PyTorch at 1.93 cores of CPU a step)
+		torch_env env OPENBLAS_NUM_THREADS="$t" "$python" scripts/bench_step_pytorch.py --threads "$t" --steps "$steps" --precision "${PRECISION:-fp32}" $targs >> "$out"
 	done
 	r=$((r + 1))
 done
