@@ -171,8 +171,9 @@ TEXT ·maxPool3s2AVX2(SB), NOSPLIT, $0-56
 	MOVL $1, BX
 	MOVQ BX, X14
 	VPBROADCASTD X14, Y14   // 1
-	MOVQ R8, X13
-	VPBROADCASTD X13, Y13   // w
+	LEAQ -2(R8), BX
+	MOVQ BX, X13
+	VPBROADCASTD X13, Y13   // w-2: from a row's third taps to the next row's first
 	MOVL $16, BX
 	MOVQ BX, X12
 	VPBROADCASTD X12, Y12   // 16: the next 8 outputs' first taps
@@ -184,7 +185,7 @@ TEXT ·maxPool3s2AVX2(SB), NOSPLIT, $0-56
 	JZ done
 loop:
 	MOVQ SI, R10
-	VMOVDQA Y11, Y15        // this row's first taps' indices
+	VMOVDQA Y11, Y15        // the taps' indices, row by row
 	ROW
 	VMOVDQA Y4, Y8
 	VMOVDQA Y15, Y9
@@ -197,8 +198,7 @@ loop:
 	JZ store
 rows:
 	ADDQ R8, R10
-	VPADDD Y13, Y11, Y11    // advance the first taps a row: undone below
-	VMOVDQA Y11, Y15
+	VPADDD Y13, Y15, Y15
 	ROW
 	TAP(Y4, Y15)
 	VPADDD Y14, Y15, Y15
@@ -211,16 +211,7 @@ store:
 	KEY(Y8, Y7)
 	VMOVDQU Y8, (DI)
 	VMOVDQU Y9, (DX)
-	// back to row 0, and on 8 outputs (16 columns)
-	MOVQ R9, BX
-	DECQ BX
-	JZ next
-back:
-	VPSUBD Y13, Y11, Y11
-	DECQ BX
-	JNZ back
-next:
-	VPADDD Y12, Y11, Y11
+	VPADDD Y12, Y11, Y11    // on 8 outputs (16 columns)
 	ADDQ $64, SI
 	ADDQ $32, DI
 	ADDQ $32, DX

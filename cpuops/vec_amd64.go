@@ -209,14 +209,16 @@ func maxPool3s2Row(plane []float32, W, pad, r0, r1, lo, hi int, arg []int32, y [
 	if !useAVX2 || hi-lo < 8 {
 		return lo
 	}
-	b := r0*W + 2*lo - pad
 	// the last row's 16th column of the last group, the last one read
 	_ = plane[(r1-1)*W+2*(hi-1)-pad+2]
+	run := func(ox, n int) { // n groups of 8 from output column ox
+		b := r0*W + 2*ox - pad
+		maxPool3s2AVX2(&plane[b], W, r1-r0, int32(b), n, &y[ox], &arg[ox])
+	}
 	n := (hi - lo) / 8
-	maxPool3s2AVX2(&plane[b], W, r1-r0, int32(b), n, &y[lo], &arg[lo])
+	run(lo, n)
 	if lo+8*n < hi {
-		s := hi - 8
-		maxPool3s2AVX2(&plane[r0*W+2*s-pad], W, r1-r0, int32(r0*W+2*s-pad), 1, &y[s], &arg[s])
+		run(hi-8, 1)
 	}
 	return hi
 }

@@ -5,10 +5,11 @@
 # runs' last checkpoints (model.safetensors, optimizer.safetensors: sha256) and their metrics.jsonl
 # (every field but the timings). Exit 0 when both match, 1 when anything differs.
 #
-# With no arguments it checks a progressive-resizing resnet50 (configs/imagenet-resnet50-ffcv.yaml
-# on its small generated set, batch 8, 4 epochs with the side ramping 96 -> 128 -> 160 -> 192 px, eval
-# at 224 px; 4 generated classes of 8 train and 4 val images), interrupted in epoch 3 (160 px, the middle of the ramp). Other settings go after the
-# config as flags (`--model.arch resnet18`); the run folders are temporary and removed at the end.
+# With no arguments it checks a progressive-resizing resnet50 (configs/imagenet-resnet50-ffcv.yaml on
+# 4 generated classes of 8 train and 4 val images, batch 8, 4 epochs with the side ramping 96 -> 128
+# -> 160 -> 192 px, eval at 224 px), interrupted in epoch 3 (160 px, the middle of the ramp). Other
+# settings go after the config as flags (`--model.arch resnet18`); the run folders are temporary and
+# removed at the end.
 #
 # Duration: CPU only. The default took 2.5 minutes on a quiet 2-core machine (three runs of a
 # resnet50 on 32 images; 2026-12-03) plus the Go build, and peaks at about 6.5 GB RSS.
@@ -37,16 +38,11 @@ grep -E '^epoch ' "$tmp/full.log" || true
 echo "== 2/3: the same in $tmp/cut, Ctrl-C (SIGINT) once epoch $epoch has begun"
 "$bin" --config "$cfg" --out "$tmp/cut" "$@" > "$tmp/cut.log" 2>&1 &
 pid=$!
-done_lines=$((epoch - 1))
-while kill -0 "$pid" 2>/dev/null; do
-	n=0
-	[ -f "$tmp/cut/metrics.jsonl" ] && n=$(grep -c '"epoch"' "$tmp/cut/metrics.jsonl" || true)
-	[ "$n" -ge "$done_lines" ] && break
+# Its first progress line of epoch EPOCH ("epoch 3/4 step 1/4 ..."; train.progress must not be
+# off): past the evaluation of the epoch before and the rebuild at the new side, inside the epoch.
+until grep -q "^epoch $epoch/[0-9]* step " "$tmp/cut.log" 2>/dev/null || ! kill -0 "$pid" 2>/dev/null; do
 	sleep 0.2
 done
-# The evaluation of the previous epoch and the rebuild at the new side come first: wait for the
-# first step of epoch EPOCH (its progress line), then stop it.
-sleep "${CUT_AFTER:-8}"
 kill -INT "$pid" 2>/dev/null || true
 rc=0
 wait "$pid" || rc=$?
