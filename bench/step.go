@@ -26,6 +26,7 @@ type StepOptions struct {
 	Warmup     int    // untimed steps first
 	JSON       bool   // one StepLine per thread count as JSON, and nothing else
 	CPUProfile string // when set, a CPU profile of the timed steps is written to this file
+	MemProfile string // when set, a heap profile is written to this file after the last timed step
 }
 
 // StepLine is one line of `train bench-step --json` (scripts/bench-step.sh
@@ -102,6 +103,9 @@ func Step(opt StepOptions, out io.Writer) error {
 		}
 		per, cpuPer, load := t.per, t.cpuPer, t.load
 		_, peak := rss.Now()
+		if err := writeMemProfile(opt.MemProfile); err != nil {
+			return err
+		}
 		if opt.JSON {
 			b, _ := json.Marshal(StepLine{Threads: n, MSPerStep: per * 1e3, ImgPerS: float64(batch) / per, PeakRSSBytes: peak,
 				BestMS: t.best.Seconds() * 1e3, CPUMSPerStep: cpuPer * 1e3, Gemm: model.KernelAt(cfg.Train.GEMMPrecision()),
@@ -117,6 +121,26 @@ func Step(opt StepOptions, out io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// writeMemProfile writes the heap profile of what is live now (after a
+// collection) to path, when path is set: `go tool pprof -sample_index=inuse_space`
+// tells which of the model's buffers hold the peak RSS. With several thread
+// counts the last one's is left.
+func writeMemProfile(path string) error {
+	if path == "" {
+		return nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	runtime.GC()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return fmt.Errorf("--memprofile %s: %w", path, err)
+	}
+	return f.Close()
 }
 
 // randomBatch is the batch every timed step trains on: batch images of

@@ -56,9 +56,10 @@ type Conv2d struct {
 	tiles, tile             int // BackwardFilter's items per group: tiles of dw, tile rows or columns each
 	tileRows                bool
 	fwdTiles, fwdTile       int       // Forward's items per group: tiles of fwdTile output pixels (columns)
-	fwdOut                  []float32 // with fwdTiles > 1 and groups of several samples: each group's output, shared by its tiles
+	fwdOut, ownOut          []float32 // with fwdTiles > 1 and groups of several samples: each group's output, shared by its tiles (ownOut, or shared's)
 
-	wA, wT   []gemm.PackedA // per channel group, its w (Cout/Groups × Cin/Groups·K·K) and wᵀ, packed by the running call
+	wA, wT   []gemm.PackedA // per channel group, its w (Cout/Groups × Cin/Groups·K·K) and wᵀ, packed by the running call (in packed())
+	ownPack  []gemm.PackedA // packed()'s, unshared
 	taps     []int          // row r = (ci, ky, kx) of im2col: its offset in a padded sample
 	pixels   []int          // column j of a group: sample j/(Ho·Wo)'s output pixel, as an offset in the padded samples
 	pixelsF  []int          // the same for BackwardFilter's groups of perF samples
@@ -66,13 +67,14 @@ type Conv2d struct {
 	dyCols   []int          // column j of a group's dy: offset of sample j/(Ho·Wo)'s pixel
 	kindFwd  []uint8        // per 16-column panel of pixels: how to gather it (panelKind)
 	kindDy   []uint8
-	scratch  []conv2dScratch // one per worker
-	groupDW  []float32       // the running BackwardFilter's partial sums: ownDW, or shared's
+	scratch  []conv2dScratch // one per worker, the running call's (start): ownScratch, or shared's
+	ownScr   []conv2dScratch
+	groupDW  []float32 // the running BackwardFilter's partial sums: ownDW, or shared's
 	ownDW    []float32
 	shared   *Conv2dShared
 	x, y, dy []float32 // the running job's arguments
 	dx, dw   []float32
-	w        []float32 // BackwardData's weights, while flipJob runs
+	w, wflip []float32 // BackwardData's weights and where flipJob turns them, while it runs
 
 	// The cnn's conv block (NewConvBlock): the bias + ReLU epilogue, and
 	// with pool the 2x2 max-pool after it; y is then the block's output.
@@ -87,18 +89,28 @@ type Conv2d struct {
 	// conv(dy, wflip) with padding K−1−Pad, wflip (Cin,Cout,K,K) the
 	// weights with in and out swapped and the kernel turned by 180°. Its
 	// GEMM is as deep as the forward's (Cout·K·K, not Cout) and needs no
-	// col2im scatter.
-	back  *Conv2d
-	wflip []float32
+	// col2im scatter. A 1x1 kernel's wflip is wᵀ (per channel group), so it
+	// is packed from w as a transpose and never written.
+	back    *Conv2d
+	ownFlip []float32
 }
 
-// Conv2dShared is scratch that several Conv2d share (Share): the filter
-// gradient's per-group partial sums, as large as the largest of them
-// needs. Each conv keeping its own, a model held 8 times its weights in
-// them (357 MiB of resnet18's 1.4 GiB); shared, 8 times its largest conv's.
-// Convs sharing one must never run at the same time (a model's ops run one
-// at a time).
-type Conv2dShared struct{ groupDW []float32 }
+// Conv2dShared is the scratch that several Conv2d share (Share), each part
+// as large as the largest of them needs: the filter gradient's per-group
+// partial sums, the packed weights of the running pass, BackwardData's
+// flipped weights, Forward's tile outputs and the workers' im2col, padding
+// and col2im buffers. Each conv keeping its own, a model held 8 times its
+// weights in the partial sums (357 MiB of resnet18's 1.4 GiB), and resnet50
+// at batch 4 its weights twice over packed (182 MiB) and 179 MiB of worker
+// buffers; shared, the largest conv's. Convs sharing one must never run at
+// the same time (a model's ops run one at a time).
+type Conv2dShared struct {
+	groupDW []float32
+	packed  []gemm.PackedA
+	wflip   []float32
+	fwdOut  []float32
+	scratch []conv2dScratch
+}
 
 // SetPrecision makes every pass's GEMM round its inputs to p (gemm.PackAPrec,
 // SgemmPanelsPrec): Forward x and w, BackwardData dy and w, BackwardFilter
@@ -117,7 +129,35 @@ func (c *Conv2d) Precision() gemm.Precision { return c.prec }
 
 // Share makes c keep its filter-gradient partial sums in s, between calls
 // free for the other convs sharing s.
-func (c *Conv2d) Share(s *Conv2dShared) { c.shared = s }
+func (c *Conv2d) Share(s *Conv2dShared) {
+	c.shared = s
+	if c.back != nil {
+		c.back.shared = s
+	}
+}
+
+// packed returns the running pass's packed weights, one per channel group:
+// shared's, or c's own.
+func (c *Conv2d) packed() []gemm.PackedA {
+	p := &c.ownPack
+	if c.shared != nil {
+		p = &c.shared.packed
+	}
+	for len(*p) < c.Groups {
+		*p = append(*p, gemm.PackedA{})
+	}
+	return (*p)[:c.Groups]
+}
+
+// sharedBuf returns the buffer of n values that own or, when c shares, s
+// names, grown to n.
+func (c *Conv2d) sharedBuf(own *[]float32, s func(*Conv2dShared) *[]float32, n int) []float32 {
+	if c.shared != nil {
+		own = s(c.shared)
+	}
+	*own = grow(*own, n)
+	return *own
+}
 
 type conv2dScratch struct {
 	pad, out, col, dxpad, dyT []float32
@@ -160,7 +200,6 @@ func NewConv2d(b, cin, h, w, cout, k, stride, pad, groups int) (*Conv2d, error) 
 		if c.back, err = newConv2d(b, cout, c.Ho, c.Wo, cin, k, 1, k-1-pad, groups); err != nil {
 			return nil, err
 		}
-		c.wflip = make([]float32, cout*c.gkk())
 	}
 	return c, err
 }
@@ -203,7 +242,6 @@ func newConv2d(b, cin, h, w, cout, k, stride, pad, groups int) (*Conv2d, error) 
 		return nil, fmt.Errorf("cpuops.NewConv2d: groups=%d must be at least 1 and divide both Cin=%d and Cout=%d", groups, cin, cout)
 	}
 	c := &Conv2d{B: b, Cin: cin, H: h, W: w, Cout: cout, K: k, Stride: stride, Pad: pad, Groups: groups}
-	c.wA, c.wT = make([]gemm.PackedA, groups), make([]gemm.PackedA, groups)
 	c.Ho = (h+2*pad-k)/stride + 1
 	c.Wo = (w+2*pad-k)/stride + 1
 	if c.Ho < 1 || c.Wo < 1 {
@@ -327,6 +365,21 @@ func (c *Conv2d) pack(p []gemm.PackedA, trans bool, w []float32) {
 			c.packBlocks = gemm.PackABlocks(&p[g], c.prec, false, og, gk, wg, gk)
 		}
 	}
+	c.packAll(p)
+}
+
+// packT is pack for w given as each channel group's transpose, gkk × og
+// (row-major, one group after another): the same packed A, to the bit.
+func (c *Conv2d) packT(p []gemm.PackedA, w []float32) {
+	gk, og := c.gkk(), c.og()
+	for g := range p {
+		c.packBlocks = gemm.PackABlocks(&p[g], c.prec, true, og, gk, w[g*og*gk:(g+1)*og*gk], og)
+	}
+	c.packAll(p)
+}
+
+// packAll runs the packing that p's PackABlocks began, on the workers.
+func (c *Conv2d) packAll(p []gemm.PackedA) {
 	c.packing = p
 	c.packJob.n = len(p) * c.packBlocks
 	c.packJob.run(workers(c.packJob.n))
@@ -339,9 +392,14 @@ func (c *Conv2d) packItem(_, i int) { gemm.PackABlock(&c.packing[i/c.packBlocks]
 // workers then touch only their own slot) and returns the worker count.
 func (c *Conv2d) start(n int) int {
 	nw := workers(n)
-	for len(c.scratch) < nw {
-		c.scratch = append(c.scratch, conv2dScratch{})
+	slots := &c.ownScr
+	if c.shared != nil {
+		slots = &c.shared.scratch
 	}
+	for len(*slots) < nw {
+		*slots = append(*slots, conv2dScratch{})
+	}
+	c.scratch = *slots
 	return nw
 }
 
@@ -373,7 +431,7 @@ func (c *Conv2d) padded(s *conv2dScratch, i0, i1 int) []float32 {
 // Forward computes y = conv(x, w), w (Cout,Cin/Groups,K,K).
 func (c *Conv2d) Forward(x, w, y []float32) {
 	c.plain("Forward")
-	c.forward(x, w, nil, y)
+	c.forward(x, w, false, nil, y)
 }
 
 // ForwardBlock is a conv block's forward (NewConvBlock): y = ReLU(conv(x,
@@ -383,19 +441,27 @@ func (c *Conv2d) ForwardBlock(x, w, b, y []float32) {
 	if len(b) != c.Cout {
 		panic(fmt.Sprintf("cpuops.Conv2d.ForwardBlock: bias has %d values, want %d", len(b), c.Cout))
 	}
-	c.forward(x, w, b, y)
+	c.forward(x, w, false, b, y)
 }
 
-func (c *Conv2d) forward(x, w, b, y []float32) {
+// forward is Forward and ForwardBlock; with wT, w holds each channel
+// group's weights transposed (Cin/Groups·K·K × Cout/Groups), as a 1x1
+// conv's are for its BackwardData's back conv.
+func (c *Conv2d) forward(x, w []float32, wT bool, b, y []float32) {
 	c.check("Forward", x, w, y)
-	c.pack(c.wA, false, w)
+	c.wA = c.packed()
+	if wT {
+		c.packT(c.wA, w)
+	} else {
+		c.pack(c.wA, false, w)
+	}
 	c.x, c.y, c.bias = x, y, b
 	c.tileForward(runtime.GOMAXPROCS(0))
 	if c.fwdTiles > 1 && c.per > 1 {
-		c.fwdOut = grow(c.fwdOut, len(y))
+		c.fwdOut = c.sharedBuf(&c.ownOut, func(s *Conv2dShared) *[]float32 { return &s.fwdOut }, len(y))
 	}
 	c.fwd.run(c.start(c.fwd.n))
-	c.x, c.y, c.bias = nil, nil, nil
+	c.x, c.y, c.bias, c.wA, c.fwdOut = nil, nil, nil, nil, nil
 }
 
 // plain and isBlock check that a pass matches the kind of conv.
@@ -526,17 +592,22 @@ func (c *Conv2d) preReLU(s *conv2dScratch, i0, i1 int) []float32 {
 func (c *Conv2d) BackwardData(w, dy, dx []float32) {
 	c.plain("BackwardData")
 	c.check("BackwardData", dx, w, dy)
-	if c.back != nil {
+	switch {
+	case c.back != nil && c.K == 1: // wflip is each channel group's wᵀ
+		c.back.forward(dy, w, true, nil, dx)
+	case c.back != nil:
 		c.w = w
+		c.wflip = c.sharedBuf(&c.ownFlip, func(s *Conv2dShared) *[]float32 { return &s.wflip }, len(w))
 		c.flipJob.run(workers(c.flipJob.n))
-		c.w = nil
-		c.back.Forward(dy, c.wflip, dx)
-		return
+		c.back.forward(dy, c.wflip, false, nil, dx)
+		c.w, c.wflip = nil, nil
+	default:
+		c.wT = c.packed()
+		c.pack(c.wT, true, w)
+		c.dy, c.dx = dy, dx
+		c.bwdData.run(c.start(c.bwdData.n))
+		c.dy, c.dx, c.wT = nil, nil, nil
 	}
-	c.pack(c.wT, true, w)
-	c.dy, c.dx = dy, dx
-	c.bwdData.run(c.start(c.bwdData.n))
-	c.dy, c.dx = nil, nil
 }
 
 // BackwardDataBlock is a conv block's dx from the weights, the block's
@@ -548,10 +619,11 @@ func (c *Conv2d) BackwardDataBlock(w, y, dy, dx []float32) {
 	if len(dy) != len(y) {
 		panic(fmt.Sprintf("cpuops.Conv2d.BackwardDataBlock: dy has %d values, want %d", len(dy), len(y)))
 	}
+	c.wT = c.packed()
 	c.pack(c.wT, true, w)
 	c.yBlock, c.dy, c.dx = y, dy, dx
 	c.bwdData.run(c.start(c.bwdData.n))
-	c.yBlock, c.dy, c.dx = nil, nil, nil
+	c.yBlock, c.dy, c.dx, c.wT = nil, nil, nil, nil
 }
 
 func (c *Conv2d) backwardDataGroup(worker, g int) {

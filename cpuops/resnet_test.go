@@ -318,42 +318,67 @@ func TestConv2dGroupsMatchOneSample(t *testing.T) {
 	}
 }
 
-// TestConv2dSharedSums: convs of different sizes sharing their
-// filter-gradient partial sums (Share), called in turn, give the filter
-// gradients they give alone, bit for bit, and the shared buffer is the
-// largest one's.
-func TestConv2dSharedSums(t *testing.T) {
-	shapes := []struct{ B, cin, H, cout, K, S, P int }{{9, 3, 8, 4, 3, 1, 1}, {9, 4, 8, 6, 3, 2, 1}, {9, 6, 4, 6, 1, 1, 0}}
+// TestConv2dSharedScratch: convs of different sizes sharing their scratch
+// (Share: the filter-gradient partial sums, the packed and flipped
+// weights, the workers' buffers), called in turn, give every pass's output
+// they give alone, bit for bit; a sharing conv keeps none of its own, and
+// the shared partial sums are the largest conv's. The shapes take each
+// BackwardData path: the flipped-kernel forward (3x3 stride 1), the 1x1's
+// transposed pack (stride 1, with and without channel groups) and col2im
+// (stride 2).
+func TestConv2dSharedScratch(t *testing.T) {
+	shapes := []struct{ B, cin, H, cout, K, S, P, G int }{
+		{9, 3, 8, 4, 3, 1, 1, 1}, {9, 4, 8, 6, 3, 2, 1, 1}, {9, 6, 4, 6, 1, 1, 0, 1}, {5, 8, 6, 12, 1, 1, 0, 4}, {4, 8, 6, 8, 3, 1, 1, 2}}
 	rng := rand.New(rand.NewPCG(12, 12))
 	var shared Conv2dShared
 	var own, shr []*Conv2d
-	var xs, dys [][]float32
+	var xs, ws, dys [][]float32
 	largest := 0
 	for _, s := range shapes {
-		a, err := NewConv2d(s.B, s.cin, s.H, s.H, s.cout, s.K, s.S, s.P, 1)
+		a, err := NewConv2d(s.B, s.cin, s.H, s.H, s.cout, s.K, s.S, s.P, s.G)
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, _ := NewConv2d(s.B, s.cin, s.H, s.H, s.cout, s.K, s.S, s.P, 1)
+		b, _ := NewConv2d(s.B, s.cin, s.H, s.H, s.cout, s.K, s.S, s.P, s.G)
 		b.Share(&shared)
 		own, shr = append(own, a), append(shr, b)
 		xs, dys = append(xs, randF32(rng, a.InLen())), append(dys, randF32(rng, a.OutLen()))
-		largest = max(largest, a.groups*s.cout*s.cin*s.K*s.K)
+		ws = append(ws, randF32(rng, s.cout*a.gkk()))
+		largest = max(largest, a.groups*s.cout*a.gkk())
 	}
 	for round := 0; round < 2; round++ {
-		for i := range shapes {
-			s := shapes[i]
-			n := s.cout * s.cin * s.K * s.K
-			want, got := make([]float32, n), make([]float32, n)
-			own[i].BackwardFilter(xs[i], dys[i], want)
-			shr[i].BackwardFilter(xs[i], dys[i], got)
-			if !slices.Equal(got, want) {
-				t.Fatalf("round %d conv %d: shared sums give another filter gradient", round, i)
+		for i, c := range shr {
+			o := own[i]
+			x, w, dy := xs[i], ws[i], dys[i]
+			for _, pass := range []struct {
+				name string
+				n    int
+				run  func(c *Conv2d, out []float32)
+			}{
+				{"Forward", o.OutLen(), func(c *Conv2d, out []float32) { c.Forward(x, w, out) }},
+				{"BackwardData", o.InLen(), func(c *Conv2d, out []float32) { c.BackwardData(w, dy, out) }},
+				{"BackwardFilter", len(w), func(c *Conv2d, out []float32) { c.BackwardFilter(x, dy, out) }},
+			} {
+				want, got := make([]float32, pass.n), make([]float32, pass.n)
+				pass.run(o, want)
+				pass.run(c, got)
+				if !slices.Equal(got, want) {
+					t.Fatalf("round %d conv %d %+v: %s with shared scratch differs from the conv alone", round, i, shapes[i], pass.name)
+				}
 			}
 		}
 	}
-	if cap(shared.groupDW) != largest || cap(shr[0].ownDW) != 0 {
-		t.Fatalf("shared buffer %d floats (want the largest conv's %d), a sharing conv's own %d", cap(shared.groupDW), largest, cap(shr[0].ownDW))
+	for i, c := range shr {
+		if cap(c.ownDW) != 0 || len(c.ownPack) != 0 || len(c.ownScr) != 0 || cap(c.ownFlip) != 0 || cap(c.ownOut) != 0 ||
+			(c.back != nil && (len(c.back.ownPack) != 0 || len(c.back.ownScr) != 0)) {
+			t.Errorf("sharing conv %d allocated scratch of its own", i)
+		}
+	}
+	if cap(shared.groupDW) != largest {
+		t.Fatalf("shared partial sums %d floats, want the largest conv's %d", cap(shared.groupDW), largest)
+	}
+	if len(own[0].ownPack) == 0 || cap(own[0].ownFlip) == 0 {
+		t.Fatal("an unshared conv kept no packed or flipped weights: the check above tests nothing")
 	}
 }
 

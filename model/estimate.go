@@ -7,7 +7,7 @@ import "fmt"
 // The figures are float64 so that absurd shapes (a batch of 10^9, 100000 px
 // images) give an absurd number instead of overflowing.
 type Memory struct {
-	Params      float64 // weights, gradients, momentum, a checkpoint's copy
+	Params      float64 // weights, gradients, momentum, a checkpoint's copy (ResNets: of the weights and the momentum)
 	Activations float64 // each block's output and gradient, the input, the max-pool argmax
 	Scratch     float64 // per-worker im2col panels and conv outputs, filter-gradient groups, tap tables
 	Graph       float64 // gorgonia's nodes and machines, per block
@@ -71,11 +71,13 @@ func EstimateMemory(spec Spec, batch, threads int) Memory {
 
 // estimateResNet follows the ResNets' allocations: per conv, its output,
 // the BatchNorm's output and both their gradients, the gradient of its
-// input, the im2col scratch per worker (for
-// a block's last conv, whose BatchNorm is fused with the residual join and
-// ReLU, the second gradient is the shortcut's); per block, the sum gorgonia
-// allocates for the fan-out of the block's input; once, the filter-gradient
-// groups of the largest conv, which all convs share (cpuops.Conv2dShared).
+// input (for a block's last conv, whose BatchNorm is fused with the
+// residual join and ReLU, the second gradient is the shortcut's); per
+// block, the sum gorgonia allocates for the fan-out of the block's input;
+// once, what all convs share (cpuops.Conv2dShared), as large as the largest
+// conv needs: its filter-gradient groups, and its packed weights, flipped
+// weights (a KxK stride-1 conv's data gradient) and im2col scratch per
+// worker.
 func estimateResNet(spec Spec, batch, threads int) Memory {
 	const f32 = 4
 	l, err := spec.layout()
@@ -86,17 +88,18 @@ func estimateResNet(spec Spec, batch, threads int) Memory {
 	workers := float64(max(1, min(batch, threads)))
 	var m Memory
 	m.Activations = B * 3 * float64(spec.InputSize*spec.InputSize) * f32
-	var groupSums float64
+	var groupSums, shared float64
 	conv := func(cin, size, cout, k, stride, groups int) int {
 		out := convOut(size, k, stride, k/2)
 		params := float64(cout * cin / groups * k * k)
-		m.Params += (4*params + 6*float64(cout)) * f32 // w, grad, momentum, a checkpoint's copy; BN's
-		if stride == 1 {
-			m.Params += params * f32 // the flipped weights of its data gradient (cpuops.NewConv2d's wflip)
-		}
+		m.Params += (5*params + 6*float64(cout)) * f32 // w, grad, momentum, a checkpoint's copy of w and momentum; BN's
 		o := B * float64(cout*out*out)
 		m.Activations += (4*o + B*float64(cin*size*size)) * f32
-		m.Scratch += workers * float64(cin*k*k*out*out) * f32
+		need := params + workers*float64(cin*k*k*out*out) // packed weights, im2col scratch
+		if stride == 1 && k > 1 {
+			need += params // the flipped weights of its data gradient
+		}
+		shared = max(shared, need*f32)
 		groupSums = max(groupSums, min(B, 8)*params*f32)
 		m.Graph += graphBytesPerBlock
 		return out
@@ -126,7 +129,7 @@ func estimateResNet(spec Spec, batch, threads int) Memory {
 	head := float64(cin*spec.Classes + spec.Classes)
 	m.Params += 4 * head * f32
 	m.Activations += 3 * B * float64(spec.Classes) * f32
-	m.Scratch += groupSums
+	m.Scratch += groupSums + shared
 	return m
 }
 
