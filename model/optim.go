@@ -219,18 +219,32 @@ func (m *Model) Steps() int64 { return m.steps }
 //	w = w − lr·v
 //
 // With momentum 0 the buffer is left alone and w −= lr·g.
+//
+// Each case is a loop of its own over slices of one length, with no branch
+// or bounds check inside: the update streams three of a model's arrays
+// (resnet50's 94 MB each) and was 5% of its step as one loop with both
+// branches in it. The arithmetic is the same, operation for operation.
 func SGDUpdate(w, grad, v []float32, lr, momentum, wd float32, first bool) {
-	for i := range w {
-		g := grad[i] + wd*w[i]
-		if momentum != 0 {
-			if first {
-				v[i] = g
-			} else {
-				v[i] = momentum*v[i] + g
-			}
-			g = v[i]
+	grad = grad[:len(w)]
+	switch {
+	case momentum == 0:
+		for i, x := range w {
+			w[i] = x - lr*(grad[i]+wd*x)
 		}
-		w[i] -= lr * g
+	case first:
+		v = v[:len(w)]
+		for i, x := range w {
+			g := grad[i] + wd*x
+			v[i] = g
+			w[i] = x - lr*g
+		}
+	default:
+		v = v[:len(w)]
+		for i, x := range w {
+			g := momentum*v[i] + (grad[i] + wd*x)
+			v[i] = g
+			w[i] = x - lr*g
+		}
 	}
 }
 
