@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 )
@@ -195,4 +196,68 @@ func TestBatchNormAddReLUGradients(t *testing.T) {
 	checkClose(t, "ds", ds[:n*C*HW], finiteDiff(s64, loss)[:n*C*HW])
 	checkClose(t, "dgamma", dg, finiteDiff(g64, loss))
 	checkClose(t, "dbeta", db, finiteDiff(b64, loss))
+}
+
+// TestBatchNormSameOnAnyCoreCount: a pass's runs of planes follow the core
+// count, its sums are added per channel in sample order whatever the runs,
+// so every output (y, the running statistics, dx, dγ, dβ, ds) has the same
+// bits on 1, 2, 3 and 8 cores: plain, with ReLU and with Add, on a padded
+// batch (n < B), on planes below and above fusedPlane, in training and in
+// evaluation.
+func TestBatchNormSameOnAnyCoreCount(t *testing.T) {
+	for _, s := range []struct{ B, C, HW, n int }{{5, 7, 9, 4}, {3, 5, fusedPlane + 3, 3}, {9, 2, 64, 7}} {
+		for _, kind := range []string{"plain", "relu", "add"} {
+			rng := rand.New(rand.NewPCG(uint64(s.C), uint64(s.HW)))
+			var bn *BatchNorm
+			if kind == "add" {
+				bn, _ = NewBatchNormAddReLU(s.B, s.C, s.HW)
+			} else {
+				bn, _ = NewBatchNorm(s.B, s.C, s.HW, kind == "relu")
+			}
+			x, sc, dy := randF32(rng, bn.Len()), randF32(rng, bn.Len()), randF32(rng, bn.Len())
+			gamma, beta := randF32(rng, s.C), randF32(rng, s.C)
+			run := func(procs int, training bool) [][]float32 {
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+				rm, rv := make([]float32, s.C), make([]float32, s.C)
+				for i := range rv {
+					rm[i], rv[i] = 0.1*float32(i), 1+0.2*float32(i)
+				}
+				y, dx, ds := make([]float32, bn.Len()), make([]float32, bn.Len()), make([]float32, bn.Len())
+				dg, db := make([]float32, s.C), make([]float32, s.C)
+				if kind == "add" {
+					bn.ForwardAdd(x, gamma, beta, sc, y, rm, rv, s.n, training)
+				} else {
+					bn.Forward(x, gamma, beta, y, rm, rv, s.n, training)
+				}
+				if !training {
+					return [][]float32{y, rm, rv}
+				}
+				if kind == "add" {
+					bn.BackwardAdd(x, gamma, y, dy, dx, ds, dg, db)
+				} else {
+					bn.Backward(x, gamma, y, dy, dx, dg, db)
+				}
+				return [][]float32{y, rm, rv, dx, dg, db, ds}
+			}
+			for _, training := range []bool{true, false} {
+				one := run(1, training)
+				for _, procs := range []int{2, 3, 8} {
+					got := run(procs, training)
+					for i := range one {
+						if !slices.Equal(math32Bits(one[i]), math32Bits(got[i])) {
+							t.Errorf("%v %s training=%v: output %d differs between 1 and %d cores", s, kind, training, i, procs)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func math32Bits(s []float32) []uint32 {
+	b := make([]uint32, len(s))
+	for i, v := range s {
+		b[i] = math.Float32bits(v)
+	}
+	return b
 }
