@@ -69,15 +69,16 @@ func EstimateMemory(spec Spec, batch, threads int) Memory {
 	return m
 }
 
-// estimateResNet follows the ResNets' allocations: per conv, its output,
-// the BatchNorm's output and both their gradients, the gradient of its
-// input (for a block's last conv, whose BatchNorm is fused with the
-// residual join and ReLU, the second gradient is the shortcut's); per
-// block, the sum gorgonia allocates for the fan-out of the block's input;
-// once, what all convs share (cpuops.Conv2dShared), as large as the largest
-// conv needs: its filter-gradient groups, and its packed weights, flipped
-// weights (a KxK stride-1 conv's data gradient) and im2col scratch per
-// worker.
+// estimateResNet follows the ResNets' allocations: per conv, its output
+// and its BatchNorm's; per block, the shortcut's gradient; the input
+// gradient of a block's first conv and of its downsampling conv, which
+// gorgonia's Add sums; the other activation gradients (BatchNorms' and
+// max-pool's input gradients, the inner convs') in the two buffers they
+// share by liveness (share.go), each as large as the largest of them;
+// once, what all convs share (cpuops.Conv2dShared), as large as the
+// largest conv needs: its filter-gradient groups, and its packed weights,
+// flipped weights (a KxK stride-1 conv's data gradient) and im2col
+// scratch per worker.
 func estimateResNet(spec Spec, batch, threads int) Memory {
 	const f32 = 4
 	l, err := spec.layout()
@@ -88,13 +89,21 @@ func estimateResNet(spec Spec, batch, threads int) Memory {
 	workers := float64(max(1, min(batch, threads)))
 	var m Memory
 	m.Activations = B * 3 * float64(spec.InputSize*spec.InputSize) * f32
-	var groupSums, shared float64
-	conv := func(cin, size, cout, k, stride, groups int) int {
+	var groupSums, shared, grad float64
+	const noDX, sharedDX, ownDX = 0, 1, 2
+	conv := func(cin, size, cout, k, stride, groups, dx int) int {
 		out := convOut(size, k, stride, k/2)
 		params := float64(cout * cin / groups * k * k)
 		m.Params += (5*params + 6*float64(cout)) * f32 // w, grad, momentum, a checkpoint's copy of w and momentum; BN's
-		o := B * float64(cout*out*out)
-		m.Activations += (4*o + B*float64(cin*size*size)) * f32
+		o, in := B*float64(cout*out*out), B*float64(cin*size*size)
+		m.Activations += 2 * o * f32 // the conv's and the BatchNorm's outputs
+		grad = max(grad, o)          // the BatchNorm's input gradient
+		switch dx {
+		case sharedDX:
+			grad = max(grad, in)
+		case ownDX:
+			m.Activations += in * f32
+		}
 		need := params + workers*float64(cin*k*k*out*out) // packed weights, im2col scratch
 		if stride == 1 && k > 1 {
 			need += params // the flipped weights of its data gradient
@@ -104,28 +113,30 @@ func estimateResNet(spec Spec, batch, threads int) Memory {
 		m.Graph += graphBytesPerBlock
 		return out
 	}
-	size := conv(3, spec.InputSize, l.stemWidth, l.stemKernel, l.stemStride, 1)
+	size := conv(3, spec.InputSize, l.stemWidth, l.stemKernel, l.stemStride, 1, noDX)
 	cin := l.stemWidth
 	if l.maxPool {
+		grad = max(grad, B*float64(cin*size*size)) // its input gradient
 		size = convOut(size, 3, 2, 1)
-		m.Activations += 3 * B * float64(cin*size*size) * f32
+		m.Activations += 2 * B * float64(cin*size*size) * f32 // output, argmax
 	}
 	for _, b := range l.residualBlocks() {
 		var out int
 		if b.bottleneck {
-			conv(b.cin, size, b.width, 1, 1, 1)
-			out = conv(b.width, size, b.width, 3, b.stride, b.groups) // a ResNeXt's grouped 3x3
-			conv(b.width, out, b.cout, 1, 1, 1)
+			conv(b.cin, size, b.width, 1, 1, 1, ownDX)
+			out = conv(b.width, size, b.width, 3, b.stride, b.groups, sharedDX) // a ResNeXt's grouped 3x3
+			conv(b.width, out, b.cout, 1, 1, 1, sharedDX)
 		} else {
-			out = conv(b.cin, size, b.cout, 3, b.stride, 1)
-			conv(b.cout, out, b.cout, 3, 1, 1)
+			out = conv(b.cin, size, b.cout, 3, b.stride, 1, ownDX)
+			conv(b.cout, out, b.cout, 3, 1, 1, sharedDX)
 		}
 		if b.downsample {
-			conv(b.cin, size, b.cout, 1, b.stride, 1)
+			conv(b.cin, size, b.cout, 1, b.stride, 1, ownDX)
 		}
-		m.Activations += B * float64(b.cout*out*out) * f32
+		m.Activations += B * float64(b.cout*out*out) * f32 // the shortcut's gradient
 		cin, size = b.cout, out
 	}
+	m.Activations += 2 * grad * f32
 	head := float64(cin*spec.Classes + spec.Classes)
 	m.Params += 4 * head * f32
 	m.Activations += 3 * B * float64(spec.Classes) * f32

@@ -123,8 +123,10 @@ type Model struct {
 	eng         Engine        // runs the ops; CPUEngine unless NewOn was given another
 	xV, targetV *tensor.Dense // the inputs' values, over x and target (Values.ValueOf)
 	xNode       *G.Node
-	xBound      G.Value   // the value xNode is bound to: xV, or a caller's (Input.Value)
-	logitsBuf   []float32 // where Values.Read puts the logits when they are not host memory
+	xBound      G.Value     // the value xNode is bound to: xV, or a caller's (Input.Value)
+	logitsBuf   []float32   // where Values.Read puts the logits when they are not host memory
+	shared      [][]float32 // the buffers activation gradients share (share.go)
+	dbgOps      *opSet
 }
 
 // buildMu serialises graph construction: gorgonia's builders share
@@ -179,7 +181,8 @@ func NewOn(eng Engine, spec Spec, opt Options) (*Model, error) {
 //	GlobalAvgPool (B,C) → Linear ·W + b → logits (B,K)
 //	loss = SoftmaxCrossEntropy(logits, target)
 //
-// then the gradients and the two machines. gorgonia's GlobalAveragePool2D
+// then the gradients and the two machines, and the activation gradients'
+// buffers shared by liveness (share.go). gorgonia's GlobalAveragePool2D
 // has no gradient and its AveragePool2D and two-axis Mean are wrong
 // (docs/gorgonia.md); its Conv2d and MaxPool2D are correct but slow
 // (transposes, fresh buffers each run).
@@ -217,7 +220,10 @@ func (m *Model) build() error {
 	if b.ops.err != nil { // the gradient ops' values
 		return b.ops.err
 	}
-	return m.compile()
+	if err := m.compile(); err != nil {
+		return err
+	}
+	return m.shareGradients(b.ops)
 }
 
 // inputNodes makes the batch's and the target's buffers, their values

@@ -31,7 +31,9 @@ func KernelAt(p gemm.Precision) string {
 // value, allocated when the graph is built and returned by every run:
 // the tape machine's Reset clears its registers, so it never offers a
 // buffer back (docs/gorgonia.md, "Custom ops"). Gradients are
-// ops of ours too, so the backward pass allocates nothing either.
+// ops of ours too, so the backward pass allocates nothing either. On the
+// CPU engine the ResNets' activation gradients then trade their values
+// for buffers shared by liveness (share.go).
 //
 // kernelOp is the one Op type; what it computes is its do function.
 type kernelOp struct {
@@ -44,6 +46,9 @@ type kernelOp struct {
 	diff   func(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error) // nil: not differentiable
 	wrt    []bool
 	after  func() error // called once do has run (a gradient op: hand it to the GradSync)
+
+	set   *opSet // the model's ops, for the dry run (share.go)
+	share bool   // an activation gradient written by do alone: its value may share memory (share.go)
 }
 
 // opSet makes the model's ops, numbering them, with their output values
@@ -52,11 +57,15 @@ type opSet struct {
 	n   int
 	eng Engine
 	err error
+
+	all   []*kernelOp
+	trace *opTrace // during the dry run: each Do is recorded, none computes
 }
 
 func (s *opSet) op(name string, inDims []int, shape tensor.Shape) *kernelOp {
 	s.n++
-	op := &kernelOp{name: name, id: s.n, inDims: inDims, shape: shape, wrt: make([]bool, len(inDims))}
+	op := &kernelOp{name: name, id: s.n, inDims: inDims, shape: shape, wrt: make([]bool, len(inDims)), set: s}
+	s.all = append(s.all, op)
 	switch {
 	case len(shape) == 0:
 		op.out = G.NewF32(0)
@@ -111,6 +120,10 @@ func (op *kernelOp) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
 func (op *kernelOp) Do(vals ...G.Value) (G.Value, error) {
 	if len(vals) != len(op.inDims) {
 		return nil, fmt.Errorf("%s: want %d inputs, got %d", op.name, len(op.inDims), len(vals))
+	}
+	if t := op.set.trace; t != nil {
+		t.record(op, vals)
+		return op.out, nil
 	}
 	if err := op.do(vals); err != nil {
 		return nil, fmt.Errorf("%s: %w", op.name, err)

@@ -18,6 +18,7 @@ func (s *opSet) conv2d(k Conv2dKernel, xShape, wShape, yShape tensor.Shape, x, w
 		var dx *G.Node
 		if needDX {
 			op := s.op("Conv2dBackwardData", []int{4, 4}, xShape.Clone())
+			op.share = true
 			op.do = func(v []G.Value) error { return k.BackwardData(v[0], v[1], op.out) }
 			var err error
 			if dx, err = apply(op, inputs[1], dy); err != nil {
@@ -47,6 +48,7 @@ func (s *opSet) batchNorm(b *bnLayer, mode *bnMode, x *G.Node) (*G.Node, error) 
 	}
 	fwd.diff = func(inputs G.Nodes, y, dy *G.Node) (G.Nodes, error) {
 		dxOp := s.op("BatchNorm2dBackward", []int{4, 1, 4, 4}, sh)
+		dxOp.share = true
 		dgOp, dbOp := s.bnParamGrads(b)
 		dxOp.do = func(v []G.Value) error {
 			return b.k.Backward(v[0], v[1], v[2], v[3], dxOp.out, dgOp.out, dbOp.out)
@@ -109,6 +111,7 @@ func (s *opSet) batchNormAddReLU(b *bnLayer, mode *bnMode, x, short *G.Node) (*G
 	}
 	fwd.diff = func(inputs G.Nodes, y, dy *G.Node) (G.Nodes, error) {
 		dxOp := s.op("BatchNorm2dAddReLUBackward", []int{4, 1, 4, 4}, sh)
+		dxOp.share = true
 		dgOp, dbOp := s.bnParamGrads(b)
 		dsOp := s.op("ReLUBackward", []int{4}, sh)
 		dxOp.do = func(v []G.Value) error {
@@ -130,6 +133,7 @@ func (s *opSet) maxPoolK(p MaxPoolKernel, xShape, yShape tensor.Shape, x *G.Node
 	fwd.do = func(v []G.Value) error { return p.Forward(v[0], fwd.out) }
 	fwd.diff = func(_ G.Nodes, _, dy *G.Node) (G.Nodes, error) {
 		op := s.op("MaxPool2dBackward", []int{4}, xShape.Clone())
+		op.share = true
 		op.do = func(v []G.Value) error { return p.Backward(v[0], op.out) }
 		dx, err := apply(op, dy)
 		return G.Nodes{dx}, err
