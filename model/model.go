@@ -126,7 +126,6 @@ type Model struct {
 	xBound      G.Value     // the value xNode is bound to: xV, or a caller's (Input.Value)
 	logitsBuf   []float32   // where Values.Read puts the logits when they are not host memory
 	shared      [][]float32 // the buffers activation gradients share (share.go)
-	dbgOps      *opSet
 }
 
 // buildMu serialises graph construction: gorgonia's builders share
