@@ -90,7 +90,7 @@ func estimateResNet(spec Spec, batch, threads int) Memory {
 	var m Memory
 	m.Activations = B * 3 * float64(spec.InputSize*spec.InputSize) * f32
 	var groupSums, shared, grad float64
-	const noDX, sharedDX, ownDX = 0, 1, 2
+	const noDX, sharedDX = 0, 1
 	conv := func(cin, size, cout, k, stride, groups, dx int) int {
 		out := convOut(size, k, stride, k/2)
 		params := float64(cout * cin / groups * k * k)
@@ -98,11 +98,8 @@ func estimateResNet(spec Spec, batch, threads int) Memory {
 		o, in := B*float64(cout*out*out), B*float64(cin*size*size)
 		m.Activations += 2 * o * f32 // the conv's and the BatchNorm's outputs
 		grad = max(grad, o)          // the BatchNorm's input gradient
-		switch dx {
-		case sharedDX:
+		if dx == sharedDX {
 			grad = max(grad, in)
-		case ownDX:
-			m.Activations += in * f32
 		}
 		need := params + workers*float64(cin*k*k*out*out) // packed weights, im2col scratch
 		if stride == 1 && k > 1 {
@@ -123,20 +120,22 @@ func estimateResNet(spec Spec, batch, threads int) Memory {
 	for _, b := range l.residualBlocks() {
 		var out int
 		if b.bottleneck {
-			conv(b.cin, size, b.width, 1, 1, 1, ownDX)
+			conv(b.cin, size, b.width, 1, 1, 1, sharedDX)
 			out = conv(b.width, size, b.width, 3, b.stride, b.groups, sharedDX) // a ResNeXt's grouped 3x3
 			conv(b.width, out, b.cout, 1, 1, 1, sharedDX)
 		} else {
-			out = conv(b.cin, size, b.cout, 3, b.stride, 1, ownDX)
+			out = conv(b.cin, size, b.cout, 3, b.stride, 1, sharedDX)
 			conv(b.cout, out, b.cout, 3, 1, 1, sharedDX)
 		}
 		if b.downsample {
-			conv(b.cin, size, b.cout, 1, b.stride, 1, ownDX)
+			conv(b.cin, size, b.cout, 1, b.stride, 1, sharedDX)
 		}
-		m.Activations += B * float64(b.cout*out*out) * f32 // the shortcut's gradient
 		cin, size = b.cout, out
 	}
-	m.Activations += 2 * grad * f32
+	// The activation gradients share buffers by liveness (share.go): at
+	// most four are live at once (a BatchNorm-add's two outputs, the
+	// chain's next, a projection's), none larger than the largest.
+	m.Activations += 4 * grad * f32
 	head := float64(cin*spec.Classes + spec.Classes)
 	m.Params += 4 * head * f32
 	m.Activations += 3 * B * float64(spec.Classes) * f32

@@ -47,8 +47,9 @@ type kernelOp struct {
 	wrt    []bool
 	after  func() error // called once do has run (a gradient op: hand it to the GradSync)
 
-	set   *opSet // the model's ops, for the dry run (share.go)
-	share bool   // an activation gradient written by do alone: its value may share memory (share.go)
+	set    *opSet    // the model's ops, for the dry run (share.go)
+	share  bool      // an activation gradient written by one op alone: its value may share memory (share.go)
+	writer *kernelOp // the op whose do writes out, when not this one's (a handed-out gradient: handOut)
 }
 
 // opSet makes the model's ops, numbering them, with their output values

@@ -114,6 +114,7 @@ func (s *opSet) batchNormAddReLU(b *bnLayer, mode *bnMode, x, short *G.Node) (*G
 		dxOp.share = true
 		dgOp, dbOp := s.bnParamGrads(b)
 		dsOp := s.op("ReLUBackward", []int{4}, sh)
+		dsOp.share, dsOp.writer = true, dxOp
 		dxOp.do = func(v []G.Value) error {
 			return b.kAdd.Backward(v[0], v[1], v[2], v[3], dxOp.out, dsOp.out, dgOp.out, dbOp.out)
 		}

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"runtime/debug"
 	"slices"
 	"unsafe"
 
@@ -11,21 +12,24 @@ import (
 // Activation gradients share memory by liveness (the CPU engine's
 // ResNets). Each op owns its output value (ops.go), so a backward pass
 // held every layer's input gradient at once: for resnet50 at 224 px,
-// batch 4, about 400 MB that PyTorch, freeing each gradient once it is
+// batch 4, about 450 MB that PyTorch, freeing each gradient once it is
 // consumed, never holds together. Here the ops whose value is an
-// activation gradient written by their own do alone (a conv's, a
-// BatchNorm's and a max-pool's input gradient: kernelOp.share) get
-// buffers that several of them use in turn, one after another's last
-// reader has run.
+// activation gradient written by one op of ours alone (a conv's, a
+// BatchNorm's and a max-pool's input gradient, and the shortcut's that a
+// BatchNorm-add's backward writes and another op hands out:
+// kernelOp.share, kernelOp.writer) get buffers that several of them use
+// in turn, one after another's last reader has run.
 //
 // The order is the training machine's own: a dry run of it in which no op
 // of ours computes, each only recording itself and the values it is given
-// (opTrace). A value's life runs from its op to the last op of ours that
-// reads it; two values share a buffer only when one's life ends before
-// the other's begins. A value read by one of gorgonia's own ops (the Add
-// that sums a fan-out's gradients, which may also write into its first
-// input) keeps a buffer of its own, as does one the dry run did not see
-// written once and read.
+// (opTrace). A value's life runs from its writer to the last op of ours
+// that reads it; two values share a buffer only when one's life ends
+// before the other's begins. gorgonia's own ops (the Add that sums a
+// fan-out's gradients, writing into its first input or into the value its
+// register last held) are not in the trace: a value one reads or writes
+// lives until the first op of ours that consumes that Add's result, by
+// which time it has run. A value the dry run did not see written once and
+// read keeps a buffer of its own.
 
 // noSharing builds models whose activation gradients keep a buffer each
 // (tests compare the two).
@@ -84,41 +88,84 @@ func (m *Model) shareGradients(s *opSet) error {
 	if err != nil {
 		return err
 	}
-	// Values gorgonia's own ops read, or wrote into (an Add's output goes
-	// into the value its register last held, or into its first input),
-	// keep their buffers: the dry run bound each node to its value.
+	// When each op of ours ran (each runs once), and the lives its inputs
+	// give: a value lives until its last reader.
+	at := map[*kernelOp]int{}
+	writes := map[*kernelOp]int{}
+	extend := func(p *float32, t int) {
+		if l := lives[p]; l != nil {
+			l.end = max(l.end, t)
+		}
+	}
+	for t, op := range tr.ops {
+		if writes[op]++; writes[op] == 1 {
+			at[op] = t
+		}
+		for _, v := range tr.in[t] {
+			extend(dataOf(v), t)
+		}
+	}
+	// gorgonia's own ops (the Add that sums a fan-out's gradients) are not
+	// in the trace, but each ran before every consumer of its value: a value
+	// one reads, or writes into (its first input, or the value its register
+	// last held, one of ours), lives until the first op of ours among its
+	// consumers' (the run's end when none is). A value it writes into is
+	// then read as that value, through its readers' lives.
+	before := map[int64]int{}
+	var ranBefore func(n *G.Node) int
+	ranBefore = func(n *G.Node) int {
+		if t, ok := before[n.ID()]; ok {
+			return t
+		}
+		t := len(tr.ops)
+		before[n.ID()] = t
+		for it := m.g.To(n.ID()); it != nil && it.Next(); {
+			c, ok := it.Node().(*G.Node)
+			if !ok {
+				continue
+			}
+			if op, ours := c.Op().(*kernelOp); ours {
+				if i, ran := at[op]; ran {
+					t = min(t, i)
+				}
+				continue
+			}
+			t = min(t, ranBefore(c))
+		}
+		before[n.ID()] = t
+		return t
+	}
 	for _, n := range m.g.AllNodes() {
 		if _, ours := n.Op().(*kernelOp); ours || n.Op() == nil {
 			continue
 		}
-		delete(lives, dataOf(n.Value()))
+		t := ranBefore(n)
+		extend(dataOf(n.Value()), t)
 		for it := m.g.From(n.ID()); it != nil && it.Next(); {
 			if c, ok := it.Node().(*G.Node); ok {
-				delete(lives, dataOf(c.Value()))
+				extend(dataOf(c.Value()), t)
 			}
 		}
 	}
-	writes := map[*kernelOp]int{}
-	for t, op := range tr.ops {
-		writes[op]++
-		if l := lives[dataOf(op.out)]; l != nil && l.op == op {
-			l.start = t
+	for _, l := range lives {
+		w := l.op
+		if l.op.writer != nil {
+			w = l.op.writer
 		}
-		for _, v := range tr.in[t] {
-			if l := lives[dataOf(v)]; l != nil {
-				l.end = max(l.end, t)
-			}
+		if t, ran := at[w]; ran && writes[w] == 1 && writes[l.op] == 1 {
+			l.start = t
 		}
 	}
 	var order []*life
 	for _, l := range lives {
-		if writes[l.op] == 1 && l.start >= 0 && l.end > l.start {
+		if l.start >= 0 && l.end > l.start {
 			order = append(order, l)
 		}
 	}
 	slices.SortFunc(order, func(a, b *life) int { return a.start - b.start })
-	// Greedy by start: the smallest free buffer that holds the value, else
-	// the largest free one grown to it, else a new one.
+	// Greedy by start: the smallest free buffer that holds the value (of
+	// those, the one freed last, whose memory the cache is likeliest to
+	// hold), else the largest free one grown to it, else a new one.
 	type buffer struct {
 		size, freeAt int
 		lives        []*life
@@ -130,7 +177,7 @@ func (m *Model) shareGradients(s *opSet) error {
 			if b.freeAt >= l.start {
 				continue
 			}
-			if b.size >= l.size && (fit == nil || b.size < fit.size) {
+			if b.size >= l.size && (fit == nil || b.size < fit.size || b.size == fit.size && b.freeAt > fit.freeAt) {
 				fit = b
 			}
 			if big == nil || b.size > big.size {
@@ -156,5 +203,13 @@ func (m *Model) shareGradients(s *opSet) error {
 			l.op.out = tensor.New(tensor.WithShape(l.op.shape...), tensor.WithBacking(data[:l.size]))
 		}
 	}
-	return nil
+	// The dry run left the nodes bound to the values given up, into some
+	// of which gorgonia's Add wrote (memory now resident): a second one
+	// binds them to the values kept, and what was given up goes back to
+	// the OS instead of into the peak RSS.
+	s.trace = &opTrace{}
+	err = run(m.train)
+	s.trace = nil
+	debug.FreeOSMemory()
+	return err
 }
