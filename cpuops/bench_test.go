@@ -62,7 +62,7 @@ func BenchmarkConv2d(b *testing.B) {
 }
 
 func BenchmarkBatchNorm(b *testing.B) {
-	for _, s := range []struct{ B, C, HW int }{{128, 16, 1024}, {128, 64, 64}, {64, 64, 1024}} {
+	for _, s := range []struct{ B, C, HW int }{{128, 16, 1024}, {128, 64, 64}, {64, 64, 1024}, {16, 64, 3136}} {
 		for _, relu := range []bool{false, true} {
 			bn, err := NewBatchNorm(s.B, s.C, s.HW, relu)
 			if err != nil {
