@@ -11,3 +11,10 @@ var useAVX512 = gemm.HasAVX512()
 //
 //go:noescape
 func pool2x2RowAVX512(r0, r1, out *float32, arg *uint8, n int)
+
+// gatherRows16AVX512 sets dst[16q+j] = src[offs[q]+idx[j]] for q < n and
+// the lanes j set in mask, 0 in the others (gather_amd64.s); the caller
+// has checked that every index read lies in src.
+//
+//go:noescape
+func gatherRows16AVX512(dst, src *float32, offs *int, n int, idx *int32, mask uint16)

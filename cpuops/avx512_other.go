@@ -7,3 +7,7 @@ const useAVX512 = false
 func pool2x2RowAVX512(r0, r1, out *float32, arg *uint8, n int) {
 	panic("cpuops: pool2x2RowAVX512 without AVX-512")
 }
+
+func gatherRows16AVX512(dst, src *float32, offs *int, n int, idx *int32, mask uint16) {
+	panic("cpuops: gatherRows16AVX512 without AVX-512")
+}

@@ -2,7 +2,9 @@ package cpuops
 
 import (
 	"fmt"
+	"math"
 	"runtime"
+	"slices"
 	"unsafe"
 
 	"stoke/gemm"
@@ -877,6 +879,7 @@ type gatherPanels struct {
 func (g *gatherPanels) PackB(dst []float32, pc, jc, kb, nb int) {
 	const nr = gemm.NR
 	src, rows := g.src, g.rows[pc:pc+kb]
+	r0, r1 := 0, -1 // the rows' least and greatest offsets, once a gather needs them
 	for jr := 0; jr < nb; jr += nr {
 		nn := min(nr, nb-jr)
 		panel := dst[jr*kb : jr*kb+kb*nr]
@@ -900,6 +903,14 @@ func (g *gatherPanels) PackB(dst []float32, pc, jc, kb, nb int) {
 			}
 		default:
 			cols := g.cols[j0 : j0+nn]
+			if useAVX512 {
+				if r1 < 0 {
+					r0, r1 = slices.Min(rows), slices.Max(rows)
+				}
+				if gatherPanel(panel, src, rows, r0, r1, cols) {
+					continue
+				}
+			}
 			for q, r := range rows {
 				d := panel[q*nr : q*nr+nr]
 				s := src[r:]
@@ -910,6 +921,28 @@ func (g *gatherPanels) PackB(dst []float32, pc, jc, kb, nb int) {
 			}
 		}
 	}
+}
+
+// gatherPanel sets panel[16q+j] = src[rows[q]+cols[j]] (0 past len(cols))
+// with one AVX-512 gather a row, when every index lies in src and the
+// columns' spread fits an int32 (r0 and r1 are the least and greatest of
+// rows); it reports whether it did.
+func gatherPanel(panel, src []float32, rows []int, r0, r1 int, cols []int) bool {
+	const nr = gemm.NR
+	if len(rows) == 0 || len(cols) == 0 || len(cols) > nr {
+		return false
+	}
+	c0, c1 := slices.Min(cols), slices.Max(cols)
+	if c1-c0 > math.MaxInt32 || r0+c0 < 0 || r1+c1 >= len(src) {
+		return false
+	}
+	var idx [nr]int32
+	for j, c := range cols {
+		idx[j] = int32(c - c0)
+	}
+	_ = panel[nr*len(rows)-1]
+	gatherRows16AVX512(&panel[0], &src[c0], &rows[0], len(rows), &idx[0], uint16(1<<len(cols)-1))
+	return true
 }
 
 // gatherTPanels is op(B)[q][j] = src[rows[j] + cols[q]], the transpose of
@@ -932,8 +965,23 @@ func (g *gatherTPanels) PackB(dst []float32, pc, jc, kb, nb int) {
 	for jr := 0; jr < nb; jr += nr {
 		nn := min(nr, nb-jr)
 		panel := dst[jr*kb : jr*kb+kb*nr]
+		taps := g.rows[jc+jr : jc+jr+nn]
+		var idx [nr]int32
+		gather := useAVX512 && taps[nn-1]-taps[0] <= math.MaxInt32
+		if gather {
+			for j, r := range taps {
+				idx[j] = int32(r - taps[0])
+			}
+		}
+		// gatherRows sets the panel's rows q0..q1-1, one AVX-512 gather each.
+		gatherRows := func(q0, q1 int) {
+			gatherRows16AVX512(&panel[q0*nr], &g.src[taps[0]], &cols[q0], q1-q0, &idx[0], uint16(1<<nn-1))
+		}
 		if nn < nr {
-			taps := g.rows[jc+jr : jc+jr+nn]
+			if gather {
+				gatherRows(0, kb)
+				continue
+			}
 			for q, c := range cols {
 				d := panel[q*nr : q*nr+nr]
 				for j, r := range taps {
@@ -951,6 +999,16 @@ func (g *gatherTPanels) PackB(dst []float32, pc, jc, kb, nb int) {
 			if c := cols[q]; q+8 <= kb && cols[q+7] == c+7 && transpose8(panel[q*nr:], g.src[c:], lo) {
 				transpose8(panel[q*nr+8:], g.src[c:], hi)
 				q += 8
+				continue
+			}
+			if gather {
+				// up to the next eight pixels in a row, if any
+				q1 := q + 1
+				for q1 < kb && !(q1+8 <= kb && cols[q1+7] == cols[q1]+7) {
+					q1++
+				}
+				gatherRows(q, q1)
+				q = q1
 				continue
 			}
 			d := (*[nr]float32)(panel[q*nr:])
