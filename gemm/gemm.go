@@ -359,13 +359,17 @@ func multiply(s *scratch, prec Precision, pa *PackedA, transA bool, m, n, k int,
 // and its shape, rows a multiple of mr and cols of nr: it reads rows/mr
 // packed A panels and cols/nr packed B panels where packA and packB put
 // them, and gives every element of C the bits kernel gives it. row is the
-// mr×cols kernel for the rows left over. A zero wideKernel is none.
+// mr×cols kernel for the rows left over; edge, when not nil, the
+// 2·mr×nr one for the nr-column panels past the last wide tile (kernel
+// takes their rows left over). A zero wideKernel is none.
 type wideKernel struct {
 	main, row  kernelFunc
 	rows, cols int
+	edge       kernelFunc
 }
 
-// maxWideCols bounds wideKernel.cols (the scratch tile for partial rows).
+// maxWideCols bounds wideKernel.cols (the scratch tile for partial rows;
+// it holds an edge kernel's 2·mr×nr tile too).
 const maxWideCols = 64
 
 // macro multiplies the packed mb×kb block of A (a) by the packed kb×nb block of
@@ -394,7 +398,19 @@ func macro(s *scratch, a []float32, mb, nb, kb int, alpha, beta float32, c []flo
 	for ; jr < nb; jr += nr {
 		nn := min(nr, nb-jr)
 		bp := &s.b[jr*kb]
-		for ir := 0; ir < mb; ir += mr {
+		ir := 0
+		if e := wide.edge; e != nil {
+			for ; ir+2*mr <= mb; ir += 2 * mr {
+				if nn == nr {
+					e(kb, &a[ir*kb], bp, &c[ir*ldc+jr], ldc, alpha, beta)
+					continue
+				}
+				t := s.wtile[:2*mr*nr]
+				e(kb, &a[ir*kb], bp, &t[0], nr, alpha, 0)
+				addTile(c[ir*ldc+jr:], ldc, t, nr, 2*mr, nn, beta)
+			}
+		}
+		for ; ir < mb; ir += mr {
 			mm := min(mr, mb-ir)
 			ap := &a[ir*kb]
 			if mm == mr && nn == nr {

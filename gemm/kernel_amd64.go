@@ -74,11 +74,11 @@ var wideKernels = []struct {
 	name string
 	w    wideKernel
 }{
-	{"12x32", wideKernel{kernel12x32AVX512, kernel6x32AVX512, 12, 32}},
-	{"6x32", wideKernel{kernel6x32AVX512, kernel6x32AVX512, 6, 32}},
-	{"6x48", wideKernel{kernel6x48AVX512, kernel6x48AVX512, 6, 48}},
-	{"6x64", wideKernel{kernel6x64AVX512, kernel6x64AVX512, 6, 64}},
-	{"12x16", wideKernel{kernel12x16AVX512, kernel6x16AVX2, 12, 16}},
+	{"12x32", wideKernel{kernel12x32AVX512, kernel6x32AVX512, 12, 32, kernel12x16AVX512}},
+	{"6x32", wideKernel{kernel6x32AVX512, kernel6x32AVX512, 6, 32, kernel12x16AVX512}},
+	{"6x48", wideKernel{kernel6x48AVX512, kernel6x48AVX512, 6, 48, kernel12x16AVX512}},
+	{"6x64", wideKernel{kernel6x64AVX512, kernel6x64AVX512, 6, 64, kernel12x16AVX512}},
+	{"12x16", wideKernel{kernel12x16AVX512, kernel6x16AVX2, 12, 16, nil}},
 }
 
 var (
@@ -109,7 +109,11 @@ func chooseKernel(env string, avx2, avx512 bool) (kernelFunc, wideKernel, string
 	switch {
 	case avx512:
 		w := wideKernels[0]
-		return kernel6x16AVX2, w.w, "Go assembly AVX-512F " + w.name + " micro-kernel, AVX2+FMA 6x16 at the edges" + note
+		edges := "AVX2+FMA 6x16 at the edges"
+		if w.w.edge != nil {
+			edges = "AVX-512F 12x16 and AVX2+FMA 6x16 at the edges"
+		}
+		return kernel6x16AVX2, w.w, "Go assembly AVX-512F " + w.name + " micro-kernel, " + edges + note
 	case avx2:
 		return kernel6x16AVX2, wideKernel{}, "Go assembly AVX2+FMA 6x16 micro-kernel" + note
 	}
