@@ -78,7 +78,7 @@ func parseCPUInfo(b []byte, m Machine) Machine {
 
 func stokeSIMD() string {
 	if gemm.HasAVX512() {
-		return "AVX-512F (GEMM, the conv block's max-pool) + AVX2+FMA"
+		return "AVX-512F (GEMM, im2col gathers, the conv block's max-pool) + AVX2+FMA"
 	}
 	if gemm.HasAVX2() {
 		return "AVX2+FMA"

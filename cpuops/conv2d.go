@@ -836,7 +836,8 @@ func (c *Conv2d) check(what string, in, w, out []float32) {
 }
 
 // How a panel of 16 columns is gathered: one contiguous run of 16, two of
-// 8 (an 8-wide output at stride 1), or value by value.
+// 8 (an 8-wide output at stride 1), or value by value (one AVX-512 gather
+// a row where the CPU has it: gatherPanel).
 const (
 	panelGather uint8 = iota
 	panelRun16
