@@ -994,10 +994,12 @@ func (g *gatherTPanels) PackB(dst []float32, pc, jc, kb, nb int) {
 		}
 		offs := (*[nr]int)(g.rows[jc+jr:])
 		lo, hi := (*[8]int)(offs[:8]), (*[8]int)(offs[8:])
+		// inRow: pixels q..q+7 lie in a row at stride 1.
+		inRow := func(q int) bool { return q+8 <= kb && cols[q+7] == cols[q]+7 }
 		for q := 0; q < kb; {
 			// Eight pixels in a row at stride 1: two 8x8 transposes of
 			// contiguous loads, not 128 gathers.
-			if c := cols[q]; q+8 <= kb && cols[q+7] == c+7 && transpose8(panel[q*nr:], g.src[c:], lo) {
+			if c := cols[q]; inRow(q) && transpose8(panel[q*nr:], g.src[c:], lo) {
 				transpose8(panel[q*nr+8:], g.src[c:], hi)
 				q += 8
 				continue
@@ -1005,7 +1007,7 @@ func (g *gatherTPanels) PackB(dst []float32, pc, jc, kb, nb int) {
 			if gather {
 				// up to the next eight pixels in a row, if any
 				q1 := q + 1
-				for q1 < kb && !(q1+8 <= kb && cols[q1+7] == cols[q1]+7) {
+				for q1 < kb && !inRow(q1) {
 					q1++
 				}
 				gatherRows(q, q1)
