@@ -81,10 +81,7 @@ func (m *Model) shareGradients(s *opSet) error {
 	if len(lives) == 0 {
 		return nil
 	}
-	tr := &opTrace{}
-	s.trace = tr
-	err := run(m.train)
-	s.trace = nil
+	tr, err := m.dryRun(s)
 	if err != nil {
 		return err
 	}
@@ -147,18 +144,14 @@ func (m *Model) shareGradients(s *opSet) error {
 			}
 		}
 	}
+	var order []*life
 	for _, l := range lives {
 		w := l.op
 		if l.op.writer != nil {
 			w = l.op.writer
 		}
-		if t, ran := at[w]; ran && writes[w] == 1 && writes[l.op] == 1 {
+		if t, ran := at[w]; ran && writes[w] == 1 && writes[l.op] == 1 && l.end > t {
 			l.start = t
-		}
-	}
-	var order []*life
-	for _, l := range lives {
-		if l.start >= 0 && l.end > l.start {
 			order = append(order, l)
 		}
 	}
@@ -207,9 +200,16 @@ func (m *Model) shareGradients(s *opSet) error {
 	// of which gorgonia's Add wrote (memory now resident): a second one
 	// binds them to the values kept, and what was given up goes back to
 	// the OS instead of into the peak RSS.
-	s.trace = &opTrace{}
-	err = run(m.train)
-	s.trace = nil
+	_, err = m.dryRun(s)
 	debug.FreeOSMemory()
 	return err
+}
+
+// dryRun runs the training machine with s's ops only recording
+// themselves (opTrace), none computing.
+func (m *Model) dryRun(s *opSet) (*opTrace, error) {
+	tr := &opTrace{}
+	s.trace = tr
+	defer func() { s.trace = nil }()
+	return tr, run(m.train)
 }
