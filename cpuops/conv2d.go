@@ -57,7 +57,8 @@ type Conv2d struct {
 	groups, perGroup        int // the filter gradient's fixed groups of samples
 	tiles, tile             int // BackwardFilter's items per group: tiles of dw, tile rows or columns each
 	tileRows                bool
-	fwdTiles, fwdTile       int       // Forward's items per group: tiles of fwdTile output pixels (columns)
+	fwdTiles, fwdTile       int // Forward's items per group: tiles of fwdTile output pixels (columns), or with fwdRows of fwdTile output channels (rows)
+	fwdRows                 bool
 	fwdOut, ownOut          []float32 // with fwdTiles > 1 and groups of several samples: each group's output, shared by its tiles (ownOut, or shared's)
 
 	wA, wT   []gemm.PackedA // per channel group, its w (Cout/Groups × Cin/Groups·K·K) and wᵀ, packed by the running call (in packed())
@@ -194,6 +195,10 @@ const (
 // Forward group has.
 const minForwardTile = 64
 
+// minRowTile is the fewest rows (output channels) a row tile of a
+// Forward group has.
+const minRowTile = 48
+
 // NewConv2d returns the kernels for a convolution of this shape.
 // Cin and Cout must be multiples of groups.
 func NewConv2d(b, cin, h, w, cout, k, stride, pad, groups int) (*Conv2d, error) {
@@ -316,19 +321,31 @@ func (c *Conv2d) tileFilter(nw int) {
 	c.bwdFilter.n = c.groups * c.tiles
 }
 
-// tileForward cuts each Forward group's columns (output pixels) into
-// tiles of whole 32-column panels, each an item, when there are fewer
-// groups than the nw workers (a small batch of small planes): up to
-// nw/groups tiles of at least minForwardTile columns. Every output gets
-// the bits it gets untiled. A conv block is never tiled.
+// tileForward cuts each Forward group into tiles, each an item, when
+// there are fewer groups than the nw workers (a small batch of small
+// planes): up to nw/groups tiles of the group's columns (output pixels,
+// whole 32-column panels, at least minForwardTile each), or, with one
+// channel group, of its rows (output channels, whole RowBlocks, at least
+// minRowTile each), whichever gives the largest tile the smaller share.
+// Rows split evenly where the columns of a 7x7 plane do not (196 of a
+// batch of 4: 128 and 68), and each row tile reads its part of the
+// weights alone. Every output gets the bits it gets untiled. A conv
+// block is never tiled.
 func (c *Conv2d) tileForward(nw int) {
 	items := (c.B + c.per - 1) / c.per
 	cols := c.per * c.Ho * c.Wo
-	c.fwdTiles, c.fwdTile = 1, cols
+	c.fwdTiles, c.fwdTile, c.fwdRows = 1, cols, false
 	if items < nw && !c.block {
-		c.fwdTiles = max(1, min((nw+items-1)/items, cols/minForwardTile))
+		want := (nw + items - 1) / items
+		c.fwdTiles = max(1, min(want, cols/minForwardTile))
 		c.fwdTile = ((cols+c.fwdTiles-1)/c.fwdTiles + 31) / 32 * 32
 		c.fwdTiles = (cols + c.fwdTile - 1) / c.fwdTile
+		if rt := max(1, min(want, c.Cout/minRowTile)); c.Groups == 1 && rt > 1 {
+			tile := ((c.Cout+rt-1)/rt + gemm.RowBlock - 1) / gemm.RowBlock * gemm.RowBlock
+			if tile*cols < c.fwdTile*c.Cout { // tile/Cout < fwdTile/cols
+				c.fwdTiles, c.fwdTile, c.fwdRows = (c.Cout+tile-1)/tile, tile, true
+			}
+		}
 	}
 	c.fwd.n = items * c.fwdTiles
 }
@@ -528,15 +545,19 @@ func (c *Conv2d) forwardGroup(worker, item int) {
 
 // forwardTile is Forward's tile t of group g (the whole group when
 // untiled): output pixels (columns) [j0, j1) of the group's samples side
-// by side, gathered from the group's padded samples (which each tile pads
-// for itself, in its worker's scratch) and written straight into y for
-// one sample; for several, into the worker's scratch (untiled) or the
-// group's part of fwdOut (shared by its tiles), and then its columns of
-// each plane copied into y.
+// by side, or with fwdRows its output channels (rows) [o0, o1), gathered
+// from the group's padded samples (which each tile pads for itself, in
+// its worker's scratch) and written straight into y for one sample; for
+// several, into the worker's scratch (untiled) or the group's part of
+// fwdOut (shared by its tiles), and then its part of each plane copied
+// into y.
 func (c *Conv2d) forwardTile(worker, g, t int) {
 	i0, i1 := g*c.per, min(c.B, (g+1)*c.per)
 	ohw, n := c.Ho*c.Wo, (i1-i0)*c.Ho*c.Wo
-	j0, j1 := t*c.fwdTile, min(n, (t+1)*c.fwdTile)
+	j0, j1, o0, o1 := t*c.fwdTile, min(n, (t+1)*c.fwdTile), 0, c.Cout
+	if c.fwdRows {
+		j0, j1, o0, o1 = 0, n, t*c.fwdTile, min(c.Cout, (t+1)*c.fwdTile)
+	}
 	if j0 >= j1 { // the last group's samples are fewer
 		return
 	}
@@ -551,15 +572,16 @@ func (c *Conv2d) forwardTile(worker, g, t int) {
 	case i1-i0 > 1:
 		out, ld = c.fwdOut[g*c.Cout*c.per*ohw:], n
 	}
-	for cg := range c.wA {
+	for cg := range c.wA { // with fwdRows, the one channel group
 		s.panels.rows = c.taps[cg*gk : (cg+1)*gk]
-		gemm.SgemmPackedPanels(&c.wA[cg], j1-j0, 1, &s.panels, 0, out[cg*og*ld+j0:], ld)
+		r0, r1 := max(0, o0-cg*og), min(og, o1-cg*og)
+		gemm.SgemmPackedPanelsRows(&c.wA[cg], r0, r1, j1-j0, 1, &s.panels, 0, out[(cg*og+r0)*ld+j0:], ld)
 	}
 	s.panels = gatherPanels{}
 	if i1-i0 == 1 {
 		return
 	}
-	for o := 0; o < c.Cout; o++ {
+	for o := o0; o < o1; o++ {
 		row := out[o*n : (o+1)*n]
 		for j := j0; j < j1; {
 			tt := j / ohw

@@ -459,20 +459,25 @@ func TestConv2dFilterTiles(t *testing.T) {
 }
 
 // TestConv2dForwardTiles: where a batch makes fewer Forward groups than
-// filterGroups, each group's output pixels are cut into tiles that are
-// separate work items, crossing sample boundaries where a group holds
-// several samples. y must be within float32 summation of a float64
+// filterGroups, each group's output pixels (or its output channels) are
+// cut into tiles that are separate work items, crossing sample
+// boundaries where a group holds several samples. y must be within float32 summation of a float64
 // reference, and y and dx (at stride 1 itself a tiled Forward) must give
 // the same bits on 8 cores (tiles, the counts below), 2 and 1 (untiled).
 func TestConv2dForwardTiles(t *testing.T) {
 	for _, s := range []struct {
 		B, cin, H, cout, K, S, P, G int
 		tiles                       int
+		rows                        bool
 	}{
-		{3, 5, 7, 6, 3, 1, 1, 1, 2},   // one group of 3 samples of 49 pixels, tiles of 96
-		{2, 4, 16, 8, 3, 1, 1, 1, 4},  // a group a sample, 256 pixels
-		{3, 6, 16, 8, 3, 2, 1, 2, 3},  // stride 2, channel groups
-		{4, 8, 14, 16, 1, 1, 0, 1, 4}, // a 1x1 conv, groups of 2 samples of 196 pixels
+		{3, 5, 7, 6, 3, 1, 1, 1, 2, false},    // one group of 3 samples of 49 pixels, tiles of 96
+		{2, 4, 16, 8, 3, 1, 1, 1, 4, false},   // a group a sample, 256 pixels
+		{3, 6, 16, 8, 3, 2, 1, 2, 3, false},   // stride 2, channel groups
+		{4, 8, 14, 16, 1, 1, 0, 1, 4, false},  // a 1x1 conv, groups of 2 samples of 196 pixels
+		{4, 20, 7, 200, 3, 1, 1, 1, 4, true},  // a group of 4 samples of 49 pixels: rows 60, 60, 60, 20
+		{4, 100, 4, 100, 1, 1, 0, 1, 2, true}, // a 1x1 conv, 64 pixels: rows 60 and 40; its dx's too
+		{1, 8, 16, 300, 1, 1, 0, 1, 5, true},  // one sample, 256 pixels: 60 rows a tile, straight into y
+		{4, 12, 7, 96, 3, 1, 1, 4, 3, false},  // channel groups: columns
 	} {
 		name := fmt.Sprintf("B%d-%dx%d-%d-K%d-S%d-G%d", s.B, s.cin, s.H, s.cout, s.K, s.S, s.G)
 		c, err := NewConv2d(s.B, s.cin, s.H, s.H, s.cout, s.K, s.S, s.P, s.G)
@@ -490,8 +495,8 @@ func TestConv2dForwardTiles(t *testing.T) {
 			return y, dx
 		}
 		y, dx := run(c, 8)
-		if c.fwdTiles != s.tiles {
-			t.Fatalf("%s: %d tiles a group on 8 cores, want %d", name, c.fwdTiles, s.tiles)
+		if c.fwdTiles != s.tiles || c.fwdRows != s.rows {
+			t.Fatalf("%s: %d tiles a group (of rows: %v) on 8 cores, want %d (%v)", name, c.fwdTiles, c.fwdRows, s.tiles, s.rows)
 		}
 		want, abs := make([]float64, len(y)), make([]float64, len(y))
 		og := s.cout / s.G

@@ -179,7 +179,7 @@ func bf16Multiply(s *bf16Scratch, ks *bf16Kernels, transA bool, m, n, k int, alp
 		return
 	}
 	s.fast()
-	bf16Blocks(s, ks, nil, transA, m, n, k, alpha, a, lda, b, beta, c, ldc)
+	bf16Blocks(s, ks, nil, 0, transA, m, n, k, alpha, a, lda, b, beta, c, ldc)
 }
 
 // roundingPanels rounds the panels of p to bf16 as they are packed.
@@ -208,7 +208,7 @@ func bf16KStep(k int) int {
 // bf16Blocks is multiply's blocking on the bf16 kernels: B is packed in
 // fp32 by its Panels and converted to pairs, A is packed into pairs unless
 // pa holds it packed already.
-func bf16Blocks(s *bf16Scratch, ks *bf16Kernels, pa *PackedABF16, transA bool, m, n, k int, alpha float32, a []float32, lda int, b Panels, beta float32, c []float32, ldc int) {
+func bf16Blocks(s *bf16Scratch, ks *bf16Kernels, pa *PackedABF16, r0 int, transA bool, m, n, k int, alpha float32, a []float32, lda int, b Panels, beta float32, c []float32, ldc int) {
 	kstep := bf16KStep(k)
 	for jc := 0; jc < n; jc += nc {
 		nb := min(nc, n-jc)
@@ -232,7 +232,7 @@ func bf16Blocks(s *bf16Scratch, ks *bf16Kernels, pa *PackedABF16, transA bool, m
 				mb := min(bmc, m-ic)
 				ap := s.a
 				if pa != nil {
-					ap = pa.data[bi*pa.mpad*(kstep/2)+ic*kp:]
+					ap = pa.data[bi*pa.mpad*(kstep/2)+(r0+ic)*kp:]
 				} else {
 					bf16PackA(ks, s.row, s.a, a, lda, transA, ic, pc, mb, kb)
 				}
@@ -414,9 +414,12 @@ func SgemmPackedBF16(a *PackedABF16, transB bool, n int, alpha float32, b []floa
 	} else {
 		checkLen("B", b, a.k, n, ldb)
 	}
+	if !beginRows("SgemmPackedBF16", a.m, n, alpha, beta, c, ldc) {
+		return
+	}
 	s := bf16Pool.Get().(*bf16Scratch)
 	s.mat = matrixB{b, ldb, transB}
-	bf16PackedMultiply(s, a, "SgemmPackedBF16", n, alpha, &s.mat, beta, c, ldc)
+	bf16PackedMultiply(s, a, "SgemmPackedBF16", 0, a.m, n, alpha, &s.mat, beta, c, ldc)
 	s.mat = matrixB{}
 	bf16Pool.Put(s)
 }
@@ -426,29 +429,23 @@ func SgemmPackedPanelsBF16(a *PackedABF16, n int, alpha float32, b Panels, beta 
 	if a.m == 0 {
 		panic("gemm.SgemmPackedPanelsBF16: A was never packed (PackABF16)")
 	}
+	if !beginRows("SgemmPackedPanelsBF16", a.m, n, alpha, beta, c, ldc) {
+		return
+	}
 	s := bf16Pool.Get().(*bf16Scratch)
-	bf16PackedMultiply(s, a, "SgemmPackedPanelsBF16", n, alpha, b, beta, c, ldc)
+	bf16PackedMultiply(s, a, "SgemmPackedPanelsBF16", 0, a.m, n, alpha, b, beta, c, ldc)
 	bf16Pool.Put(s)
 }
 
-func bf16PackedMultiply(s *bf16Scratch, a *PackedABF16, fn string, n int, alpha float32, b Panels, beta float32, c []float32, ldc int) {
-	if n < 0 {
-		panic(fmt.Sprintf("gemm.%s: negative size n=%d", fn, n))
-	}
-	if n == 0 {
-		return
-	}
-	checkLen("C", c, a.m, n, ldc)
-	if alpha == 0 {
-		scale(a.m, n, beta, c, ldc)
-		return
-	}
+// bf16PackedMultiply is rows [r0, r0+m) of the product of the packed a
+// with b, r0 a multiple of RowBlock (of bmr), its sizes checked.
+func bf16PackedMultiply(s *bf16Scratch, a *PackedABF16, fn string, r0, m, n int, alpha float32, b Panels, beta float32, c []float32, ldc int) {
 	if a.fb != nil {
 		s.rp.p = b
-		SgemmPackedPanels(a.fb, n, alpha, &s.rp, beta, c, ldc)
+		packedPanels(fn, a.fb, r0, m, n, alpha, &s.rp, beta, c, ldc)
 		s.rp.p = nil
 		return
 	}
 	s.fast()
-	bf16Blocks(s, a.ks, a, false, a.m, n, a.k, alpha, nil, 0, b, beta, c, ldc)
+	bf16Blocks(s, a.ks, a, r0, false, m, n, a.k, alpha, nil, 0, b, beta, c, ldc)
 }

@@ -235,7 +235,9 @@ func runBF16(ks *bf16Kernels, transA, transB bool, m, n, k int, alpha float32, a
 		default:
 			var pa PackedABF16
 			packABF16(&pa, ks, transA, m, k, a, lda)
-			bf16PackedMultiply(s, &pa, e, n, alpha, mat, beta, c, ldc)
+			if beginRows(e, pa.m, n, alpha, beta, c, ldc) {
+				bf16PackedMultiply(s, &pa, e, 0, pa.m, n, alpha, mat, beta, c, ldc)
+			}
 		}
 		bf16Pool.Put(s)
 		out[e] = c

@@ -104,7 +104,7 @@ func SgemmPrec(prec Precision, transA, transB bool, m, n, k int, alpha float32, 
 	}
 	s := scratchPool.Get().(*scratch)
 	s.mat = matrixB{b, ldb, transB}
-	multiply(s, prec, nil, transA, m, n, k, alpha, a, lda, &s.mat, beta, c, ldc)
+	multiply(s, prec, nil, 0, transA, m, n, k, alpha, a, lda, &s.mat, beta, c, ldc)
 	s.mat = matrixB{}
 	scratchPool.Put(s)
 }
@@ -125,7 +125,7 @@ func SgemmPanelsPrec(prec Precision, transA bool, m, n, k int, alpha float32, a 
 		return
 	}
 	s := scratchPool.Get().(*scratch)
-	multiply(s, prec, nil, transA, m, n, k, alpha, a, lda, b, beta, c, ldc)
+	multiply(s, prec, nil, 0, transA, m, n, k, alpha, a, lda, b, beta, c, ldc)
 	scratchPool.Put(s)
 }
 
@@ -250,22 +250,49 @@ func SgemmPacked(a *PackedA, transB bool, n int, alpha float32, b []float32, ldb
 	}
 	s := scratchPool.Get().(*scratch)
 	s.mat = matrixB{b, ldb, transB}
-	multiply(s, a.prec, a, false, a.m, n, a.k, alpha, nil, 0, &s.mat, beta, c, ldc)
+	multiply(s, a.prec, a, 0, false, a.m, n, a.k, alpha, nil, 0, &s.mat, beta, c, ldc)
 	s.mat = matrixB{}
 	scratchPool.Put(s)
 }
 
 // SgemmPackedPanels is SgemmPacked with op(B) given by a Panels source.
 func SgemmPackedPanels(a *PackedA, n int, alpha float32, b Panels, beta float32, c []float32, ldc int) {
-	if !beginPacked("SgemmPackedPanels", a, n, alpha, beta, c, ldc) {
+	if a.m == 0 {
+		panic("gemm.SgemmPackedPanels: A was never packed (PackA)")
+	}
+	packedPanels("SgemmPackedPanels", a, 0, a.m, n, alpha, b, beta, c, ldc)
+}
+
+// RowBlock divides the first row of SgemmPackedPanelsRows's rows.
+const RowBlock = 12
+
+// SgemmPackedPanelsRows is SgemmPackedPanels for rows [r0, r1) of op(A)
+// alone: C (its row 0 is row r0 of the product, (r1−r0)×n) = alpha·op(A)[r0:r1]·op(B) + beta·C.
+// r0 is a multiple of RowBlock. Each element gets the bits SgemmPackedPanels
+// gives it, so that cores may split a product with few columns by rows.
+func SgemmPackedPanelsRows(a *PackedA, r0, r1, n int, alpha float32, b Panels, beta float32, c []float32, ldc int) {
+	if a.m == 0 {
+		panic("gemm.SgemmPackedPanelsRows: A was never packed (PackA)")
+	}
+	if r0 < 0 || r0%RowBlock != 0 || r1 <= r0 || r1 > a.m {
+		panic(fmt.Sprintf("gemm.SgemmPackedPanelsRows: rows [%d, %d) of %d, want 0 <= r0 < r1 <= %d with r0 a multiple of %d", r0, r1, a.m, a.m, RowBlock))
+	}
+	packedPanels("SgemmPackedPanelsRows", a, r0, r1-r0, n, alpha, b, beta, c, ldc)
+}
+
+// packedPanels is rows [r0, r0+m) of the product of the packed a with b.
+func packedPanels(fn string, a *PackedA, r0, m, n int, alpha float32, b Panels, beta float32, c []float32, ldc int) {
+	if !beginRows(fn, m, n, alpha, beta, c, ldc) {
 		return
 	}
 	if a.bf != nil {
-		SgemmPackedPanelsBF16(a.bf, n, alpha, b, beta, c, ldc)
+		s := bf16Pool.Get().(*bf16Scratch)
+		bf16PackedMultiply(s, a.bf, fn, r0, m, n, alpha, b, beta, c, ldc)
+		bf16Pool.Put(s)
 		return
 	}
 	s := scratchPool.Get().(*scratch)
-	multiply(s, a.prec, a, false, a.m, n, a.k, alpha, nil, 0, b, beta, c, ldc)
+	multiply(s, a.prec, a, r0, false, m, n, a.k, alpha, nil, 0, b, beta, c, ldc)
 	scratchPool.Put(s)
 }
 
@@ -273,15 +300,21 @@ func beginPacked(fn string, a *PackedA, n int, alpha, beta float32, c []float32,
 	if a.m == 0 {
 		panic("gemm." + fn + ": A was never packed (PackA)")
 	}
+	return beginRows(fn, a.m, n, alpha, beta, c, ldc)
+}
+
+// beginRows checks n and C (m×n) and does the whole job when no product
+// is needed. It reports whether the product remains to be done.
+func beginRows(fn string, m, n int, alpha, beta float32, c []float32, ldc int) bool {
 	if n < 0 {
 		panic(fmt.Sprintf("gemm.%s: negative size n=%d", fn, n))
 	}
 	if n == 0 {
 		return false
 	}
-	checkLen("C", c, a.m, n, ldc)
+	checkLen("C", c, m, n, ldc)
 	if alpha == 0 {
-		scale(a.m, n, beta, c, ldc)
+		scale(m, n, beta, c, ldc)
 		return false
 	}
 	return true
@@ -321,11 +354,11 @@ func begin(fn string, transA bool, m, n, k int, alpha float32, a []float32, lda 
 // multiply is the blocked product (the loops around the micro-kernel in
 // the BLIS paper's Figure 2): jc over nc columns, pc over k blocks (B
 // packed once each), ic over mc rows (A packed, unless pa holds it
-// packed already), then the tiles. A and B are rounded to prec as they are
+// packed already: its rows [r0, r0+m)), then the tiles. A and B are rounded to prec as they are
 // packed, a few panels at a time while they are in L1 (packARounded,
 // packBRounded; pa was rounded by PackAPrec, a RoundedPanels b may be
 // rounded already).
-func multiply(s *scratch, prec Precision, pa *PackedA, transA bool, m, n, k int, alpha float32, a []float32, lda int, b Panels, beta float32, c []float32, ldc int) {
+func multiply(s *scratch, prec Precision, pa *PackedA, r0 int, transA bool, m, n, k int, alpha float32, a []float32, lda int, b Panels, beta float32, c []float32, ldc int) {
 	kstep := kStep(k)
 	round := rounding(prec)
 	roundB := round
@@ -345,7 +378,7 @@ func multiply(s *scratch, prec Precision, pa *PackedA, transA bool, m, n, k int,
 				mb := min(mc, m-ic)
 				ap := s.a
 				if pa != nil {
-					ap = pa.data[bi*pa.mpad*kstep+ic*kb:]
+					ap = pa.data[bi*pa.mpad*kstep+(r0+ic)*kb:]
 				} else {
 					packARounded(s.a, a, lda, transA, ic, pc, mb, kb, round)
 				}

@@ -215,3 +215,43 @@ func TestSgemmPackedEqualsSgemm(t *testing.T) {
 		}
 	}
 }
+
+// TestSgemmPackedPanelsRowsEqualsWhole: a product split into row tiles
+// (SgemmPackedPanelsRows, each from a multiple of RowBlock) gives every
+// element the bits of the whole product (SgemmPackedPanels), at each
+// precision and on the bf16 kernels and their fallback, and writes no
+// element outside its tile.
+func TestSgemmPackedPanelsRowsEqualsWhole(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	defer SetFastBF16(SetFastBF16(false))
+	for _, fast := range []bool{false, true} {
+		SetFastBF16(fast)
+		for _, prec := range []Precision{FP32, TF32, BF16} {
+			for _, s := range [][3]int{{12, 5, 7}, {37, 196, 300}, {mc + 30, 49, 2*kc + 3}, {512, 33, 64}} {
+				m, n, k := s[0], s[1], s[2]
+				var pa PackedA
+				a := randSlice(rng, m*k)
+				PackAPrec(&pa, prec, false, m, k, a, k)
+				b := &matrixB{randSlice(rng, k*n), n, false}
+				ldc := n + 2
+				c0 := randSlice(rng, m*ldc)
+				want := slices.Clone(c0)
+				SgemmPackedPanels(&pa, n, 1.5, b, 0.5, want, ldc)
+				// tiles of random lengths, each starting at a multiple of RowBlock
+				got := slices.Clone(c0)
+				for r0 := 0; r0 < m; {
+					r1 := min(m, r0+RowBlock*(1+rng.IntN(4)))
+					tile := slices.Clone(got)
+					SgemmPackedPanelsRows(&pa, r0, r1, n, 1.5, b, 0.5, tile[r0*ldc:], ldc)
+					if !slices.Equal(tile[:r0*ldc], got[:r0*ldc]) || !slices.Equal(tile[r1*ldc:], got[r1*ldc:]) {
+						t.Fatalf("fast %v %v m=%d n=%d k=%d: rows [%d, %d) wrote outside them", fast, prec, m, n, k, r0, r1)
+					}
+					got, r0 = tile, r1
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("fast %v %v m=%d n=%d k=%d: row tiles differ from the whole product", fast, prec, m, n, k)
+				}
+			}
+		}
+	}
+}
