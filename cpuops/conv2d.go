@@ -59,6 +59,7 @@ type Conv2d struct {
 	tileRows                bool
 	fwdTiles, fwdTile       int // Forward's items per group: tiles of fwdTile output pixels (columns), or with fwdRows of fwdTile output channels (rows)
 	fwdRows                 bool
+	bwdTiles, bwdTile       int       // BackwardData's items per group (its im2col GEMM's): tiles of bwdTile input channels
 	fwdOut, ownOut          []float32 // with fwdTiles > 1 and groups of several samples: each group's output, shared by its tiles (ownOut, or shared's)
 
 	wA, wT   []gemm.PackedA // per channel group, its w (Cout/Groups × Cin/Groups·K·K) and wᵀ, packed by the running call (in packed())
@@ -629,6 +630,7 @@ func (c *Conv2d) BackwardData(w, dy, dx []float32) {
 		c.wT = c.packed()
 		c.pack(c.wT, true, w)
 		c.dy, c.dx = dy, dx
+		c.tileBackward(runtime.GOMAXPROCS(0))
 		c.bwdData.run(c.start(c.bwdData.n))
 		c.dy, c.dx, c.wT = nil, nil, nil
 	}
@@ -646,13 +648,51 @@ func (c *Conv2d) BackwardDataBlock(w, y, dy, dx []float32) {
 	c.wT = c.packed()
 	c.pack(c.wT, true, w)
 	c.yBlock, c.dy, c.dx = y, dy, dx
+	c.bwdTiles, c.bwdTile, c.bwdData.n = 1, c.Cin, (c.B+c.per-1)/c.per
 	c.bwdData.run(c.start(c.bwdData.n))
 	c.yBlock, c.dy, c.dx, c.wT = nil, nil, nil, nil
 }
 
-func (c *Conv2d) backwardDataGroup(worker, g int) {
+// tileBackward cuts each group of BackwardData's im2col GEMM (a strided
+// conv's, or one with channel groups) into tiles of its rows, input
+// channels [c0, c1) each, when there are fewer groups than the nw
+// workers (resnet50's stage-4 downsampling at batch 4: one group): up to
+// nw/groups tiles of whole RowBlocks of rows and at least minRowTile
+// rows each. A tile's rows are all that its channels of dx are added
+// from, so each tile finishes its channels' col2im alone; every value of
+// dx gets the bits it gets untiled. With channel groups the GEMM is one
+// per channel group and is not tiled.
+func (c *Conv2d) tileBackward(nw int) {
+	items := (c.B + c.per - 1) / c.per
+	c.bwdTiles, c.bwdTile = 1, c.Cin
+	kk := c.K * c.K
+	unit := gemm.RowBlock / gcd(gemm.RowBlock, kk) // channels whose rows start on a RowBlock
+	if items < nw && c.Groups == 1 {
+		want := (nw + items - 1) / items
+		tiles := max(1, min(want, c.Cin*kk/minRowTile, c.Cin/unit))
+		c.bwdTile = ((c.Cin+tiles-1)/tiles + unit - 1) / unit * unit
+		c.bwdTiles = (c.Cin + c.bwdTile - 1) / c.bwdTile
+	}
+	c.bwdData.n = items * c.bwdTiles
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// backwardDataGroup is BackwardData's item: tile t of group g, the rows
+// of input channels [c0, c1) of the group's im2col GEMM (all of them
+// untiled), into the worker's scratch, then those channels of each of the
+// group's samples of dx (col2im).
+func (c *Conv2d) backwardDataGroup(worker, item int) {
+	g, t := item/c.bwdTiles, item%c.bwdTiles
 	i0, i1 := g*c.per, min(c.B, (g+1)*c.per)
-	ohw, n, ckk := c.Ho*c.Wo, (i1-i0)*c.Ho*c.Wo, c.ckk()
+	kk := c.K * c.K
+	c0, c1 := t*c.bwdTile, min(c.Cin, (t+1)*c.bwdTile)
+	ohw, n := c.Ho*c.Wo, (i1-i0)*c.Ho*c.Wo
 	s := &c.scratch[worker]
 	var dy []float32
 	if c.block {
@@ -661,31 +701,38 @@ func (c *Conv2d) backwardDataGroup(worker, g int) {
 		dy = c.dy[i0*c.Cout*ohw : i1*c.Cout*ohw]
 	}
 	s.panels = gatherPanels{src: dy, cols: c.dyCols[:n], kind: c.kindDy}
-	s.col = grow(s.col, ckk*n)
+	s.col = grow(s.col, (c1-c0)*kk*n)
 	gk, og := c.gkk(), c.og()
-	for g := range c.wT { // channel group g's rows of the im2col matrix
-		s.panels.rows = c.dyRows[g*og : (g+1)*og]
-		gemm.SgemmPackedPanels(&c.wT[g], n, 1, &s.panels, 0, s.col[g*gk*n:], n)
+	if c.bwdTiles > 1 { // one channel group
+		s.panels.rows = c.dyRows
+		gemm.SgemmPackedPanelsRows(&c.wT[0], c0*kk, c1*kk, n, 1, &s.panels, 0, s.col, n)
+	} else {
+		for g := range c.wT { // channel group g's rows of the im2col matrix
+			s.panels.rows = c.dyRows[g*og : (g+1)*og]
+			gemm.SgemmPackedPanels(&c.wT[g], n, 1, &s.panels, 0, s.col[g*gk*n:], n)
+		}
 	}
 	s.panels = gatherPanels{}
 	for t := 0; t < i1-i0; t++ {
-		c.col2im(s, s.col[t*ohw:], n, c.dx[(i0+t)*c.Cin*c.H*c.W:(i0+t+1)*c.Cin*c.H*c.W])
+		c.col2im(s, s.col[t*ohw:], n, c.dx[(i0+t)*c.Cin*c.H*c.W:(i0+t+1)*c.Cin*c.H*c.W], c0, c1)
 	}
 }
 
-// col2im is im2col's adjoint: dx (Cin,H,W) = Σ over the rows of col (one
-// sample's Ho·Wo columns, row stride ld), each added back where it was
-// read from, row by row in order. It adds into a padded plane, so that no
-// add checks a border, and crops it into dx.
-func (c *Conv2d) col2im(s *conv2dScratch, col []float32, ld int, dx []float32) {
+// col2im is im2col's adjoint for input channels [c0, c1): their planes
+// of dx (Cin,H,W) = Σ over their rows of col (one sample's Ho·Wo columns,
+// row stride ld, row 0 channel c0's first tap), each added back where it
+// was read from, row by row in order. It adds into a padded plane, so
+// that no add checks a border, and crops it into dx.
+func (c *Conv2d) col2im(s *conv2dScratch, col []float32, ld int, dx []float32, c0, c1 int) {
 	H, W, Wo, S, P := c.H, c.W, c.Wo, c.Stride, c.Pad
+	plane, kk := c.hp*c.wp, c.K*c.K
 	acc := dx
 	if P > 0 {
-		s.dxpad = grow(s.dxpad, c.Cin*c.hp*c.wp)
+		s.dxpad = grow(s.dxpad, c.Cin*plane)
 		acc = s.dxpad
 	}
-	clear(acc)
-	for r, off := range c.taps {
+	clear(acc[c0*plane : c1*plane])
+	for r, off := range c.taps[c0*kk : c1*kk] {
 		src := col[r*ld:]
 		for oy := 0; oy < c.Ho; oy++ {
 			dst := acc[off+oy*S*c.wp:]
@@ -702,8 +749,8 @@ func (c *Conv2d) col2im(s *conv2dScratch, col []float32, ld int, dx []float32) {
 	if P == 0 {
 		return
 	}
-	for ci := 0; ci < c.Cin; ci++ {
-		plane := acc[ci*c.hp*c.wp:]
+	for ci := c0; ci < c1; ci++ {
+		plane := acc[ci*plane:]
 		for iy := 0; iy < H; iy++ {
 			copy(dx[(ci*H+iy)*W:(ci*H+iy+1)*W], plane[(iy+P)*c.wp+P:])
 		}

@@ -534,3 +534,74 @@ func TestConv2dForwardTiles(t *testing.T) {
 		}
 	}
 }
+
+// TestConv2dBackwardDataTiles: where a strided conv's batch makes fewer
+// BackwardData groups than the cores, each group's im2col GEMM is cut
+// into tiles of input channels, each finishing its channels of dx. dx
+// must be within float32 summation of a float64 reference and give the
+// same bits on 8 cores (tiles, the counts below), 2 and 1 (untiled).
+func TestConv2dBackwardDataTiles(t *testing.T) {
+	for _, s := range []struct {
+		B, cin, H, cout, K, S, P, G int
+		tiles                       int
+	}{
+		{4, 40, 14, 24, 3, 2, 1, 1, 5}, // one group of 4 samples of 49 pixels: 7 tiles of 48 rows at most, whole 4 channels (36 rows): 8 channels each
+		{4, 96, 14, 32, 1, 2, 0, 1, 2}, // a 1x1 downsampling: tiles of 48 channels
+		{2, 16, 9, 8, 3, 2, 0, 1, 2},   // no padding, tiles of 8 channels
+		{4, 24, 14, 24, 3, 2, 1, 2, 1}, // channel groups: untiled
+	} {
+		name := fmt.Sprintf("B%d-%dx%d-%d-K%d-S%d-G%d", s.B, s.cin, s.H, s.cout, s.K, s.S, s.G)
+		c, err := NewConv2d(s.B, s.cin, s.H, s.H, s.cout, s.K, s.S, s.P, s.G)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(uint64(s.cin), uint64(s.cout)))
+		cg := s.cin / s.G
+		w, dy := randF32(rng, s.cout*cg*s.K*s.K), randF32(rng, c.OutLen())
+		run := func(procs int) []float32 {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			dx := randF32(rng, c.InLen()) // overwritten
+			c.BackwardData(w, dy, dx)
+			return dx
+		}
+		dx := run(8)
+		if c.bwdTiles != s.tiles {
+			t.Fatalf("%s: %d tiles a group on 8 cores, want %d", name, c.bwdTiles, s.tiles)
+		}
+		want, abs := make([]float64, len(dx)), make([]float64, len(dx))
+		og := s.cout / s.G
+		for b := 0; b < s.B; b++ {
+			for co := 0; co < s.cout; co++ {
+				for oy := 0; oy < c.Ho; oy++ {
+					for ox := 0; ox < c.Wo; ox++ {
+						g := float64(dy[((b*s.cout+co)*c.Ho+oy)*c.Wo+ox])
+						for j := 0; j < cg; j++ {
+							ci := co/og*cg + j
+							for ky := 0; ky < s.K; ky++ {
+								for kx := 0; kx < s.K; kx++ {
+									iy, ix := oy*s.S-s.P+ky, ox*s.S-s.P+kx
+									if iy < 0 || iy >= s.H || ix < 0 || ix >= s.H {
+										continue
+									}
+									p := float64(w[((co*cg+j)*s.K+ky)*s.K+kx]) * g
+									o := ((b*s.cin+ci)*s.H+iy)*s.H + ix
+									want[o] += p
+									abs[o] += math.Abs(p)
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+		checkBound(t, name+" dx", dx, want, abs, og*s.K*s.K)
+		for _, procs := range []int{2, 1} {
+			if d := run(procs); !slices.Equal(d, dx) {
+				t.Errorf("%s: dx on %d cores differs from 8 cores'", name, procs)
+			}
+		}
+		if c.bwdTiles != 1 {
+			t.Errorf("%s: %d tiles on one core", name, c.bwdTiles)
+		}
+	}
+}
