@@ -119,11 +119,12 @@ func reportCPU(b *testing.B, t0 time.Duration) {
 // BenchmarkBasicBlockEnd: a BasicBlock's end, ReLU(bn2(x) + shortcut),
 // forward and backward, as one op (fused: NewBatchNormAddReLU) and as the
 // three it replaces (unfused: BatchNorm, AddReLU; ReLUBackward, BatchNorm's
-// backward), at resnet20's first-stage and resnet18's first-stage shapes:
+// backward), at resnet20's and resnet18's first-stage shapes, resnet18's
+// last and resnet50's stages 2 to 4 at batch 4 (224 px):
 //
 //	go test -run - -bench BasicBlockEnd -cpu 1 ./cpuops/
 func BenchmarkBasicBlockEnd(b *testing.B) {
-	for _, s := range []struct{ B, C, HW int }{{128, 16, 1024}, {128, 32, 256}, {128, 64, 64}, {64, 64, 1024}, {64, 512, 16}} {
+	for _, s := range []struct{ B, C, HW int }{{128, 16, 1024}, {128, 32, 256}, {128, 64, 64}, {64, 64, 1024}, {64, 512, 16}, {4, 512, 784}, {4, 1024, 196}, {4, 2048, 49}} {
 		fused, _ := NewBatchNormAddReLU(s.B, s.C, s.HW)
 		plain, _ := NewBatchNorm(s.B, s.C, s.HW, false)
 		rng := rand.New(rand.NewPCG(3, 3))

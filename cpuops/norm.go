@@ -43,7 +43,7 @@ type BatchNorm struct {
 	k1, k2, k3 []float32
 	per        int // planes per item of the running job
 
-	fwdSums, fwdNorm, bwdSums, bwdDx job
+	fwdSums, fwdNorm, bwdSums, bwdDx, mask job
 	// the running job's arguments
 	x, y, dy, dx, gamma, beta, rm, rv, dgamma, dbeta []float32
 	s, ds                                            []float32 // Add: the shortcut and its gradient
@@ -65,7 +65,7 @@ func NewBatchNorm(b, c, hw int, relu bool) (*BatchNorm, error) {
 	bn := &BatchNorm{B: b, C: c, HW: hw, ReLU: relu, mean: make([]float64, c), invstd: make([]float64, c),
 		sums: make([]float64, 2*b*c), k1: make([]float32, c), k2: make([]float32, c), k3: make([]float32, c)}
 	bn.fwdSums.fn, bn.fwdNorm.fn = bn.sumPlanes, bn.normPlanes
-	bn.bwdSums.fn, bn.bwdDx.fn = bn.gradPlanes, bn.dxPlanes
+	bn.bwdSums.fn, bn.bwdDx.fn, bn.mask.fn = bn.gradPlanes, bn.dxPlanes, bn.maskPlanes
 	return bn, nil
 }
 
@@ -222,16 +222,27 @@ func (bn *BatchNorm) BackwardAdd(x, gamma, y, dy, dx, ds, dgamma, dbeta []float3
 		panic(fmt.Sprintf("cpuops.BatchNorm.BackwardAdd: Add %v, y %d, dy %d, ds %d values; want a BatchNorm with Add, %d", bn.Add, len(y), len(dy), len(ds), bn.Len()))
 	}
 	if bn.HW < fusedPlane {
-		// The mask in one contiguous pass, then BatchNorm's backward from it.
-		reluMask(ds, y, dy)
+		// The mask in a pass of its own over runs of planes, then
+		// BatchNorm's backward from it.
+		bn.y, bn.dy, bn.ds = y, dy, ds
+		bn.runPlanes(&bn.mask)
+		bn.y, bn.dy, bn.ds = nil, nil, nil
 		bn.backward(x, gamma, y, ds, dx, dgamma, dbeta)
-		return
+	} else {
+		bn.ds = ds
+		bn.backward(x, gamma, y, dy, dx, dgamma, dbeta)
+		bn.ds = nil
 	}
-	bn.ds = ds
-	bn.backward(x, gamma, y, dy, dx, dgamma, dbeta)
-	bn.ds = nil
 	o := bn.n * bn.C * bn.HW
 	reluMask(ds[o:], y[o:], dy[o:])
+}
+
+// maskPlanes is BackwardAdd's mask on small planes: ds = dy where y > 0
+// over a run of planes.
+func (bn *BatchNorm) maskPlanes(_, item int) {
+	p0, p1 := bn.planes(item)
+	o0, o1 := p0*bn.HW, p1*bn.HW
+	reluMask(bn.ds[o0:o1], bn.y[o0:o1], bn.dy[o0:o1])
 }
 
 // fusedPlane is the smallest plane (H·W) on which BackwardAdd masks dy in
