@@ -145,6 +145,23 @@ func (j *job) work(worker int) {
 	}
 }
 
+// Parallel runs f over [0, n) in contiguous parts of at least minPart
+// (up to four a core, handed out as the ops' items are), on the cores the
+// ops use and with their helpers, when n makes more than one part: for
+// passes outside the ops, such as an optimizer's update.
+func Parallel(n, minPart int, f func(lo, hi int)) {
+	w := min(runtime.GOMAXPROCS(0), n/max(1, minPart))
+	if w <= 1 {
+		f(0, n)
+		return
+	}
+	chunk := (n + 4*w - 1) / (4 * w)
+	chunk = max(chunk, minPart)
+	j := &job{n: (n + chunk - 1) / chunk}
+	j.fn = func(_, i int) { f(i*chunk, min(n, (i+1)*chunk)) }
+	j.run(w)
+}
+
 // grow returns s resized to n, reusing its array when large enough.
 func grow(s []float32, n int) []float32 {
 	if cap(s) < n {

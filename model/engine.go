@@ -2,8 +2,6 @@ package model
 
 import (
 	"fmt"
-	"runtime"
-	"sync"
 
 	G "gorgonia.org/gorgonia"
 
@@ -257,29 +255,13 @@ func (cpuEngine) AdamW(w, grad, m, v G.Value, _ int, lr, b1, b2, eps, wd float32
 	return err
 }
 
-// inParallel runs f over [0, n) in contiguous parts, one per core, when n
-// is large enough to pay for the goroutines. The optimizers' updates go
-// element by element, so the parts give the bits one loop gives, on any
-// core count; on one core a model's update was a serial pass over all its
-// weights and their state (4.6% of resnet50's step on 2 cores).
-func inParallel(n int, f func(lo, hi int)) {
-	w := min(runtime.GOMAXPROCS(0), n/parallelMin)
-	if w <= 1 {
-		f(0, n)
-		return
-	}
-	chunk := (n + w - 1) / w
-	var wg sync.WaitGroup
-	for lo := chunk; lo < n; lo += chunk {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			f(lo, min(n, lo+chunk))
-		}()
-	}
-	f(0, chunk)
-	wg.Wait()
-}
+// inParallel runs f over [0, n) in contiguous parts on the cores the ops
+// use, when n is large enough to pay for them (cpuops.Parallel). The
+// optimizers' updates go element by element, so the parts give the bits
+// one loop gives, on any core count; on one core a model's update was a
+// serial pass over all its weights and their state (4.6% of resnet50's
+// step on 2 cores).
+func inParallel(n int, f func(lo, hi int)) { cpuops.Parallel(n, parallelMin, f) }
 
 // parallelMin is the fewest elements a part of inParallel gets.
 const parallelMin = 1 << 15
