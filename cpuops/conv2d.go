@@ -323,21 +323,20 @@ func (c *Conv2d) tileFilter(nw int) {
 }
 
 // tileForward cuts each Forward group into tiles, each an item, when
-// there are fewer groups than the nw workers (a small batch of small
-// planes): up to nw/groups tiles of the group's columns (output pixels,
-// whole 32-column panels, at least minForwardTile each), or, with one
-// channel group, of its rows (output channels, whole RowBlocks, at least
-// minRowTile each), whichever gives the largest tile the smaller share.
-// Rows split evenly where the columns of a 7x7 plane do not (196 of a
-// batch of 4: 128 and 68), and each row tile reads its part of the
-// weights alone. Every output gets the bits it gets untiled. A conv
-// block is never tiled.
+// the groups alone would leave some of the nw workers idle (a small
+// batch of small planes; tilesFor): up to tilesFor's count of tiles of
+// the group's columns (output pixels, whole 32-column panels, at least
+// minForwardTile each), or, with one channel group, of its rows (output
+// channels, whole RowBlocks, at least minRowTile each), whichever gives
+// the largest tile the smaller share. Rows split evenly where the
+// columns of a 7x7 plane do not (196 of a batch of 4: 128 and 68), and
+// each row tile reads its part of the weights alone. Every output gets
+// the bits it gets untiled. A conv block is never tiled.
 func (c *Conv2d) tileForward(nw int) {
 	items := (c.B + c.per - 1) / c.per
 	cols := c.per * c.Ho * c.Wo
 	c.fwdTiles, c.fwdTile, c.fwdRows = 1, cols, false
-	if items < nw && !c.block {
-		want := (nw + items - 1) / items
+	if want := tilesFor(items, nw); want > 1 && !c.block {
 		c.fwdTiles = max(1, min(want, cols/minForwardTile))
 		c.fwdTile = ((cols+c.fwdTiles-1)/c.fwdTiles + 31) / 32 * 32
 		c.fwdTiles = (cols + c.fwdTile - 1) / c.fwdTile
@@ -655,25 +654,37 @@ func (c *Conv2d) BackwardDataBlock(w, y, dy, dx []float32) {
 
 // tileBackward cuts each group of BackwardData's im2col GEMM (a strided
 // conv's, or one with channel groups) into tiles of its rows, input
-// channels [c0, c1) each, when there are fewer groups than the nw
-// workers (resnet50's stage-4 downsampling at batch 4: one group): up to
-// nw/groups tiles of whole RowBlocks of rows and at least minRowTile
-// rows each. A tile's rows are all that its channels of dx are added
-// from, so each tile finishes its channels' col2im alone; every value of
-// dx gets the bits it gets untiled. With channel groups the GEMM is one
-// per channel group and is not tiled.
+// channels [c0, c1) each, when the groups alone would leave some of the
+// nw workers idle (resnet50's stage-4 downsampling at batch 4: one
+// group; tilesFor): up to tilesFor's count of tiles of whole RowBlocks
+// of rows and at least minRowTile rows each. A tile's rows are all that
+// its channels of dx are added from, so each tile finishes its channels'
+// col2im alone; every value of dx gets the bits it gets untiled. With
+// channel groups the GEMM is one per channel group and is not tiled.
 func (c *Conv2d) tileBackward(nw int) {
 	items := (c.B + c.per - 1) / c.per
 	c.bwdTiles, c.bwdTile = 1, c.Cin
 	kk := c.K * c.K
 	unit := gemm.RowBlock / gcd(gemm.RowBlock, kk) // channels whose rows start on a RowBlock
-	if items < nw && c.Groups == 1 {
-		want := (nw + items - 1) / items
+	if want := tilesFor(items, nw); want > 1 && c.Groups == 1 {
 		tiles := max(1, min(want, c.Cin*kk/minRowTile, c.Cin/unit))
 		c.bwdTile = ((c.Cin+tiles-1)/tiles + unit - 1) / unit * unit
 		c.bwdTiles = (c.Cin + c.bwdTile - 1) / c.bwdTile
 	}
 	c.bwdData.n = items * c.bwdTiles
+}
+
+// tilesFor is how many tiles to cut each of a pass's items groups into
+// for nw workers: 1 when the groups alone hand the workers shares within
+// 1/8 of equal, else the fewest that do. Three groups on 2 cores (resnet18's
+// stage 4 at batch 16: 6, 6 and 4 samples of 49 pixels) leave one core
+// idle a third of the pass; cut in two, they make six items, three each.
+func tilesFor(items, nw int) int {
+	t := 1
+	for k := items; k < nw || (k+nw-1)/nw*nw*8 > k*9; k += items {
+		t++
+	}
+	return t
 }
 
 func gcd(a, b int) int {

@@ -605,3 +605,13 @@ func TestConv2dBackwardDataTiles(t *testing.T) {
 		}
 	}
 }
+
+// TestTilesFor: the groups of a pass are cut when they alone would leave
+// workers idle or unevenly loaded, and not when they split evenly.
+func TestTilesFor(t *testing.T) {
+	for _, c := range [][3]int{{1, 1, 1}, {1, 2, 2}, {3, 2, 2}, {8, 2, 1}, {5, 2, 2}, {9, 2, 1}, {3, 8, 5}, {1, 8, 8}, {16, 8, 1}} {
+		if got := tilesFor(c[0], c[1]); got != c[2] {
+			t.Errorf("tilesFor(%d groups, %d workers) = %d, want %d", c[0], c[1], got, c[2])
+		}
+	}
+}
