@@ -6,6 +6,7 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"stoke/cpuops"
 	"stoke/gemm"
 )
 
@@ -65,7 +66,7 @@ type Values interface {
 	TensorEngine() tensor.Engine
 }
 
-func (cpuEngine) TensorEngine() tensor.Engine { return nil }
+func (cpuEngine) TensorEngine() tensor.Engine { return cpuTensor{} }
 
 func (cpuEngine) NewValue(shape tensor.Shape) (*tensor.Dense, error) {
 	return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(make([]float32, shape.TotalSize()))), nil
@@ -76,6 +77,62 @@ func (cpuEngine) ValueOf(data []float32, shape tensor.Shape) (*tensor.Dense, err
 		return nil, fmt.Errorf("a value of shape %v over %d floats", shape, len(data))
 	}
 	return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(data)), nil
+}
+
+// cpuTensor is the CPU engine's tensor.Engine: gorgonia's standard
+// engine, but for the Add that Backpropagate inserts where a node has two
+// consumers (a residual block's input), which it runs on the cores the
+// ops use (cpuops.Parallel) where the standard engine makes one serial
+// pass: 1.5% of resnet50's step on 2 cores (batch 4, 224 px), the other
+// core idle meanwhile. It writes where the standard engine would (into
+// the reuse tensor, or into a with UseUnsafe) and each sum a[i] + b[i]
+// is the one float32 addition the standard engine does: the same bits.
+// Anything else (other types, views, an increment, a new tensor) is the
+// standard engine's. The machines set it on every value they bind and
+// every op's result (gorgonia's WithEngine), so tensor.Add finds it on
+// the gradients the fan-out sums.
+type cpuTensor struct{ tensor.StdEng }
+
+var _ tensor.Adder = cpuTensor{}
+
+func (e cpuTensor) Add(a, b tensor.Tensor, opts ...tensor.FuncOpt) (tensor.Tensor, error) {
+	fo := tensor.ParseFuncOpts(opts...)
+	var c tensor.Tensor
+	switch {
+	case fo.Incr() != nil:
+	case fo.Reuse() != nil:
+		c = fo.Reuse()
+	case !fo.Safe():
+		c = a
+	}
+	x, y, z := flat32(a), flat32(b), flat32(c)
+	if x == nil || y == nil || z == nil || len(x) != len(y) || len(z) != len(x) || !a.Shape().Eq(b.Shape()) {
+		return e.StdEng.Add(a, b, opts...)
+	}
+	cpuops.Parallel(len(z), addPart, func(lo, hi int) {
+		x, y, z := x[lo:hi], y[lo:hi], z[lo:hi]
+		for i := range z {
+			z[i] = x[i] + y[i]
+		}
+	})
+	return c, nil
+}
+
+// addPart is the fewest elements a part of cpuTensor's Add gets.
+const addPart = 1 << 15
+
+// flat32 is t's float32s when t is a dense float32 tensor laid out
+// contiguously (not a view), else nil.
+func flat32(t tensor.Tensor) []float32 {
+	d, ok := t.(*tensor.Dense)
+	if !ok || d == nil || d.Dtype() != tensor.Float32 || d.IsMaterializable() || !d.DataOrder().IsRowMajor() {
+		return nil
+	}
+	f := d.Float32s()
+	if len(f) != d.Shape().TotalSize() {
+		return nil
+	}
+	return f
 }
 
 func (cpuEngine) Upload(dst G.Value, src []float32) error {
