@@ -328,7 +328,7 @@ func TestConv2dGroupsMatchOneSample(t *testing.T) {
 // (stride 2).
 func TestConv2dSharedScratch(t *testing.T) {
 	shapes := []struct{ B, cin, H, cout, K, S, P, G int }{
-		{9, 3, 8, 4, 3, 1, 1, 1}, {9, 4, 8, 6, 3, 2, 1, 1}, {9, 6, 4, 6, 1, 1, 0, 1}, {5, 8, 6, 12, 1, 1, 0, 4}, {4, 8, 6, 8, 3, 1, 1, 2}}
+		{9, 3, 32, 4, 3, 1, 1, 1}, {9, 4, 8, 6, 3, 2, 1, 1}, {9, 6, 16, 6, 1, 1, 0, 1}, {5, 8, 6, 12, 1, 1, 0, 4}, {4, 8, 6, 8, 3, 1, 1, 2}}
 	rng := rand.New(rand.NewPCG(12, 12))
 	var shared Conv2dShared
 	var own, shr []*Conv2d
@@ -396,11 +396,12 @@ func TestConv2dFilterTiles(t *testing.T) {
 		groups, tiles               int
 		rows                        bool
 	}{
-		{2, 32, 4, 48, 3, 1, 1, 1, 2, 2, false},
-		{3, 8, 3, 300, 1, 1, 0, 1, 3, 2, true},
-		{2, 40, 8, 8, 3, 2, 1, 1, 2, 2, false},
-		{6, 48, 12, 16, 3, 1, 1, 1, 6, 2, false},
-		{2, 64, 4, 64, 3, 1, 1, 2, 2, 2, false},
+		{2, 32, 32, 48, 3, 1, 1, 1, 2, 2, false},
+		{3, 8, 32, 300, 1, 1, 0, 1, 3, 2, true},
+		{2, 40, 64, 8, 3, 2, 1, 1, 2, 2, false},
+		{6, 48, 32, 16, 3, 1, 1, 1, 6, 3, false},
+		{2, 64, 32, 64, 3, 1, 1, 2, 2, 2, false},
+		{16, 32, 7, 32, 3, 1, 1, 1, 1, 2, false}, // 784 pixels in all: one group, of the whole batch
 	} {
 		name := fmt.Sprintf("B%d-%dx%d-%d-K%d-S%d-G%d", s.B, s.cin, s.H, s.cout, s.K, s.S, s.G)
 		c, err := NewConv2d(s.B, s.cin, s.H, s.H, s.cout, s.K, s.S, s.P, s.G)
