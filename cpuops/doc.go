@@ -34,7 +34,14 @@
 // Cin·K·K) into NCHW output; the backward pass is two more GEMMs (w^T·dy
 // then col2im, or at stride 1 a convolution with the flipped kernel; and
 // dy·col^T) on the matrix gathered again (conv2d.go). Work is split by
-// groups of samples; the filter gradient is summed in fixed groups of
-// samples and then over groups in order, so results are bit-identical
-// whatever the number of cores.
+// groups of samples, each cut into tiles of output channels or pixels
+// when the groups alone would load the cores unevenly; the filter
+// gradient is summed in groups of samples fixed by the shape and then
+// over groups in order, so results are bit-identical whatever the number
+// of cores.
+//
+// A pass's items go to the calling goroutine and helper goroutines
+// (parallel.go), which after a pass spin briefly for the next one rather
+// than park: waking a parked goroutine on another core took about 20 µs
+// here, against passes of a few hundred.
 package cpuops
