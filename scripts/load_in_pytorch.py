@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Loads a stoke checkpoint's weights into the same CNN built in PyTorch and evaluates it.
 
-    scripts/load_in_pytorch.py RUN_OR_CHECKPOINT_FOLDER [--data DIR]
+    scripts/load_in_pytorch.py RUN_OR_CHECKPOINT_FOLDER [--data DIR] [--per-image FILE]
     scripts/load_in_pytorch.py RUN_OR_CHECKPOINT_FOLDER --print-data
 
 Needs python3-torch, python3-torchvision and python3-yaml (Debian). Reads model.safetensors with
@@ -17,7 +17,9 @@ slightly, the accuracy should not.
 The dataset is the checkpoint's own, found as the trainer finds it: its config's data.root, or,
 when that is empty, the generated dataset data.synthetic describes, in data.cache_dir (default
 $XDG_CACHE_HOME/stoke or ~/.cache/stoke). --data DIR uses another one with the same classes;
---print-data prints the folder it would use and exits (no torch needed).
+--print-data prints the folder it would use and exits (no torch needed); --per-image FILE writes
+each val image's top class and the gap between its top two probabilities, one JSON line each (for
+comparing with `train predict --json`, image by image).
 """
 import argparse
 import json
@@ -50,6 +52,8 @@ def main():
     ap.add_argument("checkpoint")
     ap.add_argument("--data", help="dataset folder (default: the checkpoint's own: data.root, or the generated one)")
     ap.add_argument("--print-data", action="store_true", help="print the dataset folder that would be used, and exit")
+    ap.add_argument("--per-image", metavar="FILE",
+                    help="also write one JSON line per val image to FILE: its path, the top class and the gap between the top two probabilities")
     args = ap.parse_args()
     ck = args.checkpoint
     if os.path.exists(os.path.join(ck, "latest.json")):
@@ -104,10 +108,21 @@ def main():
     ds = torchvision.datasets.ImageFolder(os.path.join(data, "val"), tf)
     assert ds.classes == state["classes"], (ds.classes, state["classes"])
     hits = total = 0
+    rows = []
     with torch.no_grad():
         for x, y in torch.utils.data.DataLoader(ds, batch_size=64):
-            hits += (model(x).argmax(1) == y).sum().item()
+            z = model(x)
+            hits += (z.argmax(1) == y).sum().item()
+            p = torch.softmax(z, 1).sort(1, descending=True)
+            for i in range(len(y)):
+                path = ds.samples[total + i][0]
+                rows.append({"file": path, "class": ds.classes[p.indices[i, 0].item()],
+                             "gap": (p.values[i, 0] - p.values[i, 1]).item() if z.shape[1] > 1 else 1.0})
             total += len(y)
+    if args.per_image:
+        with open(args.per_image, "w") as f:
+            for r in rows:
+                f.write(json.dumps(r) + "\n")
     print(f"{ck}: PyTorch top-1 {100 * hits / total:.2f}% on {total} images of {data}/val")
 
 
