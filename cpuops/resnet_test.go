@@ -423,30 +423,11 @@ func TestConv2dFilterTiles(t *testing.T) {
 			t.Fatalf("%s: %d groups of %d tiles (rows %v) on 8 cores, want %d of %d (rows %v)", name, c.groups, c.tiles, c.tileRows, s.groups, s.tiles, s.rows)
 		}
 		want, abs := make([]float64, len(dw)), make([]float64, len(dw))
-		og := s.cout / s.G
-		for b := 0; b < s.B; b++ {
-			for co := 0; co < s.cout; co++ {
-				for j := 0; j < cg; j++ {
-					ci := co/og*cg + j
-					for ky := 0; ky < s.K; ky++ {
-						for kx := 0; kx < s.K; kx++ {
-							o := ((co*cg+j)*s.K+ky)*s.K + kx
-							for oy := 0; oy < c.Ho; oy++ {
-								for ox := 0; ox < c.Wo; ox++ {
-									iy, ix := oy*s.S-s.P+ky, ox*s.S-s.P+kx
-									if iy < 0 || iy >= s.H || ix < 0 || ix >= s.H {
-										continue
-									}
-									p := float64(dy[((b*s.cout+co)*c.Ho+oy)*c.Wo+ox]) * float64(x[((b*s.cin+ci)*s.H+iy)*s.H+ix])
-									want[o] += p
-									abs[o] += math.Abs(p)
-								}
-							}
-						}
-					}
-				}
-			}
-		}
+		convProducts(s.B, s.cin, s.H, s.cout, s.K, s.S, s.P, s.G, func(yi, xi, wi int) {
+			p := float64(dy[yi]) * float64(x[xi])
+			want[wi] += p
+			abs[wi] += math.Abs(p)
+		})
 		checkBound(t, name+" dw", got, want, abs, s.B*c.Ho*c.Wo+filterGroups)
 		for _, procs := range []int{2, 1} {
 			if d := run(c, procs); !slices.Equal(d, got) {
@@ -500,30 +481,11 @@ func TestConv2dForwardTiles(t *testing.T) {
 			t.Fatalf("%s: %d tiles a group (of rows: %v) on 8 cores, want %d (%v)", name, c.fwdTiles, c.fwdRows, s.tiles, s.rows)
 		}
 		want, abs := make([]float64, len(y)), make([]float64, len(y))
-		og := s.cout / s.G
-		for b := 0; b < s.B; b++ {
-			for co := 0; co < s.cout; co++ {
-				for oy := 0; oy < c.Ho; oy++ {
-					for ox := 0; ox < c.Wo; ox++ {
-						o := ((b*s.cout+co)*c.Ho+oy)*c.Wo + ox
-						for j := 0; j < cg; j++ {
-							ci := co/og*cg + j
-							for ky := 0; ky < s.K; ky++ {
-								for kx := 0; kx < s.K; kx++ {
-									iy, ix := oy*s.S-s.P+ky, ox*s.S-s.P+kx
-									if iy < 0 || iy >= s.H || ix < 0 || ix >= s.H {
-										continue
-									}
-									p := float64(w[((co*cg+j)*s.K+ky)*s.K+kx]) * float64(x[((b*s.cin+ci)*s.H+iy)*s.H+ix])
-									want[o] += p
-									abs[o] += math.Abs(p)
-								}
-							}
-						}
-					}
-				}
-			}
-		}
+		convProducts(s.B, s.cin, s.H, s.cout, s.K, s.S, s.P, s.G, func(yi, xi, wi int) {
+			p := float64(w[wi]) * float64(x[xi])
+			want[yi] += p
+			abs[yi] += math.Abs(p)
+		})
 		checkBound(t, name+" y", y, want, abs, cg*s.K*s.K)
 		for _, procs := range []int{2, 1} {
 			if y1, dx1 := run(c, procs); !slices.Equal(y1, y) || !slices.Equal(dx1, dx) {
@@ -570,32 +532,12 @@ func TestConv2dBackwardDataTiles(t *testing.T) {
 			t.Fatalf("%s: %d tiles a group on 8 cores, want %d", name, c.bwdTiles, s.tiles)
 		}
 		want, abs := make([]float64, len(dx)), make([]float64, len(dx))
-		og := s.cout / s.G
-		for b := 0; b < s.B; b++ {
-			for co := 0; co < s.cout; co++ {
-				for oy := 0; oy < c.Ho; oy++ {
-					for ox := 0; ox < c.Wo; ox++ {
-						g := float64(dy[((b*s.cout+co)*c.Ho+oy)*c.Wo+ox])
-						for j := 0; j < cg; j++ {
-							ci := co/og*cg + j
-							for ky := 0; ky < s.K; ky++ {
-								for kx := 0; kx < s.K; kx++ {
-									iy, ix := oy*s.S-s.P+ky, ox*s.S-s.P+kx
-									if iy < 0 || iy >= s.H || ix < 0 || ix >= s.H {
-										continue
-									}
-									p := float64(w[((co*cg+j)*s.K+ky)*s.K+kx]) * g
-									o := ((b*s.cin+ci)*s.H+iy)*s.H + ix
-									want[o] += p
-									abs[o] += math.Abs(p)
-								}
-							}
-						}
-					}
-				}
-			}
-		}
-		checkBound(t, name+" dx", dx, want, abs, og*s.K*s.K)
+		convProducts(s.B, s.cin, s.H, s.cout, s.K, s.S, s.P, s.G, func(yi, xi, wi int) {
+			p := float64(w[wi]) * float64(dy[yi])
+			want[xi] += p
+			abs[xi] += math.Abs(p)
+		})
+		checkBound(t, name+" dx", dx, want, abs, s.cout/s.G*s.K*s.K)
 		for _, procs := range []int{2, 1} {
 			if d := run(procs); !slices.Equal(d, dx) {
 				t.Errorf("%s: dx on %d cores differs from 8 cores'", name, procs)
@@ -613,6 +555,35 @@ func TestTilesFor(t *testing.T) {
 	for _, c := range [][3]int{{1, 1, 1}, {1, 2, 2}, {3, 2, 2}, {8, 2, 1}, {5, 2, 2}, {9, 2, 1}, {3, 8, 5}, {1, 8, 8}, {16, 8, 1}} {
 		if got := tilesFor(c[0], c[1]); got != c[2] {
 			t.Errorf("tilesFor(%d groups, %d workers) = %d, want %d", c[0], c[1], got, c[2])
+		}
+	}
+}
+
+// convProducts calls f(yi, xi, wi) for each product w[wi]·x[xi] that a
+// convolution of a B×cin×H×H input with cout K×K filters (stride S, pad
+// P, G channel groups) adds into its output y[yi], the indices flat NCHW:
+// the float64 references of the tile tests are built from it.
+func convProducts(B, cin, H, cout, K, S, P, G int, f func(yi, xi, wi int)) {
+	Ho := (H+2*P-K)/S + 1
+	cg, og := cin/G, cout/G
+	for b := 0; b < B; b++ {
+		for co := 0; co < cout; co++ {
+			for j := 0; j < cg; j++ {
+				ci := co/og*cg + j
+				for ky := 0; ky < K; ky++ {
+					for kx := 0; kx < K; kx++ {
+						for oy := 0; oy < Ho; oy++ {
+							for ox := 0; ox < Ho; ox++ {
+								iy, ix := oy*S-P+ky, ox*S-P+kx
+								if iy < 0 || iy >= H || ix < 0 || ix >= H {
+									continue
+								}
+								f(((b*cout+co)*Ho+oy)*Ho+ox, ((b*cin+ci)*H+iy)*H+ix, ((co*cg+j)*K+ky)*K+kx)
+							}
+						}
+					}
+				}
+			}
 		}
 	}
 }
