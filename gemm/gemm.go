@@ -394,11 +394,14 @@ func multiply(s *scratch, prec Precision, pa *PackedA, r0 int, transA bool, m, n
 // them, and gives every element of C the bits kernel gives it. row is the
 // mr×cols kernel for the rows left over; edge, when not nil, the
 // 2·mr×nr one for the nr-column panels past the last wide tile (kernel
-// takes their rows left over). A zero wideKernel is none.
+// takes their rows left over). part[r], when not nil, is the r×cols
+// kernel for a last row panel of r < mr rows: it writes those rows only,
+// with the bits row and addTile give them. A zero wideKernel is none.
 type wideKernel struct {
 	main, row  kernelFunc
 	rows, cols int
 	edge       kernelFunc
+	part       [mr]kernelFunc
 }
 
 // maxWideCols bounds wideKernel.cols (the scratch tile for partial rows;
@@ -419,6 +422,10 @@ func macro(s *scratch, a []float32, mb, nb, kb int, alpha, beta float32, c []flo
 			}
 			for ; ir < mb; ir += mr {
 				if mm := min(mr, mb-ir); mm < mr {
+					if p := w.part[mm]; p != nil {
+						p(kb, &a[ir*kb], bp, &c[ir*ldc+jr], ldc, alpha, beta)
+						continue
+					}
 					t := s.wtile[:mr*w.cols]
 					w.row(kb, &a[ir*kb], bp, &t[0], w.cols, alpha, 0)
 					addTile(c[ir*ldc+jr:], ldc, t, w.cols, mm, w.cols, beta)
@@ -459,7 +466,9 @@ func macro(s *scratch, a []float32, mb, nb, kb int, alpha, beta float32, c []flo
 
 // addTile sets the mm×nn corner of C to beta·C + t (t has row stride ldt,
 // C is not read where beta == 0): the one rounding of partial tiles, on
-// every kernel path.
+// every kernel path. beta·C is rounded before the add (the conversion
+// keeps the compiler from fusing the two, as GOAMD64=v3 would), as the
+// row kernels for partial panels do it.
 func addTile(c []float32, ldc int, t []float32, ldt, mm, nn int, beta float32) {
 	for i := 0; i < mm; i++ {
 		row := c[i*ldc : i*ldc+nn]
@@ -469,7 +478,7 @@ func addTile(c []float32, ldc int, t []float32, ldt, mm, nn int, beta float32) {
 			continue
 		}
 		for j := range row {
-			row[j] = beta*row[j] + tr[j]
+			row[j] = float32(beta*row[j]) + tr[j]
 		}
 	}
 }

@@ -25,7 +25,8 @@ func withKernels(k kernelFunc, w wideKernel, f func()) {
 // with edges in m and n, k of 1, odd, past kc and past two blocks, both
 // transposes, alpha and beta 0, 1 and others, through Sgemm, SgemmPanels
 // and SgemmPacked; C's row padding is compared too, and NaN in C must not
-// leak in where beta is 0.
+// leak in where beta is 0. Last row panels of every height from 1 to 5
+// check the row kernels (wideKernel.part).
 func TestAVX512BitIdenticalToAVX2(t *testing.T) {
 	if !hasAVX512 {
 		t.Skip("no AVX-512F on this CPU or OS")
@@ -35,6 +36,8 @@ func TestAVX512BitIdenticalToAVX2(t *testing.T) {
 		{1, 1, 1}, {6, 16, 1}, {12, 32, 1}, {12, 32, 2}, {12, 32, 3}, {13, 33, 7}, {11, 31, 5},
 		{24, 64, 16}, {23, 65, 9}, {18, 48, 4}, {30, 96, 33}, {64, 1024, 27}, {64, 288, 64},
 		{mc + 7, 3*32 + 17, kc + 5}, {mc + 13, 40, 2*kc + 1}, {32, 4096 + 40, 3}, {128, 64, 577},
+		// a last row panel of 1 to 5 rows under 12x32 (the row kernels)
+		{14, 64, 5}, {15, 32, 2}, {16, 96, 9}, {17, 32, 1}, {4, 32, 3}, {2, 70, 4},
 	}
 	alphaBeta := [][2]float32{{1, 0}, {1, 1}, {-0.5, 2}, {0.3, 0}, {1, -1.25}}
 	var pa PackedA
@@ -118,7 +121,8 @@ func TestChooseKernel(t *testing.T) {
 	}
 }
 
-// BenchmarkTiles runs the AVX2 6x16 kernel and each AVX-512 tile side by
+// BenchmarkTiles runs the AVX2 6x16 kernel and each AVX-512 tile (and the
+// chosen one without its row kernels for partial panels) side by
 // side on the reference CNN's shapes (BenchmarkSgemm's), one shape at a time,
 // so that with -count=N the rounds alternate; GFLOPS-cpu divides by the
 // benchmark thread's CPU time (the ratios to trust on a loaded machine):
@@ -139,6 +143,14 @@ func BenchmarkTiles(b *testing.B) {
 			w    wideKernel
 		}{"avx512-" + wk.name, wk.w})
 	}
+	// The chosen tile with its last partial row panels through 6x32, a
+	// scratch tile and addTile, as before the row kernels.
+	scratch := wideKernels[0].w
+	scratch.part = [mr]kernelFunc{}
+	kernels = append(kernels, struct {
+		name string
+		w    wideKernel
+	}{"avx512-" + wideKernels[0].name + "-scratch", scratch})
 	for _, s := range []struct {
 		name    string
 		ta, tb  bool

@@ -31,6 +31,27 @@ func kernel6x64AVX512(k int, a, b, c *float32, ldc int, alpha, beta float32)
 //go:noescape
 func kernel12x16AVX512(k int, a, b, c *float32, ldc int, alpha, beta float32)
 
+// The row kernels for a last row panel of 1 to 5 rows beside 12x32 and
+// 6x32's tiles (gen_avx512.go): the bits of kernel6x32AVX512 into a
+// scratch tile and addTile, without the scratch tile or the unused rows.
+//
+//go:noescape
+func kernel1x32AVX512p(k int, a, b, c *float32, ldc int, alpha, beta float32)
+
+//go:noescape
+func kernel2x32AVX512p(k int, a, b, c *float32, ldc int, alpha, beta float32)
+
+//go:noescape
+func kernel3x32AVX512p(k int, a, b, c *float32, ldc int, alpha, beta float32)
+
+//go:noescape
+func kernel4x32AVX512p(k int, a, b, c *float32, ldc int, alpha, beta float32)
+
+//go:noescape
+func kernel5x32AVX512p(k int, a, b, c *float32, ldc int, alpha, beta float32)
+
+var rows32 = [mr]kernelFunc{nil, kernel1x32AVX512p, kernel2x32AVX512p, kernel3x32AVX512p, kernel4x32AVX512p, kernel5x32AVX512p}
+
 func cpuid(leaf, sub uint32) (eax, ebx, ecx, edx uint32)
 func xgetbv() (eax, edx uint32)
 
@@ -74,11 +95,11 @@ var wideKernels = []struct {
 	name string
 	w    wideKernel
 }{
-	{"12x32", wideKernel{kernel12x32AVX512, kernel6x32AVX512, 12, 32, kernel12x16AVX512}},
-	{"6x32", wideKernel{kernel6x32AVX512, kernel6x32AVX512, 6, 32, kernel12x16AVX512}},
-	{"6x48", wideKernel{kernel6x48AVX512, kernel6x48AVX512, 6, 48, kernel12x16AVX512}},
-	{"6x64", wideKernel{kernel6x64AVX512, kernel6x64AVX512, 6, 64, kernel12x16AVX512}},
-	{"12x16", wideKernel{kernel12x16AVX512, kernel6x16AVX2, 12, 16, nil}},
+	{"12x32", wideKernel{kernel12x32AVX512, kernel6x32AVX512, 12, 32, kernel12x16AVX512, rows32}},
+	{"6x32", wideKernel{kernel6x32AVX512, kernel6x32AVX512, 6, 32, kernel12x16AVX512, rows32}},
+	{"6x48", wideKernel{kernel6x48AVX512, kernel6x48AVX512, 6, 48, kernel12x16AVX512, [mr]kernelFunc{}}},
+	{"6x64", wideKernel{kernel6x64AVX512, kernel6x64AVX512, 6, 64, kernel12x16AVX512, [mr]kernelFunc{}}},
+	{"12x16", wideKernel{kernel12x16AVX512, kernel6x16AVX2, 12, 16, nil, [mr]kernelFunc{}}},
 }
 
 var (
