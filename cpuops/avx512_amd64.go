@@ -18,3 +18,11 @@ func pool2x2RowAVX512(r0, r1, out *float32, arg *uint8, n int)
 //
 //go:noescape
 func gatherRows16AVX512(dst, src *float32, offs *int, n int, idx *int32, mask uint16)
+
+// padRowsAVX512 writes the inner rows of a padded plane (pad_amd64.s):
+// for r < rows, dst[r·wp:][:w] = src[r·w:][:w] and the 2P floats after
+// it 0, where gap has the low 2P bits set (2P <= 16) and tail the low
+// w%16; the caller has checked both slices' lengths.
+//
+//go:noescape
+func padRowsAVX512(dst, src *float32, rows, w, wp int, tail, gap uint16)

@@ -11,3 +11,7 @@ func pool2x2RowAVX512(r0, r1, out *float32, arg *uint8, n int) {
 func gatherRows16AVX512(dst, src *float32, offs *int, n int, idx *int32, mask uint16) {
 	panic("cpuops: gatherRows16AVX512 without AVX-512")
 }
+
+func padRowsAVX512(dst, src *float32, rows, w, wp int, tail, gap uint16) {
+	panic("cpuops: padRowsAVX512 without AVX-512")
+}

@@ -434,22 +434,35 @@ func (c *Conv2d) padded(s *conv2dScratch, i0, i1 int) []float32 {
 	if c.Pad == 0 {
 		return c.x[i0*n : i1*n]
 	}
-	H, W, P, wp := c.H, c.W, c.Pad, c.wp
 	planes := (i1 - i0) * c.Cin
-	s.pad = grow(s.pad, planes*c.hp*wp)
-	x := c.x[i0*n : i1*n]
-	for p := 0; p < planes; p++ {
-		dst := s.pad[p*c.hp*wp : (p+1)*c.hp*wp]
-		clear(dst[:P*wp+P])
-		src := x[p*H*W : (p+1)*H*W]
-		for iy := 0; iy < H; iy++ {
-			row := dst[(iy+P)*wp+P:]
-			copy(row[:W], src[iy*W:(iy+1)*W])
-			clear(row[W : W+2*P]) // the right pad of this row, the left of the next
-		}
-		clear(dst[(H+P)*wp+P:])
-	}
+	s.pad = grow(s.pad, planes*c.hp*c.wp)
+	padPlanes(s.pad, c.x[i0*n:i1*n], planes, c.H, c.W, c.Pad)
 	return s.pad
+}
+
+// padPlanes writes planes H×W planes of x, each with P zeros around it,
+// into dst ((H+2P)×(W+2P) floats a plane): the inner rows by
+// padRowsAVX512 where it runs (P <= 8), and by copy and clear otherwise.
+func padPlanes(dst, x []float32, planes, H, W, P int) {
+	hp, wp := H+2*P, W+2*P
+	_, _ = dst[:planes*hp*wp], x[:planes*H*W]
+	vec := useAVX512 && P <= 8 && H > 0 && W > 0
+	for p := 0; p < planes; p++ {
+		d := dst[p*hp*wp : (p+1)*hp*wp]
+		clear(d[:P*wp+P])
+		src := x[p*H*W : (p+1)*H*W]
+		if vec {
+			// The last row's gap ends at (H+P)·wp + P, within d.
+			padRowsAVX512(&d[P*wp+P], &src[0], H, W, wp, uint16(1)<<(W%16)-1, uint16(1)<<(2*P)-1)
+		} else {
+			for iy := 0; iy < H; iy++ {
+				row := d[(iy+P)*wp+P:]
+				copy(row[:W], src[iy*W:(iy+1)*W])
+				clear(row[W : W+2*P]) // the right pad of this row, the left of the next
+			}
+		}
+		clear(d[(H+P)*wp+P:])
+	}
 }
 
 // Forward computes y = conv(x, w), w (Cout,Cin/Groups,K,K).

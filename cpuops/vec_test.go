@@ -208,3 +208,42 @@ func TestFusedBatchNormLoops(t *testing.T) {
 		}
 	}
 }
+
+// TestPadPlanes: every float of the padded planes is the input where it
+// lies inside and +0 around it, whatever was in dst before (NaN here),
+// for widths around the vector width (the AVX-512 rows' full vectors and
+// masked tail, where the CPU has them) and pads up to and past the 8 the
+// vector rows take.
+func TestPadPlanes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 9))
+	for _, planes := range []int{1, 3} {
+		for _, H := range []int{1, 2, 5} {
+			for W := 1; W <= 49; W++ {
+				for _, P := range []int{1, 2, 3, 8, 9} {
+					hp, wp := H+2*P, W+2*P
+					x := randF32(rng, planes*H*W)
+					dst := make([]float32, planes*hp*wp+5) // a tail that must stay NaN
+					for i := range dst {
+						dst[i] = float32(math.NaN())
+					}
+					padPlanes(dst, x, planes, H, W, P)
+					for i, v := range dst {
+						p, y, xx := i/(hp*wp), i%(hp*wp)/wp, i%wp
+						want := float32(math.NaN())
+						switch {
+						case p >= planes:
+						case y >= P && y < H+P && xx >= P && xx < W+P:
+							want = x[p*H*W+(y-P)*W+xx-P]
+						default:
+							want = 0
+						}
+						if math.Float32bits(v) != math.Float32bits(want) {
+							t.Fatalf("planes=%d H=%d W=%d P=%d: dst[%d] (plane %d, row %d, col %d) = %v, want %v (AVX-512 %v)",
+								planes, H, W, P, i, p, y, xx, v, want, useAVX512)
+						}
+					}
+				}
+			}
+		}
+	}
+}
