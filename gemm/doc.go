@@ -11,7 +11,9 @@
 // the CPU and OS have AVX-512F, a 12×32 kernel (24 zmm accumulators) takes
 // the tiles it covers, reading the same packed panels two at a time, and
 // gives every element the bits the 6×16 kernel would (the same FMAs in the
-// same order); $STOKE_GEMM=avx2 holds Sgemm to AVX2. Other CPUs and
+// same order), and row kernels of 1 to 5 rows by 32 take a last row panel
+// of fewer than 6 (16 channels leave 4) with the bits a partial tile gets
+// through the scratch tile and addTile; $STOKE_GEMM=avx2 holds Sgemm to AVX2. Other CPUs and
 // architectures use a pure-Go kernel of the 6×16 shape, so a machine with
 // only Go builds and runs.
 //
