@@ -21,8 +21,15 @@ var updateStateHashes = flag.Bool("update-state-hashes", false, "rewrite testdat
 // holds one set per kernel path, and the test checks the path this build
 // runs: run it also with -tags stokepurego to check the other path on an
 // AVX2 machine. A deliberate change of rounding regenerates the file with
-// -update-state-hashes, on both paths, and says why in its commit.
+// -update-state-hashes, on both paths, and says why in its commit. The
+// hashes are those of Go's default build (GOAMD64=v1): under GOAMD64=v3
+// the compiler fuses multiplies and adds in the Go loops (BatchNorm, the
+// optimizers) and every case's bits differ (measured 2026-12-04), so such
+// a build skips this test.
 func TestStateHashesUnchanged(t *testing.T) {
+	if fusedBuild {
+		t.Skip("GOAMD64=v3 or above: the compiler fuses multiplies and adds in Go loops, and the golden hashes are GOAMD64=v1's")
+	}
 	path := "avx2"
 	if !gemm.HasAVX2() {
 		path = "go"
