@@ -1022,6 +1022,18 @@ func (g *gatherPanels) PackB(dst []float32, pc, jc, kb, nb int) {
 	}
 }
 
+// PackPairs writes a panel whose 16 pixels are one run of the input as
+// bf16 pairs in one pass (gemm.PairPanels), the rows read as PackB's
+// copyRows16 reads them; other panels it leaves to PackB.
+func (g *gatherPanels) PackPairs(w *gemm.PairWriter, pc, j, kb int) bool {
+	const nr = gemm.NR
+	if j+nr > len(g.cols) || g.kind[j/nr] != panelRun16 {
+		return false
+	}
+	w.Rows(g.src, g.rows[pc:pc+kb], g.cols[j])
+	return true
+}
+
 // gatherPanel sets panel[16q+j] = src[rows[q]+cols[j]] (0 past len(cols))
 // with one AVX-512 gather a row, when every index lies in src and the
 // columns' spread fits an int32 (r0 and r1 are the least and greatest of

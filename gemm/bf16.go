@@ -54,7 +54,45 @@ import (
 type bf16Kernels struct {
 	k32, k16 [3]bf16KernelFunc
 	pairs    func(dst *uint32, dstride int, src *float32, kb int)
+	pairRows func(dst *uint32, dstride int, src *float32, offs *int, kb int)
 	row      func(dst *uint32, src *float32, n int)
+}
+
+// PairPanels is a Panels that can write some of its NR-column panels
+// straight in the bf16 kernels' layout, skipping the fp32 panel PackB
+// writes and the conversion that follows it: a convolution's im2col
+// panels whose NR pixels are one run of the input. The bits are the same.
+type PairPanels interface {
+	Panels
+	// PackPairs writes the kb×NR panel of op(B) whose top-left element is
+	// (pc, j), j a multiple of NR, by one call of w.Rows, and reports
+	// whether it did; where it did not, PackB writes that panel.
+	PackPairs(w *PairWriter, pc, j, kb int) bool
+}
+
+// PairWriter writes one panel for PairPanels.PackPairs.
+type PairWriter struct {
+	ks      *bf16Kernels
+	dst     *uint32
+	dstride int
+	kb      int
+	done    bool
+}
+
+// Rows writes the panel whose row q is src[offs[q]+c:][:NR], for the
+// panel's kb rows (len(offs) == kb), rounded to bf16 pairs. It panics
+// when an index lies outside src.
+func (w *PairWriter) Rows(src []float32, offs []int, c int) {
+	if len(offs) != w.kb || w.done {
+		panic(fmt.Sprintf("gemm.PairWriter.Rows: %d row offsets for a panel of %d rows (or a second call)", len(offs), w.kb))
+	}
+	for _, o := range offs {
+		if o+c < 0 || o+c+nr > len(src) {
+			panic(fmt.Sprintf("gemm.PairWriter.Rows: row at %d past %d floats", o+c, len(src)))
+		}
+	}
+	w.ks.pairRows(w.dst, w.dstride, &src[c], &offs[0], w.kb)
+	w.done = true
 }
 
 type bf16KernelFunc func(kp int, a, b *uint32, c *float32, ldc int, alpha, beta float32)
@@ -113,6 +151,7 @@ type bf16Scratch struct {
 	row  []uint32  // one row of op(A) in pairs, on its way to a
 	tile [bmr * 32]float32
 	mat  matrixB
+	pw   PairWriter // bf16PackPairs's, for PairPanels
 	// the fallback's
 	pa PackedA
 	rp roundingPanels
@@ -205,6 +244,30 @@ func bf16KStep(k int) int {
 	return s + s&1
 }
 
+// bf16PackPairs writes the kb×nb block of B at (pc, jc) as bf16Blocks's
+// pairs, panel by panel: by pp.PackPairs where it can, else packed by
+// PackB and converted. In a 32-column block the two 16-column panels'
+// pairs alternate (a row of pairs 128 bytes), a last block of 16 columns
+// or fewer has its own (64 bytes).
+func bf16PackPairs(s *bf16Scratch, ks *bf16Kernels, pp PairPanels, pc, jc, kb, nb int) {
+	kp := (kb + 1) / 2
+	for jr := 0; jr < nb; jr += 32 {
+		stride := 64
+		if nb-jr > nr {
+			stride = 128
+		}
+		for j := jr; j < min(jr+32, nb); j += nr {
+			w := &s.pw // in the scratch: a PairWriter on the stack would escape
+			*w = PairWriter{ks: ks, dst: &s.b[jr*kp+j-jr], dstride: stride, kb: kb}
+			if pp.PackPairs(w, pc, jc+j, kb) && w.done {
+				continue
+			}
+			pp.PackB(s.f[:kb*nr], pc, jc+j, kb, min(nr, nb-j))
+			ks.pairs(w.dst, stride, &s.f[0], kb)
+		}
+	}
+}
+
 // bf16Blocks is multiply's blocking on the bf16 kernels: B is packed in
 // fp32 by its Panels and converted to pairs, A is packed into pairs unless
 // pa holds it packed already.
@@ -215,13 +278,17 @@ func bf16Blocks(s *bf16Scratch, ks *bf16Kernels, pa *PackedABF16, r0 int, transA
 		for bi, pc := 0, 0; pc < k; bi, pc = bi+1, pc+kstep {
 			kb := min(kstep, k-pc)
 			kp := (kb + 1) / 2
-			b.PackB(s.f, pc, jc, kb, nb)
-			for jr := 0; jr < nb; jr += 32 {
-				if nb-jr > nr {
-					ks.pairs(&s.b[jr*kp], 128, &s.f[jr*kb], kb)
-					ks.pairs(&s.b[jr*kp+nr], 128, &s.f[(jr+nr)*kb], kb)
-				} else {
-					ks.pairs(&s.b[jr*kp], 64, &s.f[jr*kb], kb)
+			if pp, ok := b.(PairPanels); ok && ks.pairRows != nil {
+				bf16PackPairs(s, ks, pp, pc, jc, kb, nb)
+			} else {
+				b.PackB(s.f, pc, jc, kb, nb)
+				for jr := 0; jr < nb; jr += 32 {
+					if nb-jr > nr {
+						ks.pairs(&s.b[jr*kp], 128, &s.f[jr*kb], kb)
+						ks.pairs(&s.b[jr*kp+nr], 128, &s.f[(jr+nr)*kb], kb)
+					} else {
+						ks.pairs(&s.b[jr*kp], 64, &s.f[jr*kb], kb)
+					}
 				}
 			}
 			bet := beta

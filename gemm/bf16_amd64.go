@@ -29,6 +29,9 @@ func bf16Pairs16(dst *uint32, dstride int, src *float32, kb int)
 //go:noescape
 func bf16Row32(dst *uint32, src *float32, n int)
 
+//go:noescape
+func bf16PairRows16(dst *uint32, dstride int, src *float32, offs *int, kb int)
+
 // bf16RoundVec rounds a start of s to bf16 as bf16BitsRNE does (a NaN
 // keeps its top 16 bits, quiet) and returns how long: all of s in AVX-512
 // (HasAVX512), the longest multiple of 8 floats in AVX2, none without.
@@ -39,10 +42,11 @@ func bf16RoundVec(s []float32) int {
 var (
 	cpuBF16    = hasAVX512BF16()
 	bf16Kernel = bf16Kernels{
-		k32:   [3]bf16KernelFunc{bf16Kernel4x32, bf16Kernel8x32, bf16Kernel12x32},
-		k16:   [3]bf16KernelFunc{bf16Kernel4x16, bf16Kernel8x16, bf16Kernel12x16},
-		pairs: bf16Pairs16,
-		row:   bf16Row32,
+		k32:      [3]bf16KernelFunc{bf16Kernel4x32, bf16Kernel8x32, bf16Kernel12x32},
+		k16:      [3]bf16KernelFunc{bf16Kernel4x16, bf16Kernel8x16, bf16Kernel12x16},
+		pairs:    bf16Pairs16,
+		pairRows: bf16PairRows16,
+		row:      bf16Row32,
 	}
 )
 

@@ -1218,6 +1218,47 @@ pairsdone:
 	VZEROUPPER
 	RET
 
+// func bf16PairRows16(dst *uint32, dstride int, src *float32, offs *int, kb int)
+//
+// bf16Pairs16 on the panel whose row q is the 16 floats at src + offs[q]
+// floats (q < kb): per pair of rows it writes 16 dwords at dst +
+// p·dstride bytes, column j's two values rounded to bf16 (ties to even)
+// as row 2p | row 2p+1<<16; an odd last row is paired with zero.
+TEXT ·bf16PairRows16(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ dstride+8(FP), R8
+	MOVQ src+16(FP), SI
+	MOVQ offs+24(FP), BX
+	MOVQ kb+32(FP), CX
+	VMOVDQU64 bf16Interleave<>(SB), Z31
+	MOVQ CX, R9
+	SHRQ $1, R9
+	JZ rodd
+rpairloop:
+	MOVQ (BX), DX
+	MOVQ 8(BX), R10
+	VMOVUPS (SI)(DX*4), Z0
+	VMOVUPS (SI)(R10*4), Z1
+	BYTE $0x62; BYTE $0xf2; BYTE $0x77; BYTE $0x48; BYTE $0x72; BYTE $0xd0 // VCVTNE2PS2BF16 Z2, Z1, Z0 (Intel order)
+	VPERMW Z2, Z31, Z2
+	VMOVDQU32 Z2, (DI)
+	ADDQ $16, BX
+	ADDQ R8, DI
+	DECQ R9
+	JNZ rpairloop
+rodd:
+	ANDQ $1, CX
+	JZ rdone
+	MOVQ (BX), DX
+	VMOVUPS (SI)(DX*4), Z0
+	VPXORD Z1, Z1, Z1
+	BYTE $0x62; BYTE $0xf2; BYTE $0x77; BYTE $0x48; BYTE $0x72; BYTE $0xd0 // VCVTNE2PS2BF16 Z2, Z1, Z0 (Intel order)
+	VPERMW Z2, Z31, Z2
+	VMOVDQU32 Z2, (DI)
+rdone:
+	VZEROUPPER
+	RET
+
 // func bf16Row32(dst *uint32, src *float32, n int)
 //
 // dst's dword q is src[2q] | src[2q+1]<<16 rounded to bf16 (ties to even),

@@ -20,6 +20,13 @@ var bf16Emu = bf16Kernels{
 	k32:   [3]bf16KernelFunc{bf16EmuTile(4, 32), bf16EmuTile(8, 32), bf16EmuTile(12, 32)},
 	k16:   [3]bf16KernelFunc{bf16EmuTile(4, 16), bf16EmuTile(8, 16), bf16EmuTile(12, 16)},
 	pairs: bf16EmuPairs,
+	pairRows: func(dst *uint32, dstride int, src *float32, offs *int, kb int) {
+		panel := make([]float32, kb*nr)
+		for q, o := range unsafe.Slice(offs, kb) {
+			copy(panel[q*nr:(q+1)*nr], unsafe.Slice((*float32)(unsafe.Add(unsafe.Pointer(src), 4*o)), nr))
+		}
+		bf16EmuPairs(dst, dstride, &panel[0], kb)
+	},
 	row: func(dst *uint32, src *float32, n int) {
 		d, s := unsafe.Slice(dst, n/2), unsafe.Slice(src, n)
 		for q := range d {
@@ -392,6 +399,29 @@ func TestBF16KernelsAsDefined(t *testing.T) {
 			}
 		}
 	}
+	// bf16PairRows16: the same conversion of rows gathered by offset.
+	for _, kb := range []int{1, 2, 3, 8, 17, kc} {
+		src := make([]float32, 4096)
+		for i := range src {
+			src[i] = math.Float32frombits(rng.Uint32())
+			if i%3 == 0 {
+				src[i] = float32(rng.NormFloat64())
+			}
+		}
+		offs := make([]int, kb)
+		for q := range offs {
+			offs[q] = rng.IntN(len(src) - nr - 7)
+		}
+		got := make([]uint32, (kb+1)/2*32)
+		want := slices.Clone(got)
+		bf16Kernel.pairRows(&got[0], 128, &src[7], &offs[0], kb)
+		bf16Emu.pairRows(&want[0], 128, &src[7], &offs[0], kb)
+		for i := range got {
+			if got[i] != want[i] {
+				t.Fatalf("bf16PairRows16 kb=%d: dword %d = %#08x, want %#08x", kb, i, got[i], want[i])
+			}
+		}
+	}
 	for _, n := range []int{32, 64, kc} {
 		src := make([]float32, n)
 		for i := range src {
@@ -464,6 +494,71 @@ func TestBF16FastMatchesFallback(t *testing.T) {
 		for i := range c {
 			if d := math.Abs(float64(c[i]) - float64(fb[i])); d > 2*tol[i] {
 				t.Fatalf("%s: C[%d] = %v, the fallback gives %v: off by %.3g > 2·%.3g", e, i, c[i], fb[i], d, tol[i])
+			}
+		}
+	}
+}
+
+// pairMatrix is a stored k×n B (not transposed) as a PairPanels that
+// writes its full panels as pairs (PairWriter.Rows) except those whose
+// index is a multiple of skip, left to PackB.
+type pairMatrix struct {
+	matrixB
+	skip int
+}
+
+func (p *pairMatrix) PackPairs(w *PairWriter, pc, j, kb int) bool {
+	if j+nr > p.ldb || (j/nr)%p.skip == 0 { // ldb is n: a partial panel
+
+		return false
+	}
+	offs := make([]int, kb)
+	for q := range offs {
+		offs[q] = (pc + q) * p.ldb
+	}
+	w.Rows(p.b, offs, j)
+	return true
+}
+
+// TestBF16PairPanelsSameBits: a PairPanels source gives the bits of the
+// same B packed by PackB and converted, through SgemmPanelsBF16 and the
+// pre-packed entry, on the assembly (where HasBF16) and its Go
+// definition, over n with whole and partial 16- and 32-column blocks, k
+// with odd rows and blocks past KC, and panels written either way in one
+// block.
+func TestBF16PairPanelsSameBits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(24, 9))
+	paths := map[string]*bf16Kernels{"emulated": &bf16Emu}
+	if HasBF16() {
+		paths["vdpbf16ps"] = &bf16Kernel
+	}
+	for name, ks := range paths {
+		for _, s := range [][3]int{{5, 16, 3}, {13, 31, 1}, {12, 32, 17}, {20, 33, 8}, {7, 48, kc + 5}, {30, 100, 2*kc + 3}, {4, 300, 9}} {
+			m, n, k := s[0], s[1], s[2]
+			a, b := randSlice(rng, m*k), randSlice(rng, k*n)
+			c0 := randSlice(rng, m*n)
+			for _, skip := range []int{1 << 30, 3} {
+				for _, packed := range []bool{false, true} {
+					run := func(src Panels) []float32 {
+						c := slices.Clone(c0)
+						sc := bf16Pool.Get().(*bf16Scratch)
+						defer bf16Pool.Put(sc)
+						if !packed {
+							sc.fast()
+							bf16Blocks(sc, ks, nil, 0, false, m, n, k, 0.75, a, k, src, 0.5, c, n)
+							return c
+						}
+						var pa PackedABF16
+						packABF16(&pa, ks, false, m, k, a, k)
+						bf16PackedMultiply(sc, &pa, "SgemmPackedPanelsBF16", 0, pa.m, n, 0.75, src, 0.5, c, n)
+						return c
+					}
+					want := run(&matrixB{b, n, false})
+					got := run(&pairMatrix{matrixB{b, n, false}, skip})
+					if i := bf16FirstDiff(got, want); i >= 0 {
+						t.Fatalf("%s m=%d n=%d k=%d skip=%d packed=%v: C[%d][%d] = %v, packed by PackB %v", name, m, n, k, skip, packed, i/n, i%n, got[i], want[i])
+					}
+				}
 			}
 		}
 	}

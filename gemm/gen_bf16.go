@@ -35,6 +35,7 @@ func main() {
 		gen(&w, rows, 16)
 	}
 	pairs(&w)
+	pairRows(&w)
 	row(&w)
 	if err := os.WriteFile("bf16_amd64.s", w.Bytes(), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -255,6 +256,53 @@ odd:
 	VPERMW Z2, Z31, Z2
 	VMOVDQU32 Z2, (DI)
 pairsdone:
+	VZEROUPPER
+	RET
+`, vcvtne2ps2bf16(2, 1, 0), vcvtne2ps2bf16(2, 1, 0))
+}
+
+// pairRows writes bf16PairRows16, bf16Pairs16 on rows gathered by
+// offset (PairWriter.Rows: an im2col panel written as pairs at once).
+func pairRows(w *bytes.Buffer) {
+	fmt.Fprintf(w, `
+// func bf16PairRows16(dst *uint32, dstride int, src *float32, offs *int, kb int)
+//
+// bf16Pairs16 on the panel whose row q is the 16 floats at src + offs[q]
+// floats (q < kb): per pair of rows it writes 16 dwords at dst +
+// p·dstride bytes, column j's two values rounded to bf16 (ties to even)
+// as row 2p | row 2p+1<<16; an odd last row is paired with zero.
+TEXT ·bf16PairRows16(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ dstride+8(FP), R8
+	MOVQ src+16(FP), SI
+	MOVQ offs+24(FP), BX
+	MOVQ kb+32(FP), CX
+	VMOVDQU64 bf16Interleave<>(SB), Z31
+	MOVQ CX, R9
+	SHRQ $1, R9
+	JZ rodd
+rpairloop:
+	MOVQ (BX), DX
+	MOVQ 8(BX), R10
+	VMOVUPS (SI)(DX*4), Z0
+	VMOVUPS (SI)(R10*4), Z1
+	%s
+	VPERMW Z2, Z31, Z2
+	VMOVDQU32 Z2, (DI)
+	ADDQ $16, BX
+	ADDQ R8, DI
+	DECQ R9
+	JNZ rpairloop
+rodd:
+	ANDQ $1, CX
+	JZ rdone
+	MOVQ (BX), DX
+	VMOVUPS (SI)(DX*4), Z0
+	VPXORD Z1, Z1, Z1
+	%s
+	VPERMW Z2, Z31, Z2
+	VMOVDQU32 Z2, (DI)
+rdone:
 	VZEROUPPER
 	RET
 `, vcvtne2ps2bf16(2, 1, 0), vcvtne2ps2bf16(2, 1, 0))
