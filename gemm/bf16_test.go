@@ -505,6 +505,7 @@ func TestBF16FastMatchesFallback(t *testing.T) {
 type pairMatrix struct {
 	matrixB
 	skip int
+	offs []int
 }
 
 func (p *pairMatrix) PackPairs(w *PairWriter, pc, j, kb int) bool {
@@ -512,7 +513,10 @@ func (p *pairMatrix) PackPairs(w *PairWriter, pc, j, kb int) bool {
 
 		return false
 	}
-	offs := make([]int, kb)
+	if cap(p.offs) < kb {
+		p.offs = make([]int, kb)
+	}
+	offs := p.offs[:kb]
 	for q := range offs {
 		offs[q] = (pc + q) * p.ldb
 	}
@@ -554,7 +558,7 @@ func TestBF16PairPanelsSameBits(t *testing.T) {
 						return c
 					}
 					want := run(&matrixB{b, n, false})
-					got := run(&pairMatrix{matrixB{b, n, false}, skip})
+					got := run(&pairMatrix{matrixB: matrixB{b, n, false}, skip: skip})
 					if i := bf16FirstDiff(got, want); i >= 0 {
 						t.Fatalf("%s m=%d n=%d k=%d skip=%d packed=%v: C[%d][%d] = %v, packed by PackB %v", name, m, n, k, skip, packed, i/n, i%n, got[i], want[i])
 					}
@@ -612,6 +616,7 @@ func TestBF16NoAllocs(t *testing.T) {
 	m, n, k := 20, 50, 33
 	a, b, c := randSlice(rng, m*k), randSlice(rng, k*n), make([]float32, m*n)
 	mat := &matrixB{b, n, false}
+	pairs := &pairMatrix{matrixB: *mat, skip: 2, offs: make([]int, k)}
 	var pa PackedABF16
 	PackABF16(&pa, false, m, k, a, k) // the first pack sizes it
 	for name, f := range map[string]func(){
@@ -619,8 +624,9 @@ func TestBF16NoAllocs(t *testing.T) {
 			PackABF16(&pa, false, m, k, a, k)
 			SgemmPackedBF16(&pa, false, n, 1, b, n, 0, c, n)
 		},
-		"SgemmBF16":       func() { SgemmBF16(false, false, m, n, k, 1, a, k, b, n, 0, c, n) },
-		"SgemmPanelsBF16": func() { SgemmPanelsBF16(false, m, n, k, 1, a, k, mat, 0, c, n) },
+		"SgemmBF16":                       func() { SgemmBF16(false, false, m, n, k, 1, a, k, b, n, 0, c, n) },
+		"SgemmPanelsBF16":                 func() { SgemmPanelsBF16(false, m, n, k, 1, a, k, mat, 0, c, n) },
+		"SgemmPanelsBF16 with PairPanels": func() { SgemmPanelsBF16(false, m, n, k, 1, a, k, pairs, 0, c, n) },
 		"fallback": func() {
 			s := bf16Pool.Get().(*bf16Scratch)
 			bf16Multiply(s, nil, false, m, n, k, 1, a, k, mat, 0, c, n)
