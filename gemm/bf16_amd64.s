@@ -1220,10 +1220,10 @@ pairsdone:
 
 // func bf16PairRows16(dst *uint32, dstride int, src *float32, offs *int, kb int)
 //
-// bf16Pairs16 on the panel whose row q is the 16 floats at src + offs[q]
-// floats (q < kb): per pair of rows it writes 16 dwords at dst +
-// p·dstride bytes, column j's two values rounded to bf16 (ties to even)
-// as row 2p | row 2p+1<<16; an odd last row is paired with zero.
+// Row q of the fp32 panel is the 16 floats at src + offs[q] floats (q < kb);
+// per pair of rows (2p, 2p+1) it writes 16 dwords at dst + p·dstride bytes,
+// column j's two values rounded to bf16 (ties to even) as row 2p | row 2p+1<<16;
+// an odd last row is paired with zero.
 TEXT ·bf16PairRows16(SB), NOSPLIT, $0-40
 	MOVQ dst+0(FP), DI
 	MOVQ dstride+8(FP), R8
@@ -1233,8 +1233,8 @@ TEXT ·bf16PairRows16(SB), NOSPLIT, $0-40
 	VMOVDQU64 bf16Interleave<>(SB), Z31
 	MOVQ CX, R9
 	SHRQ $1, R9
-	JZ rodd
-rpairloop:
+	JZ odd
+pairloop:
 	MOVQ (BX), DX
 	MOVQ 8(BX), R10
 	VMOVUPS (SI)(DX*4), Z0
@@ -1245,17 +1245,17 @@ rpairloop:
 	ADDQ $16, BX
 	ADDQ R8, DI
 	DECQ R9
-	JNZ rpairloop
-rodd:
+	JNZ pairloop
+odd:
 	ANDQ $1, CX
-	JZ rdone
+	JZ pairsdone
 	MOVQ (BX), DX
 	VMOVUPS (SI)(DX*4), Z0
 	VPXORD Z1, Z1, Z1
 	BYTE $0x62; BYTE $0xf2; BYTE $0x77; BYTE $0x48; BYTE $0x72; BYTE $0xd0 // VCVTNE2PS2BF16 Z2, Z1, Z0 (Intel order)
 	VPERMW Z2, Z31, Z2
 	VMOVDQU32 Z2, (DI)
-rdone:
+pairsdone:
 	VZEROUPPER
 	RET
 

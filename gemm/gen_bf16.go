@@ -221,91 +221,59 @@ func pairs(w *bytes.Buffer) {
 		fmt.Fprintf(w, "DATA bf16Interleave<>+%d(SB)/2, $%d\n", 2*i, v)
 	}
 	fmt.Fprintf(w, "GLOBL bf16Interleave<>(SB), RODATA|NOPTR, $64\n")
-	fmt.Fprintf(w, `
-// func bf16Pairs16(dst *uint32, dstride int, src *float32, kb int)
-//
-// src is a packed fp32 panel of 16 columns and kb rows (PackB's layout);
-// per pair of rows (2p, 2p+1) it writes 16 dwords at dst + p·dstride bytes,
-// column j's two values rounded to bf16 (ties to even) as row 2p | row 2p+1<<16;
-// an odd last row is paired with zero.
-TEXT ·bf16Pairs16(SB), NOSPLIT, $0-32
-	MOVQ dst+0(FP), DI
-	MOVQ dstride+8(FP), R8
-	MOVQ src+16(FP), SI
-	MOVQ kb+24(FP), CX
-	VMOVDQU64 bf16Interleave<>(SB), Z31
-	MOVQ CX, R9
-	SHRQ $1, R9
-	JZ odd
-pairloop:
-	VMOVUPS (SI), Z0
-	VMOVUPS 64(SI), Z1
-	%s
-	VPERMW Z2, Z31, Z2
-	VMOVDQU32 Z2, (DI)
-	ADDQ $128, SI
-	ADDQ R8, DI
-	DECQ R9
-	JNZ pairloop
-odd:
-	ANDQ $1, CX
-	JZ pairsdone
-	VMOVUPS (SI), Z0
-	VPXORD Z1, Z1, Z1
-	%s
-	VPERMW Z2, Z31, Z2
-	VMOVDQU32 Z2, (DI)
-pairsdone:
-	VZEROUPPER
-	RET
-`, vcvtne2ps2bf16(2, 1, 0), vcvtne2ps2bf16(2, 1, 0))
+	pairLoop(w, "bf16Pairs16", "src *float32, kb int", 32, `
+// src is a packed fp32 panel of 16 columns and kb rows (PackB's layout);`,
+		"\tMOVQ src+16(FP), SI\n\tMOVQ kb+24(FP), CX\n",
+		"\tVMOVUPS (SI), Z0\n\tVMOVUPS 64(SI), Z1\n", "\tADDQ $128, SI\n", "\tVMOVUPS (SI), Z0\n")
 }
 
 // pairRows writes bf16PairRows16, bf16Pairs16 on rows gathered by
 // offset (PairWriter.Rows: an im2col panel written as pairs at once).
 func pairRows(w *bytes.Buffer) {
+	pairLoop(w, "bf16PairRows16", "src *float32, offs *int, kb int", 40, `
+// Row q of the fp32 panel is the 16 floats at src + offs[q] floats (q < kb);`,
+		"\tMOVQ src+16(FP), SI\n\tMOVQ offs+24(FP), BX\n\tMOVQ kb+32(FP), CX\n",
+		"\tMOVQ (BX), DX\n\tMOVQ 8(BX), R10\n\tVMOVUPS (SI)(DX*4), Z0\n\tVMOVUPS (SI)(R10*4), Z1\n",
+		"\tADDQ $16, BX\n", "\tMOVQ (BX), DX\n\tVMOVUPS (SI)(DX*4), Z0\n")
+}
+
+// pairLoop writes a conversion of a 16-column fp32 panel to bf16 pairs:
+// args loads the arguments after dst and dstride (kb into CX), load puts
+// rows 2p and 2p+1 in Z0 and Z1 and next moves past them, last puts an odd
+// last row in Z0.
+func pairLoop(w *bytes.Buffer, name, params string, frame int, doc, args, load, next, last string) {
+	cvt := vcvtne2ps2bf16(2, 1, 0)
 	fmt.Fprintf(w, `
-// func bf16PairRows16(dst *uint32, dstride int, src *float32, offs *int, kb int)
-//
-// bf16Pairs16 on the panel whose row q is the 16 floats at src + offs[q]
-// floats (q < kb): per pair of rows it writes 16 dwords at dst +
-// p·dstride bytes, column j's two values rounded to bf16 (ties to even)
-// as row 2p | row 2p+1<<16; an odd last row is paired with zero.
-TEXT ·bf16PairRows16(SB), NOSPLIT, $0-40
+// func %[1]s(dst *uint32, dstride int, %[2]s)
+//%[3]s
+// per pair of rows (2p, 2p+1) it writes 16 dwords at dst + p·dstride bytes,
+// column j's two values rounded to bf16 (ties to even) as row 2p | row 2p+1<<16;
+// an odd last row is paired with zero.
+TEXT ·%[1]s(SB), NOSPLIT, $0-%[4]d
 	MOVQ dst+0(FP), DI
 	MOVQ dstride+8(FP), R8
-	MOVQ src+16(FP), SI
-	MOVQ offs+24(FP), BX
-	MOVQ kb+32(FP), CX
-	VMOVDQU64 bf16Interleave<>(SB), Z31
+%[5]s	VMOVDQU64 bf16Interleave<>(SB), Z31
 	MOVQ CX, R9
 	SHRQ $1, R9
-	JZ rodd
-rpairloop:
-	MOVQ (BX), DX
-	MOVQ 8(BX), R10
-	VMOVUPS (SI)(DX*4), Z0
-	VMOVUPS (SI)(R10*4), Z1
-	%s
+	JZ odd
+pairloop:
+%[6]s	%[9]s
 	VPERMW Z2, Z31, Z2
 	VMOVDQU32 Z2, (DI)
-	ADDQ $16, BX
-	ADDQ R8, DI
+%[7]s	ADDQ R8, DI
 	DECQ R9
-	JNZ rpairloop
-rodd:
+	JNZ pairloop
+odd:
 	ANDQ $1, CX
-	JZ rdone
-	MOVQ (BX), DX
-	VMOVUPS (SI)(DX*4), Z0
-	VPXORD Z1, Z1, Z1
-	%s
+	JZ pairsdone
+%[8]s	VPXORD Z1, Z1, Z1
+	%[9]s
 	VPERMW Z2, Z31, Z2
 	VMOVDQU32 Z2, (DI)
-rdone:
+pairsdone:
 	VZEROUPPER
 	RET
-`, vcvtne2ps2bf16(2, 1, 0), vcvtne2ps2bf16(2, 1, 0))
+`, name, params, doc, frame, args, load, next, last, cvt)
 }
 
 // row writes bf16Row32: n floats (a multiple of 32) to n/2 dwords of
