@@ -21,8 +21,9 @@
 // are the same products with op(A) and op(B) rounded to bfloat16 and fp32
 // sums (bf16.go states the error bound). Where the CPU has AVX512_BF16
 // (HasBF16) they run VDPBF16PS micro-kernels (12x32 tile), with B
-// converted by VCVTNE2PS2BF16 after packing; BF16Name says which path
-// runs. Go 1.26's assembler has neither instruction, and they are written
+// converted by VCVTNE2PS2BF16 after packing, or as it is gathered for the
+// panels a PairPanels source writes itself (a convolution's im2col runs);
+// BF16Name says which path runs. Go 1.26's assembler has neither instruction, and they are written
 // in Go assembly as EVEX bytes (gen_bf16.go) rather than in C with gcc's
 // intrinsics behind cgo: the kernels then build with cgo off, cross-build
 // and run like the fp32 ones, with no per-call cgo cost (a micro-kernel
