@@ -54,7 +54,7 @@ import (
 type bf16Kernels struct {
 	k32, k16 [3]bf16KernelFunc
 	pairs    func(dst *uint32, dstride int, src *float32, kb int)
-	pairRows func(dst *uint32, dstride int, src *float32, offs *int, kb int)
+	pairRows func(dst *uint32, dstride int, src *float32, offs *int, kb, c, limit int) (ok bool)
 	row      func(dst *uint32, src *float32, n int)
 }
 
@@ -86,12 +86,10 @@ func (w *PairWriter) Rows(src []float32, offs []int, c int) {
 	if len(offs) != w.kb || w.done {
 		panic(fmt.Sprintf("gemm.PairWriter.Rows: %d row offsets for a panel of %d rows (or a second call)", len(offs), w.kb))
 	}
-	for _, o := range offs {
-		if o+c < 0 || o+c+nr > len(src) {
-			panic(fmt.Sprintf("gemm.PairWriter.Rows: row at %d past %d floats", o+c, len(src)))
-		}
+	// The kernel checks each row's start against the last that fits.
+	if len(src) < nr || !w.ks.pairRows(w.dst, w.dstride, &src[0], &offs[0], w.kb, c, len(src)-nr) {
+		panic(fmt.Sprintf("gemm.PairWriter.Rows: a row of the panel (offsets plus %d) lies outside the %d floats of src", c, len(src)))
 	}
-	w.ks.pairRows(w.dst, w.dstride, &src[c], &offs[0], w.kb)
 	w.done = true
 }
 

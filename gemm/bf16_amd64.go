@@ -30,7 +30,7 @@ func bf16Pairs16(dst *uint32, dstride int, src *float32, kb int)
 func bf16Row32(dst *uint32, src *float32, n int)
 
 //go:noescape
-func bf16PairRows16(dst *uint32, dstride int, src *float32, offs *int, kb int)
+func bf16PairRows16(dst *uint32, dstride int, src *float32, offs *int, kb, c, limit int) (ok bool)
 
 // bf16RoundVec rounds a start of s to bf16 as bf16BitsRNE does (a NaN
 // keeps its top 16 bits, quiet) and returns how long: all of s in AVX-512

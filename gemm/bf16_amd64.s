@@ -1218,18 +1218,23 @@ pairsdone:
 	VZEROUPPER
 	RET
 
-// func bf16PairRows16(dst *uint32, dstride int, src *float32, offs *int, kb int)
+// func bf16PairRows16(dst *uint32, dstride int, src *float32, offs *int, kb, c, limit int) (ok bool)
 //
-// Row q of the fp32 panel is the 16 floats at src + offs[q] floats (q < kb);
+// Row q of the fp32 panel is the 16 floats at src + offs[q] + c floats
+// (q < kb), each start checked to lie in [0, limit] (unsigned: a negative
+// one fails too): ok is false, and the panel part-written, where one does
+// not;
 // per pair of rows (2p, 2p+1) it writes 16 dwords at dst + p·dstride bytes,
 // column j's two values rounded to bf16 (ties to even) as row 2p | row 2p+1<<16;
 // an odd last row is paired with zero.
-TEXT ·bf16PairRows16(SB), NOSPLIT, $0-40
+TEXT ·bf16PairRows16(SB), NOSPLIT, $0-57
 	MOVQ dst+0(FP), DI
 	MOVQ dstride+8(FP), R8
 	MOVQ src+16(FP), SI
 	MOVQ offs+24(FP), BX
 	MOVQ kb+32(FP), CX
+	MOVQ c+40(FP), R12
+	MOVQ limit+48(FP), R11
 	VMOVDQU64 bf16Interleave<>(SB), Z31
 	MOVQ CX, R9
 	SHRQ $1, R9
@@ -1237,6 +1242,12 @@ TEXT ·bf16PairRows16(SB), NOSPLIT, $0-40
 pairloop:
 	MOVQ (BX), DX
 	MOVQ 8(BX), R10
+	ADDQ R12, DX
+	ADDQ R12, R10
+	CMPQ DX, R11
+	JHI outside
+	CMPQ R10, R11
+	JHI outside
 	VMOVUPS (SI)(DX*4), Z0
 	VMOVUPS (SI)(R10*4), Z1
 	BYTE $0x62; BYTE $0xf2; BYTE $0x77; BYTE $0x48; BYTE $0x72; BYTE $0xd0 // VCVTNE2PS2BF16 Z2, Z1, Z0 (Intel order)
@@ -1250,12 +1261,20 @@ odd:
 	ANDQ $1, CX
 	JZ pairsdone
 	MOVQ (BX), DX
+	ADDQ R12, DX
+	CMPQ DX, R11
+	JHI outside
 	VMOVUPS (SI)(DX*4), Z0
 	VPXORD Z1, Z1, Z1
 	BYTE $0x62; BYTE $0xf2; BYTE $0x77; BYTE $0x48; BYTE $0x72; BYTE $0xd0 // VCVTNE2PS2BF16 Z2, Z1, Z0 (Intel order)
 	VPERMW Z2, Z31, Z2
 	VMOVDQU32 Z2, (DI)
 pairsdone:
+	MOVB $1, ok+56(FP)
+	VZEROUPPER
+	RET
+outside:
+	MOVB $0, ok+56(FP)
 	VZEROUPPER
 	RET
 

@@ -20,12 +20,16 @@ var bf16Emu = bf16Kernels{
 	k32:   [3]bf16KernelFunc{bf16EmuTile(4, 32), bf16EmuTile(8, 32), bf16EmuTile(12, 32)},
 	k16:   [3]bf16KernelFunc{bf16EmuTile(4, 16), bf16EmuTile(8, 16), bf16EmuTile(12, 16)},
 	pairs: bf16EmuPairs,
-	pairRows: func(dst *uint32, dstride int, src *float32, offs *int, kb int) {
+	pairRows: func(dst *uint32, dstride int, src *float32, offs *int, kb, c, limit int) bool {
 		panel := make([]float32, kb*nr)
 		for q, o := range unsafe.Slice(offs, kb) {
-			copy(panel[q*nr:(q+1)*nr], unsafe.Slice((*float32)(unsafe.Add(unsafe.Pointer(src), 4*o)), nr))
+			if o+c < 0 || o+c > limit {
+				return false
+			}
+			copy(panel[q*nr:(q+1)*nr], unsafe.Slice((*float32)(unsafe.Add(unsafe.Pointer(src), 4*(o+c))), nr))
 		}
 		bf16EmuPairs(dst, dstride, &panel[0], kb)
+		return true
 	},
 	row: func(dst *uint32, src *float32, n int) {
 		d, s := unsafe.Slice(dst, n/2), unsafe.Slice(src, n)
@@ -410,16 +414,30 @@ func TestBF16KernelsAsDefined(t *testing.T) {
 		}
 		offs := make([]int, kb)
 		for q := range offs {
-			offs[q] = rng.IntN(len(src) - nr - 7)
+			offs[q] = rng.IntN(len(src)-nr-7) - 7
 		}
+		offs[kb-1] = len(src) - nr - 7 // the last row that fits
 		got := make([]uint32, (kb+1)/2*32)
 		want := slices.Clone(got)
-		bf16Kernel.pairRows(&got[0], 128, &src[7], &offs[0], kb)
-		bf16Emu.pairRows(&want[0], 128, &src[7], &offs[0], kb)
+		okGot := bf16Kernel.pairRows(&got[0], 128, &src[0], &offs[0], kb, 7, len(src)-nr)
+		okWant := bf16Emu.pairRows(&want[0], 128, &src[0], &offs[0], kb, 7, len(src)-nr)
+		if !okGot || !okWant {
+			t.Fatalf("bf16PairRows16 kb=%d: ok %v, the definition %v, for rows inside src", kb, okGot, okWant)
+		}
 		for i := range got {
 			if got[i] != want[i] {
 				t.Fatalf("bf16PairRows16 kb=%d: dword %d = %#08x, want %#08x", kb, i, got[i], want[i])
 			}
+		}
+		// One row a float too far, or before src: refused.
+		for _, bad := range []int{len(src) - nr - 6, -8} {
+			q := rng.IntN(kb)
+			was := offs[q]
+			offs[q] = bad
+			if bf16Kernel.pairRows(&got[0], 128, &src[0], &offs[0], kb, 7, len(src)-nr) {
+				t.Fatalf("bf16PairRows16 kb=%d: row %d at offset %d+7 of %d floats accepted", kb, q, bad, len(src))
+			}
+			offs[q] = was
 		}
 	}
 	for _, n := range []int{32, 64, kc} {
@@ -677,6 +695,19 @@ func TestBF16BadInput(t *testing.T) {
 			SgemmPackedPanelsBF16(&pa, -1, 1, &matrixB{b, 1, false}, 0, c, 1)
 		}},
 		{"never packed", func() { SgemmPackedPanelsBF16(&PackedABF16{}, 1, 1, &matrixB{b, 1, false}, 0, c, 1) }},
+		{"outside the 40 floats of src", func() {
+			ks := &bf16Emu
+			if HasBF16() {
+				ks = &bf16Kernel
+			}
+			d := make([]uint32, 32)
+			w := PairWriter{ks: ks, dst: &d[0], dstride: 128, kb: 2}
+			w.Rows(make([]float32, 40), []int{0, 20}, 5) // the second row ends at 41
+		}},
+		{"2 row offsets for a panel of 3 rows", func() {
+			w := PairWriter{ks: &bf16Emu, kb: 3}
+			w.Rows(make([]float32, 40), []int{0, 1}, 0)
+		}},
 	} {
 		func() {
 			defer func() {

@@ -230,19 +230,29 @@ func pairs(w *bytes.Buffer) {
 // pairRows writes bf16PairRows16, bf16Pairs16 on rows gathered by
 // offset (PairWriter.Rows: an im2col panel written as pairs at once).
 func pairRows(w *bytes.Buffer) {
-	pairLoop(w, "bf16PairRows16", "src *float32, offs *int, kb int", 40, `
-// Row q of the fp32 panel is the 16 floats at src + offs[q] floats (q < kb);`,
-		"\tMOVQ src+16(FP), SI\n\tMOVQ offs+24(FP), BX\n\tMOVQ kb+32(FP), CX\n",
-		"\tMOVQ (BX), DX\n\tMOVQ 8(BX), R10\n\tVMOVUPS (SI)(DX*4), Z0\n\tVMOVUPS (SI)(R10*4), Z1\n",
-		"\tADDQ $16, BX\n", "\tMOVQ (BX), DX\n\tVMOVUPS (SI)(DX*4), Z0\n")
+	pairLoop(w, "bf16PairRows16", "src *float32, offs *int, kb, c, limit int) (ok bool", 57, `
+// Row q of the fp32 panel is the 16 floats at src + offs[q] + c floats
+// (q < kb), each start checked to lie in [0, limit] (unsigned: a negative
+// one fails too): ok is false, and the panel part-written, where one does
+// not;`,
+		"\tMOVQ src+16(FP), SI\n\tMOVQ offs+24(FP), BX\n\tMOVQ kb+32(FP), CX\n\tMOVQ c+40(FP), R12\n\tMOVQ limit+48(FP), R11\n",
+		"\tMOVQ (BX), DX\n\tMOVQ 8(BX), R10\n\tADDQ R12, DX\n\tADDQ R12, R10\n\tCMPQ DX, R11\n\tJHI outside\n\tCMPQ R10, R11\n\tJHI outside\n"+
+			"\tVMOVUPS (SI)(DX*4), Z0\n\tVMOVUPS (SI)(R10*4), Z1\n",
+		"\tADDQ $16, BX\n", "\tMOVQ (BX), DX\n\tADDQ R12, DX\n\tCMPQ DX, R11\n\tJHI outside\n\tVMOVUPS (SI)(DX*4), Z0\n")
 }
 
 // pairLoop writes a conversion of a 16-column fp32 panel to bf16 pairs:
 // args loads the arguments after dst and dstride (kb into CX), load puts
 // rows 2p and 2p+1 in Z0 and Z1 and next moves past them, last puts an odd
-// last row in Z0.
+// last row in Z0; a frame of 57 bytes has an ok result, false where a
+// load jumped to outside.
 func pairLoop(w *bytes.Buffer, name, params string, frame int, doc, args, load, next, last string) {
 	cvt := vcvtne2ps2bf16(2, 1, 0)
+	ret, outside := "", "" // a checked loop (frame 57) returns ok at 56(FP)
+	if frame == 57 {
+		ret = "\tMOVB $1, ok+56(FP)\n"
+		outside = "outside:\n\tMOVB $0, ok+56(FP)\n\tVZEROUPPER\n\tRET\n"
+	}
 	fmt.Fprintf(w, `
 // func %[1]s(dst *uint32, dstride int, %[2]s)
 //%[3]s
@@ -271,9 +281,9 @@ odd:
 	VPERMW Z2, Z31, Z2
 	VMOVDQU32 Z2, (DI)
 pairsdone:
-	VZEROUPPER
+%[10]s	VZEROUPPER
 	RET
-`, name, params, doc, frame, args, load, next, last, cvt)
+%[11]s`, name, params, doc, frame, args, load, next, last, cvt, ret, outside)
 }
 
 // row writes bf16Row32: n floats (a multiple of 32) to n/2 dwords of
