@@ -149,7 +149,7 @@ type bf16Scratch struct {
 	row  []uint32  // one row of op(A) in pairs, on its way to a
 	tile [bmr * 32]float32
 	mat  matrixB
-	pw   PairWriter // bf16PackPairs's, for PairPanels
+	pw   PairWriter // bf16PackB's, for PairPanels
 	// the fallback's
 	pa PackedA
 	rp roundingPanels
@@ -242,26 +242,34 @@ func bf16KStep(k int) int {
 	return s + s&1
 }
 
-// bf16PackPairs writes the kb×nb block of B at (pc, jc) as bf16Blocks's
-// pairs, panel by panel: by pp.PackPairs where it can, else packed by
-// PackB and converted. In a 32-column block the two 16-column panels'
-// pairs alternate (a row of pairs 128 bytes), a last block of 16 columns
-// or fewer has its own (64 bytes).
-func bf16PackPairs(s *bf16Scratch, ks *bf16Kernels, pp PairPanels, pc, jc, kb, nb int) {
+// bf16PackB writes the kb×nb block of B at (pc, jc) as bf16 pairs into
+// s.b: in a 32-column block the two 16-column panels' pairs alternate (a
+// row of pairs 128 bytes), a last block of 16 columns or fewer has its own
+// (64 bytes). B is packed in fp32 by its PackB and converted, or, where
+// pp is not nil, panel by panel: by pp.PackPairs where it can, else by
+// PackB for that panel and converted.
+func bf16PackB(s *bf16Scratch, ks *bf16Kernels, b Panels, pp PairPanels, pc, jc, kb, nb int) {
 	kp := (kb + 1) / 2
+	if pp == nil {
+		b.PackB(s.f, pc, jc, kb, nb)
+	}
 	for jr := 0; jr < nb; jr += 32 {
 		stride := 64
 		if nb-jr > nr {
 			stride = 128
 		}
 		for j := jr; j < min(jr+32, nb); j += nr {
-			w := &s.pw // in the scratch: a PairWriter on the stack would escape
-			*w = PairWriter{ks: ks, dst: &s.b[jr*kp+j-jr], dstride: stride, kb: kb}
-			if pp.PackPairs(w, pc, jc+j, kb) && w.done {
-				continue
+			dst, src := &s.b[jr*kp+j-jr], &s.f[j*kb]
+			if pp != nil {
+				w := &s.pw // in the scratch: a PairWriter on the stack would escape
+				*w = PairWriter{ks: ks, dst: dst, dstride: stride, kb: kb}
+				if pp.PackPairs(w, pc, jc+j, kb) && w.done {
+					continue
+				}
+				pp.PackB(s.f[:kb*nr], pc, jc+j, kb, min(nr, nb-j))
+				src = &s.f[0]
 			}
-			pp.PackB(s.f[:kb*nr], pc, jc+j, kb, min(nr, nb-j))
-			ks.pairs(w.dst, stride, &s.f[0], kb)
+			ks.pairs(dst, stride, src, kb)
 		}
 	}
 }
@@ -271,24 +279,16 @@ func bf16PackPairs(s *bf16Scratch, ks *bf16Kernels, pp PairPanels, pc, jc, kb, n
 // pa holds it packed already.
 func bf16Blocks(s *bf16Scratch, ks *bf16Kernels, pa *PackedABF16, r0 int, transA bool, m, n, k int, alpha float32, a []float32, lda int, b Panels, beta float32, c []float32, ldc int) {
 	kstep := bf16KStep(k)
+	pp, _ := b.(PairPanels)
+	if ks.pairRows == nil {
+		pp = nil
+	}
 	for jc := 0; jc < n; jc += nc {
 		nb := min(nc, n-jc)
 		for bi, pc := 0, 0; pc < k; bi, pc = bi+1, pc+kstep {
 			kb := min(kstep, k-pc)
 			kp := (kb + 1) / 2
-			if pp, ok := b.(PairPanels); ok && ks.pairRows != nil {
-				bf16PackPairs(s, ks, pp, pc, jc, kb, nb)
-			} else {
-				b.PackB(s.f, pc, jc, kb, nb)
-				for jr := 0; jr < nb; jr += 32 {
-					if nb-jr > nr {
-						ks.pairs(&s.b[jr*kp], 128, &s.f[jr*kb], kb)
-						ks.pairs(&s.b[jr*kp+nr], 128, &s.f[(jr+nr)*kb], kb)
-					} else {
-						ks.pairs(&s.b[jr*kp], 64, &s.f[jr*kb], kb)
-					}
-				}
-			}
+			bf16PackB(s, ks, b, pp, pc, jc, kb, nb)
 			bet := beta
 			if pc > 0 {
 				bet = 1

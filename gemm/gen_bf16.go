@@ -221,7 +221,7 @@ func pairs(w *bytes.Buffer) {
 		fmt.Fprintf(w, "DATA bf16Interleave<>+%d(SB)/2, $%d\n", 2*i, v)
 	}
 	fmt.Fprintf(w, "GLOBL bf16Interleave<>(SB), RODATA|NOPTR, $64\n")
-	pairLoop(w, "bf16Pairs16", "src *float32, kb int", 32, `
+	pairLoop(w, "bf16Pairs16", "src *float32, kb int", 32, false, `
 // src is a packed fp32 panel of 16 columns and kb rows (PackB's layout);`,
 		"\tMOVQ src+16(FP), SI\n\tMOVQ kb+24(FP), CX\n",
 		"\tVMOVUPS (SI), Z0\n\tVMOVUPS 64(SI), Z1\n", "\tADDQ $128, SI\n", "\tVMOVUPS (SI), Z0\n")
@@ -230,7 +230,7 @@ func pairs(w *bytes.Buffer) {
 // pairRows writes bf16PairRows16, bf16Pairs16 on rows gathered by
 // offset (PairWriter.Rows: an im2col panel written as pairs at once).
 func pairRows(w *bytes.Buffer) {
-	pairLoop(w, "bf16PairRows16", "src *float32, offs *int, kb, c, limit int) (ok bool", 57, `
+	pairLoop(w, "bf16PairRows16", "src *float32, offs *int, kb, c, limit int) (ok bool", 57, true, `
 // Row q of the fp32 panel is the 16 floats at src + offs[q] + c floats
 // (q < kb), each start checked to lie in [0, limit] (unsigned: a negative
 // one fails too): ok is false, and the panel part-written, where one does
@@ -244,12 +244,12 @@ func pairRows(w *bytes.Buffer) {
 // pairLoop writes a conversion of a 16-column fp32 panel to bf16 pairs:
 // args loads the arguments after dst and dstride (kb into CX), load puts
 // rows 2p and 2p+1 in Z0 and Z1 and next moves past them, last puts an odd
-// last row in Z0; a frame of 57 bytes has an ok result, false where a
-// load jumped to outside.
-func pairLoop(w *bytes.Buffer, name, params string, frame int, doc, args, load, next, last string) {
+// last row in Z0; a checked loop returns ok at 56(FP), false where a load
+// jumped to outside.
+func pairLoop(w *bytes.Buffer, name, params string, frame int, checked bool, doc, args, load, next, last string) {
 	cvt := vcvtne2ps2bf16(2, 1, 0)
-	ret, outside := "", "" // a checked loop (frame 57) returns ok at 56(FP)
-	if frame == 57 {
+	ret, outside := "", ""
+	if checked {
 		ret = "\tMOVB $1, ok+56(FP)\n"
 		outside = "outside:\n\tMOVB $0, ok+56(FP)\n\tVZEROUPPER\n\tRET\n"
 	}
