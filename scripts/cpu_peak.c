@@ -15,9 +15,11 @@ static double now(void) {
 int main(void) {
 	long n = 400000000, m = 100000000;
 	double t0 = now();
-	long x = 0;
+	long x = 0, one = 1;
+	// A register operand, not an immediate: Intel's Golden Cove cores fold a chain of
+	// add-immediates at rename, which read 6.6-8.9 GHz on an Intel Xeon of family 6 model 207.
 	for (long i = 0; i < n; i++)
-		__asm__ volatile("add $1,%0\n\tadd $1,%0\n\tadd $1,%0\n\tadd $1,%0" : "+r"(x));
+		__asm__ volatile("add %1,%0\n\tadd %1,%0\n\tadd %1,%0\n\tadd %1,%0" : "+r"(x) : "r"(one));
 	double ghz = 4.0 * n / (now() - t0) / 1e9;
 	printf("clock %.2f GHz (dependent integer adds)\n", ghz);
 	__builtin_cpu_init();
