@@ -503,25 +503,26 @@ func packA(dst, a []float32, lda int, trans bool, ic, pc, mb, kb int) {
 			}
 			continue
 		}
+		base := (ic+ir)*lda + pc
+		q0 := packRowsVec(p, a, base, lda, mm, kb) // columns [0, q0) done
 		if mm < mr {
 			for i := 0; i < mm; i++ {
-				src := a[(ic+ir+i)*lda+pc : (ic+ir+i)*lda+pc+kb]
+				src := a[base+i*lda+q0 : base+i*lda+kb]
 				for q, v := range src {
-					p[q*mr+i] = v
+					p[(q0+q)*mr+i] = v
 				}
 			}
 			for i := mm; i < mr; i++ {
-				for q := 0; q < kb; q++ {
+				for q := q0; q < kb; q++ {
 					p[q*mr+i] = 0
 				}
 			}
 			continue
 		}
 		// Six rows side by side, the panel written in order.
-		base := (ic+ir)*lda + pc
 		r0, r1, r2 := a[base:base+kb], a[base+lda:base+lda+kb], a[base+2*lda:base+2*lda+kb]
 		r3, r4, r5 := a[base+3*lda:base+3*lda+kb], a[base+4*lda:base+4*lda+kb], a[base+5*lda:base+5*lda+kb]
-		for q := range r0 {
+		for q := q0; q < kb; q++ {
 			d := (*[mr]float32)(p[q*mr : q*mr+mr])
 			d[0], d[1], d[2], d[3], d[4], d[5] = r0[q], r1[q], r2[q], r3[q], r4[q], r5[q]
 		}
