@@ -401,15 +401,27 @@ func runPyTorch(ctx context.Context, opt Options, round int) ([]Result, error) {
 // dropped, so that OpenBLAS detects the core itself (these machines set
 // Haswell, which leaves AVX-512 unused), and glibc's malloc told to keep
 // freed memory (as installed it gives PyTorch's freed tensors back to the
-// system, and every step pays the first-touch page faults again).
+// system, and every step pays the first-touch page faults again). Where
+// that detection falls back to a generic core on this CPU (OpenBLAS 0.3.21
+// on an Intel Xeon of family 6 model 207: Prescott, SSE3 kernels),
+// scripts/bench-env.sh's torch_best exports TORCH_OPENBLAS_CORE, the
+// widest core type the CPU allows, and the process gets it as
+// OPENBLAS_CORETYPE.
 func TorchEnv(env []string) []string {
 	drop := []string{"OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_"}
 	var out []string
+	core := ""
 	for _, kv := range env {
-		k, _, _ := strings.Cut(kv, "=")
+		k, v, _ := strings.Cut(kv, "=")
+		if k == "TORCH_OPENBLAS_CORE" {
+			core = v
+		}
 		if !slices.Contains(drop, k) {
 			out = append(out, kv)
 		}
+	}
+	if core != "" {
+		out = append(out, "OPENBLAS_CORETYPE="+core)
 	}
 	return append(out, "MALLOC_MMAP_THRESHOLD_=4294967296", "MALLOC_TRIM_THRESHOLD_=68719476736")
 }

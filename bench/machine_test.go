@@ -59,7 +59,7 @@ func TestLoadMeasuresThisProcess(t *testing.T) {
 	}
 }
 
-// TestTorchEnv: the PyTorch process gets OpenBLAS's own core detection
+// TestTorchEnv: the PyTorch process gets OpenBLAS's own core detection, or bench-env.sh's core
 // (the machine's OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE dropped) and
 // glibc's keep-memory settings, once each; everything else is kept.
 func TestTorchEnv(t *testing.T) {
@@ -67,6 +67,12 @@ func TestTorchEnv(t *testing.T) {
 	want := []string{"PATH=/bin", "HOME=/root", "MALLOC_MMAP_THRESHOLD_=4294967296", "MALLOC_TRIM_THRESHOLD_=68719476736"}
 	if !slices.Equal(got, want) {
 		t.Errorf("TorchEnv = %q, want %q", got, want)
+	}
+	// bench-env.sh's choice where OpenBLAS's detection falls back to a generic core
+	got = TorchEnv([]string{"OPENBLAS_CORETYPE=Haswell", "TORCH_OPENBLAS_CORE=Cooperlake"})
+	want = []string{"TORCH_OPENBLAS_CORE=Cooperlake", "OPENBLAS_CORETYPE=Cooperlake", "MALLOC_MMAP_THRESHOLD_=4294967296", "MALLOC_TRIM_THRESHOLD_=68719476736"}
+	if !slices.Equal(got, want) {
+		t.Errorf("TorchEnv with TORCH_OPENBLAS_CORE = %q, want %q", got, want)
 	}
 }
 

@@ -4,7 +4,9 @@
 #
 #   torch_env CMD...   runs CMD (a PyTorch process) with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE
 #                      unset (these machines set Haswell, which holds OpenBLAS to AVX2; OpenBLAS
-#                      detects the core itself) and glibc's malloc keeping freed memory
+#                      detects the core itself), or OPENBLAS_CORETYPE=$TORCH_OPENBLAS_CORE where
+#                      torch_best found that detection falls back to a generic core on this CPU,
+#                      and glibc's malloc keeping freed memory
 #                      (MALLOC_MMAP_THRESHOLD_ 4 GiB, MALLOC_TRIM_THRESHOLD_ 64 GiB): as installed, it
 #                      gives PyTorch's freed tensors back to the system and every step pays the
 #                      first-touch page faults again, ~10x the cost of reusing memory on these VMs.
@@ -24,7 +26,7 @@
 # (bench.TorchEnv); the install is done here, as a Go program should not call apt-get.
 
 torch_env() {
-	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE \
+	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE ${TORCH_OPENBLAS_CORE:+OPENBLAS_CORETYPE=$TORCH_OPENBLAS_CORE} \
 		MALLOC_MMAP_THRESHOLD_=4294967296 MALLOC_TRIM_THRESHOLD_=68719476736 "$@"
 }
 
@@ -39,6 +41,15 @@ torch_best() {
 					echo "apt-get install libopenblas0-pthread failed: PyTorch stays on the reference BLAS" >&2
 			fi
 		fi
+	fi
+	# OpenBLAS 0.3.21 takes a CPU it does not know for a generic one (an Intel Xeon of family 6 model
+	# 207 for a Prescott, SSE3 kernels at a seventh of the AVX-512 ones' speed): then PyTorch gets the
+	# widest core type the CPU's flags allow (bench_machine_pytorch.py core_choice), and so does
+	# `train bench`'s PyTorch process (bench.TorchEnv reads TORCH_OPENBLAS_CORE).
+	TORCH_OPENBLAS_CORE=$(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$_py" "$_here/bench_machine_pytorch.py" --openblas-core 2>/dev/null || true)
+	export TORCH_OPENBLAS_CORE
+	if [ -n "$TORCH_OPENBLAS_CORE" ]; then
+		echo "OpenBLAS does not know this CPU (its own detection fell back to a generic core): PyTorch runs with OPENBLAS_CORETYPE=$TORCH_OPENBLAS_CORE"
 	fi
 	TORCH_AT_BEST=1
 	torch_best_lines=$(torch_env "$_py" "$_here/bench_machine_pytorch.py" 2>&1) || TORCH_AT_BEST=0

@@ -14,7 +14,9 @@ this module checks, from inside the PyTorch process, what it got:
     Load          the 1-minute load before, wall and CPU time, other processes' cores (/proc/stat)
     warnings()    why this process is not PyTorch at its best ([] when it is)
 
-Run as a script it prints one line of each and exits 3 when PyTorch is not at its best.
+Run as a script it prints one line of each and exits 3 when PyTorch is not at its best; with
+--openblas-core, run with OPENBLAS_CORETYPE unset, the core type PyTorch should get (core_choice;
+empty where OpenBLAS's own detection is as wide as the CPU allows).
 """
 import ctypes
 import json
@@ -74,6 +76,28 @@ def cpu_flags():
 
 
 RANK = {"DEFAULT": 0, "NO": 0, "AVX2": 1, "AVX512": 2}
+
+# OpenBLAS 0.3.21's core types by the widest vector kernels they run: 2 AVX-512, 1 AVX2+FMA, 0 older.
+CORE_RANK = {"Cooperlake": 2, "SapphireRapids": 2, "SkylakeX": 2, "Haswell": 1, "Zen": 1}
+
+
+def best_core(flags):
+    """The OpenBLAS core type whose kernels this CPU's flags allow, the widest: what OpenBLAS's own
+    detection picks on a CPU it knows (Cooperlake on an AMD EPYC of family 26). On one it does not
+    know it falls back to a generic core: 0.3.21 took an Intel Xeon of family 6 model 207 for a
+    Prescott (SSE3 kernels, 24 GFLOPS on a 2048² SGEMM against 167-170 as SkylakeX or Cooperlake)."""
+    if {"avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512cd"} <= flags:
+        return "Cooperlake" if "avx512_bf16" in flags else "SkylakeX"
+    if {"avx2", "fma"} <= flags:
+        return "Haswell"
+    return ""
+
+
+def core_choice(detected, flags):
+    """The OPENBLAS_CORETYPE PyTorch should run with: "" where OpenBLAS's own detection (detected)
+    is as wide as this CPU allows, else best_core."""
+    best = best_core(flags)
+    return best if CORE_RANK.get(detected, 0) < CORE_RANK.get(best, 0) else ""
 
 
 def capability():
@@ -196,9 +220,16 @@ def warnings(b=None, cap=None):
     w = []
     if b["blas_kind"] not in ("OpenBLAS", "BLIS", "MKL"):
         w.append(f"torch's BLAS is {b['blas_kind']} ({b['blas']}): apt-get install libopenblas0-pthread")
-    if b["blas_kind"] == "OpenBLAS" and os.environ.get("OPENBLAS_CORETYPE"):
-        w.append(f"OPENBLAS_CORETYPE={os.environ['OPENBLAS_CORETYPE']} holds OpenBLAS to that core "
-                 f"({b['openblas_core']}): unset it for PyTorch")
+    best = best_core(cpu_flags())
+    if b["blas_kind"] == "OpenBLAS" and CORE_RANK.get(b["openblas_core"], 0) < CORE_RANK.get(best, 0):
+        if os.environ.get("OPENBLAS_CORETYPE"):
+            w.append(f"OPENBLAS_CORETYPE={os.environ['OPENBLAS_CORETYPE']} holds OpenBLAS to that core "
+                     f"({b['openblas_core']}): unset it for PyTorch")
+        else:
+            w.append(f"OpenBLAS does not know this CPU and fell back to core {b['openblas_core']}: "
+                     f"OPENBLAS_CORETYPE={best} (scripts/bench-env.sh sets it)")
+    elif b["blas_kind"] == "OpenBLAS" and os.environ.get("OPENBLAS_CORETYPE", best) != best:
+        w.append(f"OPENBLAS_CORETYPE={os.environ['OPENBLAS_CORETYPE']} overrides OpenBLAS's own detection: unset it")
     if os.environ.get("OPENBLAS_L2_SIZE"):
         w.append(f"OPENBLAS_L2_SIZE={os.environ['OPENBLAS_L2_SIZE']} overrides OpenBLAS's cache detection: unset it")
     missing = [k for k, v in MALLOC_KEEP.items() if os.environ.get(k) != v]
@@ -236,6 +267,10 @@ def summary(d):
 
 
 if __name__ == "__main__":
+    if "--openblas-core" in sys.argv:  # scripts/bench-env.sh, run with OPENBLAS_CORETYPE unset
+        b = blas()
+        print(core_choice(b["openblas_core"], cpu_flags()) if b["blas_kind"] == "OpenBLAS" else "")
+        sys.exit(0)
     d = describe()
     if "--json" in sys.argv:
         print(json.dumps(d))
