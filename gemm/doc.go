@@ -63,4 +63,5 @@
 //	bf16_amd64.s     the VDPBF16PS micro-kernels and the bf16 conversion, written by gen_bf16.go
 //	bf16_amd64.go    their declarations and HasBF16's CPUID test (bf16_other.go elsewhere)
 //	round_amd64.s    AVX2 and AVX-512 rounding to TF32 or bf16, and bf16 by VCVTNE2PS2BF16 (roundSlice, the bf16 fallback)
+//	packa_amd64.s    packA's row panels by masked VPERMPS where the AVX-512 kernels run (packa_other.go elsewhere)
 package gemm
