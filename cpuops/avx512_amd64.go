@@ -26,3 +26,9 @@ func gatherRows16AVX512(dst, src *float32, offs *int, n int, idx *int32, mask ui
 //
 //go:noescape
 func padRowsAVX512(dst, src *float32, rows, w, wp int, tail, gap uint16)
+
+// transpose16x8AVX512 sets dst[16i+j] = src[offs[j]+i] for i < 8, j < 16
+// (gather_amd64.s); the caller has checked that every row lies in src.
+//
+//go:noescape
+func transpose16x8AVX512(dst, src *float32, offs *int)

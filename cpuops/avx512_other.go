@@ -15,3 +15,7 @@ func gatherRows16AVX512(dst, src *float32, offs *int, n int, idx *int32, mask ui
 func padRowsAVX512(dst, src *float32, rows, w, wp int, tail, gap uint16) {
 	panic("cpuops: padRowsAVX512 without AVX-512")
 }
+
+func transpose16x8AVX512(dst, src *float32, offs *int) {
+	panic("cpuops: transpose16x8AVX512 without AVX-512")
+}

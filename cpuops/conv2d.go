@@ -1103,14 +1103,12 @@ func (g *gatherTPanels) PackB(dst []float32, pc, jc, kb, nb int) {
 			continue
 		}
 		offs := (*[nr]int)(g.rows[jc+jr:])
-		lo, hi := (*[8]int)(offs[:8]), (*[8]int)(offs[8:])
 		// inRow: pixels q..q+7 lie in a row at stride 1.
 		inRow := func(q int) bool { return q+8 <= kb && cols[q+7] == cols[q]+7 }
 		for q := 0; q < kb; {
-			// Eight pixels in a row at stride 1: two 8x8 transposes of
+			// Eight pixels in a row at stride 1: a 16x8 transpose of
 			// contiguous loads, not 128 gathers.
-			if c := cols[q]; inRow(q) && transpose8(panel[q*nr:], g.src[c:], lo) {
-				transpose8(panel[q*nr+8:], g.src[c:], hi)
+			if c := cols[q]; inRow(q) && transpose16x8(panel[q*nr:], g.src[c:], offs) {
 				q += 8
 				continue
 			}

@@ -32,3 +32,60 @@ gloop:
 gdone:
 	VZEROUPPER
 	RET
+
+// LOAD4(r, zr, xr, zo, xo) loads taps r, r+4, r+8 and r+12 (their
+// offsets at 8r(BX), 8(r+4)(BX), ...) into the four 128-bit lanes of zr,
+// pixels 0-3, and of zo, pixels 4-7 (xr and xo: their low lanes).
+#define LOAD4(r, zr, xr, zo, xo) \
+	MOVQ (8*r)(BX), AX \
+	VMOVUPS (SI)(AX*4), xr \
+	VMOVUPS 16(SI)(AX*4), xo \
+	MOVQ (8*(r+4))(BX), AX \
+	VINSERTF32X4 $1, (SI)(AX*4), zr, zr \
+	VINSERTF32X4 $1, 16(SI)(AX*4), zo, zo \
+	MOVQ (8*(r+8))(BX), AX \
+	VINSERTF32X4 $2, (SI)(AX*4), zr, zr \
+	VINSERTF32X4 $2, 16(SI)(AX*4), zo, zo \
+	MOVQ (8*(r+12))(BX), AX \
+	VINSERTF32X4 $3, (SI)(AX*4), zr, zr \
+	VINSERTF32X4 $3, 16(SI)(AX*4), zo, zo
+
+// T4x4(a, b, c, d, o0, o1, o2, o3): in each 128-bit lane, the 4x4
+// transpose of rows a..d into o0..o3 (Z8-Z11 scratch).
+#define T4x4(a, b, c, d, o0, o1, o2, o3) \
+	VUNPCKLPS b, a, Z8 \
+	VUNPCKHPS b, a, Z9 \
+	VUNPCKLPS d, c, Z10 \
+	VUNPCKHPS d, c, Z11 \
+	VSHUFPS $0x44, Z10, Z8, o0 \
+	VSHUFPS $0xEE, Z10, Z8, o1 \
+	VSHUFPS $0x44, Z11, Z9, o2 \
+	VSHUFPS $0xEE, Z11, Z9, o3
+
+// func transpose16x8AVX512(dst, src *float32, offs *int)
+// For i < 8, j < 16: dst[16i + j] = src[offs[j] + i]: sixteen taps of an
+// im2col matrix over eight pixels in a row, written as eight 16-wide
+// panel rows. Lane L of Zr holds tap r+4L (r < 4), pixels 0-3 (Zr) or 4-7
+// (Z(r+4)), so a 4x4 transpose within the lanes leaves pixel i's 16 taps
+// in order: no cross-lane step, against transpose8AVX2's two 8x8
+// transposes with one each.
+TEXT ·transpose16x8AVX512(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ offs+16(FP), BX
+	LOAD4(0, Z0, X0, Z4, X4)
+	LOAD4(1, Z1, X1, Z5, X5)
+	LOAD4(2, Z2, X2, Z6, X6)
+	LOAD4(3, Z3, X3, Z7, X7)
+	T4x4(Z0, Z1, Z2, Z3, Z12, Z13, Z14, Z15)
+	T4x4(Z4, Z5, Z6, Z7, Z16, Z17, Z18, Z19)
+	VMOVUPS Z12, 0(DI)
+	VMOVUPS Z13, 64(DI)
+	VMOVUPS Z14, 128(DI)
+	VMOVUPS Z15, 192(DI)
+	VMOVUPS Z16, 256(DI)
+	VMOVUPS Z17, 320(DI)
+	VMOVUPS Z18, 384(DI)
+	VMOVUPS Z19, 448(DI)
+	VZEROUPPER
+	RET

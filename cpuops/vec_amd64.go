@@ -193,6 +193,21 @@ func transpose8(dst, src []float32, offs *[8]int) bool {
 	return true
 }
 
+// transpose16x8 sets dst[16i+j] = src[offs[j]+i] for i < 8, j < 16 (eight
+// rows of a 16-wide panel), in one AVX-512 pass where it runs (12-15.5 ns
+// against two transpose8AVX2 calls' 15-20 in L1 on an Intel Xeon of family
+// 6 model 207, BenchmarkTranspose16x8), else as two transpose8; the caller has
+// checked that every row lies in src. It reports false, doing nothing,
+// where there is no AVX2.
+func transpose16x8(dst, src []float32, offs *[16]int) bool {
+	if useAVX512 {
+		_ = dst[16*7+15]
+		transpose16x8AVX512(&dst[0], &src[0], &offs[0])
+		return true
+	}
+	return transpose8(dst, src, (*[8]int)(offs[:8])) && transpose8(dst[8:], src, (*[8]int)(offs[8:]))
+}
+
 // maxPool3s2AVX2 computes 8n outputs of one output row of a MaxPool2d(3,
 // stride 2) from the rows at src (pool_amd64.s), as MaxPool.interior's Go
 // loop: the same argmax, the same bits.

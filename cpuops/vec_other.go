@@ -45,6 +45,9 @@ func copyRows8x2(dst, src []float32, offs []int, c0, c1 int) { copyRows8x2Go(dst
 // transpose8 is AVX2's alone: false, do it element by element.
 func transpose8(dst, src []float32, offs *[8]int) bool { return false }
 
+// transpose16x8 is AVX2's and AVX-512's alone: false, do it element by element.
+func transpose16x8(dst, src []float32, offs *[16]int) bool { return false }
+
 // maxPool3s2Row leaves every column to MaxPool.interior's Go loop.
 func maxPool3s2Row(plane []float32, W, pad, r0, r1, lo, hi int, arg []int32, y []float32) int {
 	return lo
