@@ -221,13 +221,14 @@ def warnings(b=None, cap=None):
     if b["blas_kind"] not in ("OpenBLAS", "BLIS", "MKL"):
         w.append(f"torch's BLAS is {b['blas_kind']} ({b['blas']}): apt-get install libopenblas0-pthread")
     best = best_core(cpu_flags())
-    if b["blas_kind"] == "OpenBLAS" and CORE_RANK.get(b["openblas_core"], 0) < CORE_RANK.get(best, 0):
+    wider = core_choice(b["openblas_core"], cpu_flags()) if b["blas_kind"] == "OpenBLAS" else ""
+    if wider:
         if os.environ.get("OPENBLAS_CORETYPE"):
             w.append(f"OPENBLAS_CORETYPE={os.environ['OPENBLAS_CORETYPE']} holds OpenBLAS to that core "
                      f"({b['openblas_core']}): unset it for PyTorch")
         else:
             w.append(f"OpenBLAS does not know this CPU and fell back to core {b['openblas_core']}: "
-                     f"OPENBLAS_CORETYPE={best} (scripts/bench-env.sh sets it)")
+                     f"OPENBLAS_CORETYPE={wider} (scripts/bench-env.sh sets it)")
     elif b["blas_kind"] == "OpenBLAS" and os.environ.get("OPENBLAS_CORETYPE", best) != best:
         w.append(f"OPENBLAS_CORETYPE={os.environ['OPENBLAS_CORETYPE']} overrides OpenBLAS's own detection: unset it")
     if os.environ.get("OPENBLAS_L2_SIZE"):
