@@ -1022,6 +1022,17 @@ func (g *gatherPanels) PackB(dst []float32, pc, jc, kb, nb int) {
 	}
 }
 
+// RunSource and Run make gatherPanels a gemm.RunPanels: a panel of one
+// run of 16 pixels is read where it lies in src, not copied.
+func (g *gatherPanels) RunSource() ([]float32, []int) { return g.src, g.rows }
+
+func (g *gatherPanels) Run(j int) int {
+	if j+gemm.NR > len(g.cols) || g.kind[j/gemm.NR] != panelRun16 {
+		return -1
+	}
+	return g.cols[j]
+}
+
 // PackPairs writes a panel whose 16 pixels are one run of the input as
 // bf16 pairs in one pass (gemm.PairPanels), the rows read as PackB's
 // copyRows16 reads them; other panels it leaves to PackB.

@@ -31,7 +31,9 @@
 // Convolution never transposes: a group of samples' im2col matrix
 // (Cin·K·K, one column per output pixel) is gathered straight into the
 // GEMM's packed panels, never stored, and multiplies the weights (Cout,
-// Cin·K·K) into NCHW output; the backward pass is two more GEMMs (w^T·dy
+// Cin·K·K) into NCHW output; where 16 output pixels read 16 consecutive
+// inputs (a stride-1 row of 16 or more), the AVX-512 kernels read them in
+// the padded input itself, not packed at all (gemm.RunPanels); the backward pass is two more GEMMs (w^T·dy
 // then col2im, or at stride 1 a convolution with the flipped kernel; and
 // dy·col^T) on the matrix gathered again (conv2d.go). Work is split by
 // groups of samples, each cut into tiles of output channels or pixels

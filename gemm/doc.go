@@ -50,12 +50,19 @@
 // are FP32, unchanged. A Panels source that rounds its values itself, once
 // for many uses (RoundedPanels), is packed without a second rounding.
 //
+// A Panels source whose panels are runs of one array already (RunPanels:
+// a stride-1 convolution's im2col matrix, 16 output pixels along a row
+// reading 16 consecutive inputs) is not packed at FP32 where the AVX-512
+// kernels run: the direct kernels read each row of B at its offset in the
+// array (gen_avx512.go), the same FMAs in the same order, so the same bits.
+//
 // Files:
 //
 //	gemm.go          Sgemm, PackA and SgemmPacked (A packed once, reused), the blocking loops, packing, Name
+//	runs.go          RunPanels and the direct kernels' blocking loop (multiplyRuns)
 //	precision.go     Precision, RoundTF32 and RoundBF16: the inputs' rounding at TF32 and bf16
 //	kernel_amd64.s   the AVX2/FMA micro-kernel and CPUID
-//	kernel_avx512_amd64.s  the AVX-512F micro-kernels, written by gen_avx512.go
+//	kernel_avx512_amd64.s  the AVX-512F micro-kernels, packed and direct, written by gen_avx512.go
 //	kernel_amd64.go  run-time kernel choice on amd64 (CPUID, XCR0, $STOKE_GEMM)
 //	kernel_other.go  the choice elsewhere (pure Go)
 //	kernel_go.go     the pure-Go micro-kernel

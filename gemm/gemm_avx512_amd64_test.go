@@ -90,16 +90,6 @@ func TestAVX512BitIdenticalToAVX2(t *testing.T) {
 	}
 }
 
-// firstDiff is the first index where a and b differ in bits, or -1.
-func firstDiff(a, b []float32) int {
-	for i := range a {
-		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
-			return i
-		}
-	}
-	return -1
-}
-
 func TestChooseKernel(t *testing.T) {
 	for _, c := range []struct {
 		env          string

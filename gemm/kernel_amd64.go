@@ -52,6 +52,35 @@ func kernel5x32AVX512p(k int, a, b, c *float32, ldc int, alpha, beta float32)
 
 var rows32 = [mr]kernelFunc{nil, kernel1x32AVX512p, kernel2x32AVX512p, kernel3x32AVX512p, kernel4x32AVX512p, kernel5x32AVX512p}
 
+// The direct kernels (gen_avx512.go): 12x32, 6x32 and the row kernels
+// with B's two panels read at b0 + offs[p] and b1 + offs[p] (RunPanels),
+// the same FMAs in the same order as the packed ones.
+//
+//go:noescape
+func kernel12x32AVX512d(k int, a *float32, offs *int, b0, b1, c *float32, ldc int, alpha, beta float32)
+
+//go:noescape
+func kernel6x32AVX512d(k int, a *float32, offs *int, b0, b1, c *float32, ldc int, alpha, beta float32)
+
+//go:noescape
+func kernel1x32AVX512pd(k int, a *float32, offs *int, b0, b1, c *float32, ldc int, alpha, beta float32)
+
+//go:noescape
+func kernel2x32AVX512pd(k int, a *float32, offs *int, b0, b1, c *float32, ldc int, alpha, beta float32)
+
+//go:noescape
+func kernel3x32AVX512pd(k int, a *float32, offs *int, b0, b1, c *float32, ldc int, alpha, beta float32)
+
+//go:noescape
+func kernel4x32AVX512pd(k int, a *float32, offs *int, b0, b1, c *float32, ldc int, alpha, beta float32)
+
+//go:noescape
+func kernel5x32AVX512pd(k int, a *float32, offs *int, b0, b1, c *float32, ldc int, alpha, beta float32)
+
+// direct12x32 is the 12x32 tile's kernels on runs.
+var direct12x32 = &directKernels{kernel12x32AVX512d, kernel6x32AVX512d,
+	[mr]directFunc{nil, kernel1x32AVX512pd, kernel2x32AVX512pd, kernel3x32AVX512pd, kernel4x32AVX512pd, kernel5x32AVX512pd}}
+
 func cpuid(leaf, sub uint32) (eax, ebx, ecx, edx uint32)
 func xgetbv() (eax, edx uint32)
 
@@ -95,11 +124,11 @@ var wideKernels = []struct {
 	name string
 	w    wideKernel
 }{
-	{"12x32", wideKernel{kernel12x32AVX512, kernel6x32AVX512, 12, 32, kernel12x16AVX512, rows32}},
-	{"6x32", wideKernel{kernel6x32AVX512, kernel6x32AVX512, 6, 32, kernel12x16AVX512, rows32}},
-	{"6x48", wideKernel{kernel6x48AVX512, kernel6x48AVX512, 6, 48, kernel12x16AVX512, [mr]kernelFunc{}}},
-	{"6x64", wideKernel{kernel6x64AVX512, kernel6x64AVX512, 6, 64, kernel12x16AVX512, [mr]kernelFunc{}}},
-	{"12x16", wideKernel{kernel12x16AVX512, kernel6x16AVX2, 12, 16, nil, [mr]kernelFunc{}}},
+	{"12x32", wideKernel{kernel12x32AVX512, kernel6x32AVX512, 12, 32, kernel12x16AVX512, rows32, direct12x32}},
+	{"6x32", wideKernel{kernel6x32AVX512, kernel6x32AVX512, 6, 32, kernel12x16AVX512, rows32, nil}},
+	{"6x48", wideKernel{kernel6x48AVX512, kernel6x48AVX512, 6, 48, kernel12x16AVX512, [mr]kernelFunc{}, nil}},
+	{"6x64", wideKernel{kernel6x64AVX512, kernel6x64AVX512, 6, 64, kernel12x16AVX512, [mr]kernelFunc{}, nil}},
+	{"12x16", wideKernel{kernel12x16AVX512, kernel6x16AVX2, 12, 16, nil, [mr]kernelFunc{}, nil}},
 }
 
 var (

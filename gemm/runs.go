@@ -1,0 +1,104 @@
+package gemm
+
+import "slices"
+
+// RunPanels is a Panels some of whose NR-column panels lie in one array
+// already, a row of NR consecutive floats for each of their k rows: a
+// stride-1 convolution's im2col matrix, whose columns along an output row
+// read consecutive pixels of the padded input. Where the AVX-512 kernels
+// run, SgemmPackedPanels and SgemmPackedPanelsRows at FP32 read such
+// panels where they lie (two side by side make one 12x32 tile's B) and
+// pack the others, a 32-column piece at a time, each piece multiplied as
+// soon as it is packed, while it is in L1. The products are the same bits
+// as with every panel packed: the same FMAs in the same order.
+type RunPanels interface {
+	Panels
+	// RunSource is the array the runs lie in and the offset in it of
+	// each of op(B)'s k rows.
+	RunSource() (src []float32, rows []int)
+	// Run is, for the panel of columns j … j+NR−1 (j a multiple of NR),
+	// the offset o such that element (q, j+i) of op(B) is
+	// src[rows[q]+o+i] for every q and i < NR; or -1 where the panel is
+	// not a run (PackB then packs it).
+	Run(j int) int
+}
+
+// directFunc is a kernel of a wide tile whose B is two runs: row p of B's
+// two NR-column panels is b0[offs[p]:][:NR] and b1[offs[p]:][:NR].
+type directFunc func(k int, a *float32, offs *int, b0, b1, c *float32, ldc int, alpha, beta float32)
+
+// directKernels are a 2·mr×2·nr wide tile's kernels on runs: main for
+// its tiles, row for a last full row panel, part[r] for a last one of r
+// rows, each giving C the bits its packed twin gives it.
+type directKernels struct {
+	main, row directFunc
+	part      [mr]directFunc
+}
+
+// multiplyRuns is multiply for a packed A (rows [r0, r0+m) of pa) at FP32
+// and a RunPanels B, 2·nr columns at a time: every k block of those
+// columns, each of its row blocks through the direct kernels where both
+// panels are runs within src, else packed into s.b and through macro.
+// Each element of C meets the kernels multiply would give it, in the same
+// k order, so it gets the same bits.
+func multiplyRuns(s *scratch, pa *PackedA, r0, m, n int, alpha float32, b RunPanels, beta float32, c []float32, ldc int) {
+	const cw = 2 * nr
+	d := wide.direct
+	src, rows := b.RunSource()
+	k, kstep := pa.k, pa.kstep
+	if len(rows) < k {
+		panic("gemm: RunPanels has fewer row offsets than A has columns")
+	}
+	// The least and greatest offset of each k block's rows, so that a run
+	// is read only where all of its rows lie in src.
+	nblocks := (k + kstep - 1) / kstep
+	var lohi [8][2]int
+	spans := lohi[:0]
+	for pc := 0; pc < k; pc += kstep {
+		r := rows[pc:min(k, pc+kstep)]
+		spans = append(spans, [2]int{slices.Min(r), slices.Max(r)})
+	}
+	inside := func(bi, o int) bool {
+		return o >= 0 && spans[bi][0]+o >= 0 && spans[bi][1]+o+nr <= len(src)
+	}
+	for jr := 0; jr < n; jr += cw {
+		nn := min(cw, n-jr)
+		o0, o1 := -1, -1
+		if nn == cw {
+			o0, o1 = b.Run(jr), b.Run(jr+nr)
+		}
+		for bi := 0; bi < nblocks; bi++ {
+			pc := bi * kstep
+			kb := min(kstep, k-pc)
+			bet := beta
+			if pc > 0 {
+				bet = 1
+			}
+			direct := inside(bi, o0) && inside(bi, o1)
+			if !direct {
+				b.PackB(s.b, pc, jr, kb, nn)
+			}
+			for ic := 0; ic < m; ic += mc {
+				mb := min(mc, m-ic)
+				ap := pa.data[bi*pa.mpad*kstep+(r0+ic)*kb:]
+				cc := c[ic*ldc+jr:]
+				if !direct {
+					macro(s, ap, mb, nn, kb, alpha, bet, cc, ldc)
+					continue
+				}
+				offs, b0, b1 := &rows[pc], &src[o0], &src[o1]
+				ir := 0
+				for ; ir+2*mr <= mb; ir += 2 * mr {
+					d.main(kb, &ap[ir*kb], offs, b0, b1, &cc[ir*ldc], ldc, alpha, bet)
+				}
+				for ; ir < mb; ir += mr {
+					if mm := mb - ir; mm < mr {
+						d.part[mm](kb, &ap[ir*kb], offs, b0, b1, &cc[ir*ldc], ldc, alpha, bet)
+						continue
+					}
+					d.row(kb, &ap[ir*kb], offs, b0, b1, &cc[ir*ldc], ldc, alpha, bet)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,189 @@
+package gemm
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// runMatrix is op(B)[q][j] = src[rows[q]+cols[j]]: a RunPanels whose
+// panels of 16 consecutive columns are runs (when runs is set).
+type runMatrix struct {
+	src        []float32
+	rows, cols []int
+	runs       bool
+}
+
+func (r *runMatrix) PackB(dst []float32, pc, jc, kb, nb int) {
+	for jr := 0; jr < nb; jr += nr {
+		panel := dst[jr*kb : jr*kb+kb*nr]
+		for q := 0; q < kb; q++ {
+			for i := 0; i < nr; i++ {
+				v := float32(0)
+				if jr+i < nb {
+					if at := r.rows[pc+q] + r.cols[jc+jr+i]; at < len(r.src) {
+						v = r.src[at]
+					}
+				}
+				panel[q*nr+i] = v
+			}
+		}
+	}
+}
+
+func (r *runMatrix) RunSource() ([]float32, []int) { return r.src, r.rows }
+
+func (r *runMatrix) Run(j int) int {
+	if !r.runs || j+nr > len(r.cols) {
+		return -1
+	}
+	for i := 1; i < nr; i++ {
+		if r.cols[j+i] != r.cols[j]+i {
+			return -1
+		}
+	}
+	return r.cols[j]
+}
+
+// packedOnly hides a Panels' RunPanels methods: every panel packed.
+type packedOnly struct{ Panels }
+
+// TestRunPanelsBitIdentical: a product whose B panels are runs (read
+// where they lie by the direct kernels, where AVX-512 runs) gives C the
+// bits of the same product with every panel packed, through
+// SgemmPackedPanels and SgemmPackedPanelsRows: row counts with every last
+// row panel from 1 to 6 rows and past mc, k of 1, odd, past kc and two
+// blocks, runs beside gathered panels and partial last panels, alpha and
+// beta 0, 1 and others, NaN in C where beta is 0.
+func TestRunPanelsBitIdentical(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	const srcLen = 4096
+	src := randSlice(rng, srcLen)
+	var pa PackedA
+	direct := 0
+	for _, m := range []int{1, 5, 12, 16, 17, 23, 30, 64, mc + 7} {
+		for _, k := range []int{1, 3, 9, 144, kc + 5, 2*kc + 1} {
+			for _, shape := range []string{"runs", "mixed", "tail"} {
+				// The columns: panels of 16, each a run at a random place
+				// or (mixed: every third) 16 random pixels; tail adds a
+				// partial panel of 7.
+				var cols []int
+				for p := 0; p < 6; p++ {
+					base := rng.IntN(srcLen/2 - nr)
+					for i := 0; i < nr; i++ {
+						c := base + i
+						if shape == "mixed" && p%3 == 1 {
+							c = rng.IntN(srcLen / 2)
+						}
+						cols = append(cols, c)
+					}
+				}
+				if shape == "tail" {
+					for i := 0; i < 7; i++ {
+						cols = append(cols, rng.IntN(srcLen/2))
+					}
+				}
+				rows := make([]int, k)
+				for q := range rows {
+					rows[q] = rng.IntN(srcLen/2 - nr)
+				}
+				n := len(cols)
+				b := &runMatrix{src, rows, cols, true}
+				for _, run := range b.runPanels(n) {
+					if run >= 0 {
+						direct++
+					}
+				}
+				a := randSlice(rng, m*k)
+				PackA(&pa, false, m, k, a, k)
+				for _, ab := range [][2]float32{{1, 0}, {1, 1}, {-0.5, 2}, {0.3, 0}} {
+					alpha, beta := ab[0], ab[1]
+					ldc := n + 3
+					c0 := randSlice(rng, m*ldc)
+					if beta == 0 {
+						for i := range c0 {
+							if i%5 == 0 {
+								c0[i] = float32(math.NaN())
+							}
+						}
+					}
+					want, got := slices.Clone(c0), slices.Clone(c0)
+					SgemmPackedPanels(&pa, n, alpha, packedOnly{b}, beta, want, ldc)
+					SgemmPackedPanels(&pa, n, alpha, b, beta, got, ldc)
+					name := fmt.Sprintf("m=%d k=%d %s alpha=%g beta=%g", m, k, shape, alpha, beta)
+					if i := firstDiff(got, want); i >= 0 {
+						t.Fatalf("%s: SgemmPackedPanels C[%d] = %v, want %v (every panel packed)", name, i, got[i], want[i])
+					}
+					if m > RowBlock { // rows [12, m) alone
+						wantR, gotR := slices.Clone(c0[RowBlock*ldc:]), slices.Clone(c0[RowBlock*ldc:])
+						SgemmPackedPanelsRows(&pa, RowBlock, m, n, alpha, packedOnly{b}, beta, wantR, ldc)
+						SgemmPackedPanelsRows(&pa, RowBlock, m, n, alpha, b, beta, gotR, ldc)
+						if i := firstDiff(gotR, wantR); i >= 0 {
+							t.Fatalf("%s: SgemmPackedPanelsRows C[%d] = %v, want %v", name, i, gotR[i], wantR[i])
+						}
+					}
+				}
+			}
+		}
+	}
+	if direct == 0 {
+		t.Fatal("no panel was a run: the test reads no run")
+	}
+	if wide.direct == nil {
+		t.Logf("no direct kernels on this path (%s): runs were packed", kernelName)
+	}
+}
+
+// TestRunPanelsPastSource: a run some of whose rows reach past src is
+// packed, not read where it would lie (src here is followed by NaN in
+// its array, which a read past it would bring into C; runMatrix's PackB
+// gives 0 there).
+func TestRunPanelsPastSource(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	const srcLen = 1000
+	big := randSlice(rng, srcLen+64)
+	for i := srcLen; i < len(big); i++ {
+		big[i] = float32(math.NaN())
+	}
+	m, k := 16, 9
+	rows := make([]int, k)
+	for q := range rows {
+		rows[q] = 40 * q
+	}
+	var cols []int
+	for j := 0; j < 2*nr; j++ {
+		cols = append(cols, srcLen-rows[k-1]-nr+8+j) // the last row's run ends 8+16 past src
+	}
+	b := &runMatrix{big[:srcLen], rows, cols, true}
+	if b.Run(0) < 0 || b.Run(nr) < 0 {
+		t.Fatal("the test's panels are not runs")
+	}
+	var pa PackedA
+	PackA(&pa, false, m, k, randSlice(rng, m*k), k)
+	want, got := make([]float32, m*2*nr), make([]float32, m*2*nr)
+	SgemmPackedPanels(&pa, 2*nr, 1, packedOnly{b}, 0, want, 2*nr)
+	SgemmPackedPanels(&pa, 2*nr, 1, b, 0, got, 2*nr)
+	if i := firstDiff(got, want); i >= 0 {
+		t.Fatalf("C[%d] = %v, want %v (the run packed, 0 past src)", i, got[i], want[i])
+	}
+}
+
+func (r *runMatrix) runPanels(n int) []int {
+	var runs []int
+	for j := 0; j < n; j += nr {
+		runs = append(runs, r.Run(j))
+	}
+	return runs
+}
+
+// firstDiff is the first index where a and b differ in bits, or -1.
+func firstDiff(a, b []float32) int {
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			return i
+		}
+	}
+	return -1
+}
