@@ -428,16 +428,24 @@ func (c *Conv2d) start(n int) int {
 }
 
 // padded returns samples [i0, i1) of x with Pad zeros around every plane,
-// in the worker's scratch (x itself when Pad is 0).
-func (c *Conv2d) padded(s *conv2dScratch, i0, i1 int) []float32 {
+// in the worker's scratch (x itself when Pad is 0), and the precision its
+// values are rounded to: at TF32 or BF16 on the fp32 kernels the copy is
+// rounded once, as the GEMM would round each of the K·K panels gathered
+// from it (the same bits, and then a panel of 16 pixels in a row is read
+// where it lies: gemm.RunPanels).
+func (c *Conv2d) padded(s *conv2dScratch, i0, i1 int) ([]float32, gemm.Precision) {
 	n := c.Cin * c.H * c.W
 	if c.Pad == 0 {
-		return c.x[i0*n : i1*n]
+		return c.x[i0*n : i1*n], gemm.FP32
 	}
 	planes := (i1 - i0) * c.Cin
 	s.pad = grow(s.pad, planes*c.hp*c.wp)
 	padPlanes(s.pad, c.x[i0*n:i1*n], planes, c.H, c.W, c.Pad)
-	return s.pad
+	if c.prec == gemm.FP32 || c.prec == gemm.BF16 && gemm.FastBF16() {
+		return s.pad, gemm.FP32
+	}
+	gemm.RoundSlice(c.prec, s.pad)
+	return s.pad, c.prec
 }
 
 // padPlanes writes planes H×W planes of x, each with P zeros around it,
@@ -526,7 +534,8 @@ func (c *Conv2d) forwardGroup(worker, item int) {
 	ohw, n := c.Ho*c.Wo, (i1-i0)*c.Ho*c.Wo
 	s := &c.scratch[worker]
 	gk, og := c.gkk(), c.og()
-	s.panels = gatherPanels{src: c.padded(s, i0, i1), cols: c.pixels[:n], kind: c.kindFwd}
+	src, rounded := c.padded(s, i0, i1)
+	s.panels = gatherPanels{src: src, cols: c.pixels[:n], kind: c.kindFwd, rounded: rounded}
 	if i1-i0 == 1 && !c.pool {
 		y := c.y[i0*c.Cout*ohw : i1*c.Cout*ohw]
 		for g := range c.wA {
@@ -581,7 +590,8 @@ func (c *Conv2d) forwardTile(worker, g, t int) {
 	}
 	s := &c.scratch[worker]
 	gk, og := c.gkk(), c.og()
-	s.panels = gatherPanels{src: c.padded(s, i0, i1), cols: c.pixels[j0:j1], kind: c.kindFwd[j0/gemm.NR:]}
+	src, rounded := c.padded(s, i0, i1)
+	s.panels = gatherPanels{src: src, cols: c.pixels[j0:j1], kind: c.kindFwd[j0/gemm.NR:], rounded: rounded}
 	out, ld := c.y[i0*c.Cout*ohw:i1*c.Cout*ohw], ohw
 	switch {
 	case i1-i0 > 1 && c.fwdTiles == 1:
@@ -897,7 +907,8 @@ func (c *Conv2d) backwardFilterGroup(worker, item int) {
 			}
 			a = s.dyT
 		}
-		s.panelsT = gatherTPanels{src: c.padded(s, i0, i1), cols: c.pixelsF[:k]}
+		src, rounded := c.padded(s, i0, i1)
+		s.panelsT = gatherTPanels{src: src, cols: c.pixelsF[:k], rounded: rounded}
 		var beta float32
 		if i0 > g*c.perGroup {
 			beta = 1
@@ -973,7 +984,12 @@ type gatherPanels struct {
 	src        []float32
 	rows, cols []int
 	kind       []uint8
+	rounded    gemm.Precision // what src's values are rounded to already
 }
+
+// RoundedTo makes gatherPanels a gemm.RoundedPanels: a GEMM at that
+// precision does not round its panels again.
+func (g *gatherPanels) RoundedTo() gemm.Precision { return g.rounded }
 
 func (g *gatherPanels) PackB(dst []float32, pc, jc, kb, nb int) {
 	const nr = gemm.NR
@@ -1073,7 +1089,10 @@ func gatherPanel(panel, src []float32, rows []int, r0, r1 int, cols []int) bool 
 type gatherTPanels struct {
 	src        []float32
 	rows, cols []int
+	rounded    gemm.Precision // as gatherPanels'
 }
+
+func (g *gatherTPanels) RoundedTo() gemm.Precision { return g.rounded }
 
 func (g *gatherTPanels) PackB(dst []float32, pc, jc, kb, nb int) {
 	const nr = gemm.NR

@@ -52,8 +52,8 @@
 //
 // A Panels source whose panels are runs of one array already (RunPanels:
 // a stride-1 convolution's im2col matrix, 16 output pixels along a row
-// reading 16 consecutive inputs) is not packed at FP32 where the AVX-512
-// kernels run: the direct kernels read each row of B at its offset in the
+// reading 16 consecutive inputs) is not packed where the AVX-512 kernels
+// run and it needs no rounding (FP32, or a RoundedPanels): the direct kernels read each row of B at its offset in the
 // array (gen_avx512.go), the same FMAs in the same order, so the same bits.
 //
 // Files:

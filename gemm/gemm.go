@@ -361,13 +361,13 @@ func begin(fn string, transA bool, m, n, k int, alpha float32, a []float32, lda 
 func multiply(s *scratch, prec Precision, pa *PackedA, r0 int, transA bool, m, n, k int, alpha float32, a []float32, lda int, b Panels, beta float32, c []float32, ldc int) {
 	kstep := kStep(k)
 	round := rounding(prec)
-	if rp, ok := b.(RunPanels); ok && pa != nil && round == nil && wide.direct != nil {
-		multiplyRuns(s, pa, r0, m, n, alpha, rp, beta, c, ldc)
-		return
-	}
 	roundB := round
 	if r, ok := b.(RoundedPanels); ok && r.RoundedTo() == prec {
 		roundB = nil
+	}
+	if rp, ok := b.(RunPanels); ok && pa != nil && roundB == nil && wide.direct != nil {
+		multiplyRuns(s, pa, r0, m, n, alpha, rp, beta, c, ldc)
+		return
 	}
 	for jc := 0; jc < n; jc += nc {
 		nb := min(nc, n-jc)

@@ -6,11 +6,13 @@ import "slices"
 // already, a row of NR consecutive floats for each of their k rows: a
 // stride-1 convolution's im2col matrix, whose columns along an output row
 // read consecutive pixels of the padded input. Where the AVX-512 kernels
-// run, SgemmPackedPanels and SgemmPackedPanelsRows at FP32 read such
-// panels where they lie (two side by side make one 12x32 tile's B) and
-// pack the others, a 32-column piece at a time, each piece multiplied as
-// soon as it is packed, while it is in L1. The products are the same bits
-// as with every panel packed: the same FMAs in the same order.
+// run, SgemmPackedPanels and SgemmPackedPanelsRows read such panels where
+// they lie (two side by side make one 12x32 tile's B) and pack the
+// others, a 32-column piece at a time, each piece multiplied as soon as it
+// is packed, while it is in L1: at FP32, or at TF32 and BF16 on the fp32
+// kernels when the source is a RoundedPanels rounded to that precision
+// already. The products are the same bits as with every panel packed: the
+// same FMAs in the same order.
 type RunPanels interface {
 	Panels
 	// RunSource is the array the runs lie in and the offset in it of
@@ -35,8 +37,8 @@ type directKernels struct {
 	part      [mr]directFunc
 }
 
-// multiplyRuns is multiply for a packed A (rows [r0, r0+m) of pa) at FP32
-// and a RunPanels B, 2·nr columns at a time: every k block of those
+// multiplyRuns is multiply for a packed A (rows [r0, r0+m) of pa) and a
+// RunPanels B that needs no rounding, 2·nr columns at a time: every k block of those
 // columns, each of its row blocks through the direct kernels where both
 // panels are runs within src, else packed into s.b and through macro.
 // Each element of C meets the kernels multiply would give it, in the same

@@ -14,7 +14,10 @@ type runMatrix struct {
 	src        []float32
 	rows, cols []int
 	runs       bool
+	rounded    Precision // RoundedTo
 }
+
+func (r *runMatrix) RoundedTo() Precision { return r.rounded }
 
 func (r *runMatrix) PackB(dst []float32, pc, jc, kb, nb int) {
 	for jr := 0; jr < nb; jr += nr {
@@ -90,7 +93,7 @@ func TestRunPanelsBitIdentical(t *testing.T) {
 					rows[q] = rng.IntN(srcLen/2 - nr)
 				}
 				n := len(cols)
-				b := &runMatrix{src, rows, cols, true}
+				b := &runMatrix{src, rows, cols, true, FP32}
 				for _, run := range b.runPanels(n) {
 					if run >= 0 {
 						direct++
@@ -156,7 +159,7 @@ func TestRunPanelsPastSource(t *testing.T) {
 	for j := 0; j < 2*nr; j++ {
 		cols = append(cols, srcLen-rows[k-1]-nr+8+j) // the last row's run ends 8+16 past src
 	}
-	b := &runMatrix{big[:srcLen], rows, cols, true}
+	b := &runMatrix{big[:srcLen], rows, cols, true, FP32}
 	if b.Run(0) < 0 || b.Run(nr) < 0 {
 		t.Fatal("the test's panels are not runs")
 	}
@@ -167,6 +170,52 @@ func TestRunPanelsPastSource(t *testing.T) {
 	SgemmPackedPanels(&pa, 2*nr, 1, b, 0, got, 2*nr)
 	if i := firstDiff(got, want); i >= 0 {
 		t.Fatalf("C[%d] = %v, want %v (the run packed, 0 past src)", i, got[i], want[i])
+	}
+}
+
+// TestRunPanelsRounded: at TF32 and BF16 (the fp32 kernels), a B whose
+// source is rounded already (RoundedPanels) is read where it lies and
+// gives the bits of the product that rounds every packed panel of the
+// unrounded source; runs of an unrounded source give them too (packed
+// and rounded).
+func TestRunPanelsRounded(t *testing.T) {
+	defer SetFastBF16(SetFastBF16(false))
+	rng := rand.New(rand.NewPCG(13, 14))
+	const srcLen = 2048
+	src := randSlice(rng, srcLen)
+	m, k, n := 30, 2*kc+1, 4*nr+5
+	rows := make([]int, k)
+	for q := range rows {
+		rows[q] = rng.IntN(srcLen/2 - nr)
+	}
+	var cols []int
+	for p := 0; p < n/nr; p++ {
+		base := rng.IntN(srcLen/2 - nr)
+		for i := 0; i < nr; i++ {
+			cols = append(cols, base+i)
+		}
+	}
+	for len(cols) < n {
+		cols = append(cols, rng.IntN(srcLen/2))
+	}
+	a := randSlice(rng, m*k)
+	for _, prec := range []Precision{TF32, BF16} {
+		rounded := slices.Clone(src)
+		RoundSlice(prec, rounded)
+		var pa PackedA
+		PackAPrec(&pa, prec, false, m, k, a, k)
+		want, got := make([]float32, m*n), make([]float32, m*n)
+		SgemmPackedPanels(&pa, n, 1, packedOnly{&runMatrix{src, rows, cols, false, FP32}}, 0, want, n)
+		SgemmPackedPanels(&pa, n, 1, &runMatrix{rounded, rows, cols, true, prec}, 0, got, n)
+		if i := firstDiff(got, want); i >= 0 {
+			t.Fatalf("%v: C[%d] = %v, want %v (B rounded as it is packed)", prec, i, got[i], want[i])
+		}
+		// Runs not rounded yet must be rounded: packed, not read.
+		clear(got)
+		SgemmPackedPanels(&pa, n, 1, &runMatrix{src, rows, cols, true, FP32}, 0, got, n)
+		if i := firstDiff(got, want); i >= 0 {
+			t.Fatalf("%v, source not rounded: C[%d] = %v, want %v", prec, i, got[i], want[i])
+		}
 	}
 }
 
