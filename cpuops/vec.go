@@ -3,6 +3,12 @@ package cpuops
 // Element-wise loops with an AVX2 form on amd64 (vec_amd64.s) where the
 // CPU has it; these are the portable forms and the tails.
 
+func addGo(z, x, y []float32) {
+	for i := range z {
+		z[i] = x[i] + y[i]
+	}
+}
+
 func addToGo(dst, src []float32) {
 	dst = dst[:len(src)]
 	for i, v := range src {

@@ -8,6 +8,9 @@ func addToAVX2(dst, src *float32, n int)
 //go:noescape
 func maskAVX2(d, y, dy *float32, n int)
 
+//go:noescape
+func addAVX2(z, x, y *float32, n int)
+
 var useAVX2 = gemm.HasAVX2()
 
 // addTo adds src to dst element-wise.
@@ -21,6 +24,20 @@ func addTo(dst, src []float32) {
 		}
 	}
 	addToGo(dst[n:], src[n:])
+}
+
+// Add sets z = x + y element-wise (z may be x or y; all three of one
+// length): gorgonia's gradient sums on the CPU engine.
+func Add(z, x, y []float32) {
+	x, y = x[:len(z)], y[:len(z)]
+	n := 0
+	if useAVX2 {
+		n = len(z) &^ 7
+		if n > 0 {
+			addAVX2(&z[0], &x[0], &y[0], n)
+		}
+	}
+	addGo(z[n:], x[n:], y[n:])
 }
 
 // reluMask sets d = dy where y's bits are not zero, else 0.

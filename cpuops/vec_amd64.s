@@ -39,6 +39,49 @@ done:
 	VZEROUPPER
 	RET
 
+// func addAVX2(z, x, y *float32, n int)
+// z[i] = x[i] + y[i]; n a multiple of 8. z may be x or y (each element is
+// read before it is written).
+TEXT ·addAVX2(SB), NOSPLIT, $0-32
+	MOVQ z+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ y+16(FP), DX
+	MOVQ n+24(FP), CX
+add32:
+	CMPQ CX, $32
+	JL   add8
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS 64(SI), Y2
+	VMOVUPS 96(SI), Y3
+	VADDPS (DX), Y0, Y0
+	VADDPS 32(DX), Y1, Y1
+	VADDPS 64(DX), Y2, Y2
+	VADDPS 96(DX), Y3, Y3
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	ADDQ $128, SI
+	ADDQ $128, DX
+	ADDQ $128, DI
+	SUBQ $32, CX
+	JMP  add32
+add8:
+	CMPQ CX, $8
+	JL   adddone
+	VMOVUPS (SI), Y0
+	VADDPS (DX), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DX
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP  add8
+adddone:
+	VZEROUPPER
+	RET
+
 // func maskAVX2(d, y, dy *float32, n int)
 // d[i] = dy[i] where the bits of y[i] are not zero, else 0; n a multiple of 8.
 TEXT ·maskAVX2(SB), NOSPLIT, $0-32

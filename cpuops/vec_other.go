@@ -8,6 +8,10 @@ var useAVX2 = false
 // addTo adds src to dst element-wise.
 func addTo(dst, src []float32) { addToGo(dst, src) }
 
+// Add sets z = x + y element-wise (z may be x or y; all three of one
+// length): gorgonia's gradient sums on the CPU engine.
+func Add(z, x, y []float32) { addGo(z, x[:len(z)], y[:len(z)]) }
+
 // reluMask sets d = dy where y's bits are not zero, else 0.
 func reluMask(d, y, dy []float32) { reluMaskGo(d, y, dy) }
 

@@ -22,6 +22,22 @@ func TestVectorLoopsMatchGo(t *testing.T) {
 			t.Fatalf("addTo, n=%d: %v, want %v", n, got, want)
 		}
 
+		// Add, into a third slice and into either operand.
+		sum := make([]float32, n)
+		for i := range sum {
+			sum[i] = src[i] + dst[i]
+		}
+		z := make([]float32, n)
+		Add(z, src, dst)
+		zx, zy := slices.Clone(src), slices.Clone(dst)
+		Add(zx, zx, dst)
+		Add(zy, src, zy)
+		for what, got := range map[string][]float32{"z": z, "z = x": zx, "z = y": zy} {
+			if !slices.Equal(got, sum) {
+				t.Fatalf("Add (%s), n=%d: %v, want %v", what, n, got, sum)
+			}
+		}
+
 		y, dy := randF32(rng, n), randF32(rng, n)
 		for i := range y {
 			switch i % 4 {

@@ -109,12 +109,7 @@ func (e cpuTensor) Add(a, b tensor.Tensor, opts ...tensor.FuncOpt) (tensor.Tenso
 	if x == nil || y == nil || z == nil || len(x) != len(y) || len(z) != len(x) || !a.Shape().Eq(b.Shape()) {
 		return e.StdEng.Add(a, b, opts...)
 	}
-	cpuops.Parallel(len(z), addPart, func(lo, hi int) {
-		x, y, z := x[lo:hi], y[lo:hi], z[lo:hi]
-		for i := range z {
-			z[i] = x[i] + y[i]
-		}
-	})
+	cpuops.Parallel(len(z), addPart, func(lo, hi int) { cpuops.Add(z[lo:hi], x[lo:hi], y[lo:hi]) })
 	return c, nil
 }
 
