@@ -19,3 +19,7 @@ func padRowsAVX512(dst, src *float32, rows, w, wp int, tail, gap uint16) {
 func transpose16x8AVX512(dst, src *float32, offs *int) {
 	panic("cpuops: transpose16x8AVX512 without AVX-512")
 }
+
+func addStride2RowsAVX512(dst, src *float32, w, rows, ld int, tail uint8) {
+	panic("cpuops: addStride2RowsAVX512 without AVX-512")
+}

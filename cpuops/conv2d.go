@@ -773,6 +773,10 @@ func (c *Conv2d) col2im(s *conv2dScratch, col []float32, ld int, dx []float32, c
 	clear(acc[c0*plane : c1*plane])
 	for r, off := range c.taps[c0*kk : c1*kk] {
 		src := col[r*ld:]
+		if S == 2 {
+			addStride2Rows(acc[off:], src, Wo, c.Ho, S*c.wp)
+			continue
+		}
 		for oy := 0; oy < c.Ho; oy++ {
 			dst := acc[off+oy*S*c.wp:]
 			row := src[oy*Wo : (oy+1)*Wo]
@@ -792,6 +796,25 @@ func (c *Conv2d) col2im(s *conv2dScratch, col []float32, ld int, dx []float32, c
 		plane := acc[ci*plane:]
 		for iy := 0; iy < H; iy++ {
 			copy(dx[(ci*H+iy)*W:(ci*H+iy+1)*W], plane[(iy+P)*c.wp+P:])
+		}
+	}
+}
+
+// addStride2Rows sets dst[r·ld+2i] += src[r·w+i] for r < rows, i < w:
+// by addStride2RowsAVX512 where it runs, here otherwise.
+func addStride2Rows(dst, src []float32, w, rows, ld int) {
+	if rows == 0 || w == 0 {
+		return
+	}
+	_, _ = dst[(rows-1)*ld+2*w-2], src[rows*w-1]
+	if useAVX512 {
+		addStride2RowsAVX512(&dst[0], &src[0], w, rows, ld, uint8(1)<<(w%8)-1)
+		return
+	}
+	for r := 0; r < rows; r++ {
+		d, s := dst[r*ld:], src[r*w:(r+1)*w]
+		for i, v := range s {
+			d[2*i] += v
 		}
 	}
 }
