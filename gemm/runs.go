@@ -1,7 +1,5 @@
 package gemm
 
-import "slices"
-
 // RunPanels is a Panels some of whose NR-column panels lie in one array
 // already, a row of NR consecutive floats for each of their k rows: a
 // stride-1 convolution's im2col matrix, whose columns along an output row
@@ -51,18 +49,16 @@ func multiplyRuns(s *scratch, pa *PackedA, r0, m, n int, alpha float32, b RunPan
 	if len(rows) < k {
 		panic("gemm: RunPanels has fewer row offsets than A has columns")
 	}
-	// The least and greatest offset of each k block's rows, so that a run
-	// is read only where all of its rows lie in src.
+	// The least and greatest row offset, in one pass, so that a run is
+	// read only where all of its rows lie in src.
+	lo, hi := rows[0], rows[0]
+	for _, r := range rows[:k] {
+		lo, hi = min(lo, r), max(hi, r)
+	}
+	inside := func(o int) bool {
+		return o >= 0 && lo+o >= 0 && hi+o+nr <= len(src)
+	}
 	nblocks := (k + kstep - 1) / kstep
-	var lohi [8][2]int
-	spans := lohi[:0]
-	for pc := 0; pc < k; pc += kstep {
-		r := rows[pc:min(k, pc+kstep)]
-		spans = append(spans, [2]int{slices.Min(r), slices.Max(r)})
-	}
-	inside := func(bi, o int) bool {
-		return o >= 0 && spans[bi][0]+o >= 0 && spans[bi][1]+o+nr <= len(src)
-	}
 	for jr := 0; jr < n; jr += cw {
 		nn := min(cw, n-jr)
 		o0, o1 := -1, -1
@@ -76,7 +72,7 @@ func multiplyRuns(s *scratch, pa *PackedA, r0, m, n int, alpha float32, b RunPan
 			if pc > 0 {
 				bet = 1
 			}
-			direct := inside(bi, o0) && inside(bi, o1)
+			direct := inside(o0) && inside(o1)
 			if !direct {
 				b.PackB(s.b, pc, jr, kb, nn)
 			}
