@@ -365,7 +365,7 @@ func multiply(s *scratch, prec Precision, pa *PackedA, r0 int, transA bool, m, n
 	if r, ok := b.(RoundedPanels); ok && r.RoundedTo() == prec {
 		roundB = nil
 	}
-	if rp, ok := b.(RunPanels); ok && pa != nil && roundB == nil && wide.direct != nil {
+	if rp, ok := b.(RunPanels); ok && pa != nil && roundB == nil && useRuns(rp, m, n, k) {
 		multiplyRuns(s, pa, r0, m, n, alpha, rp, beta, c, ldc)
 		return
 	}

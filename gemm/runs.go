@@ -4,10 +4,12 @@ package gemm
 // already, a row of NR consecutive floats for each of their k rows: a
 // stride-1 convolution's im2col matrix, whose columns along an output row
 // read consecutive pixels of the padded input. Where the AVX-512 kernels
-// run, SgemmPackedPanels and SgemmPackedPanelsRows read such panels where
-// they lie (two side by side make one 12x32 tile's B) and pack the
-// others, a 32-column piece at a time, each piece multiplied as soon as it
-// is packed, while it is in L1: at FP32, or at TF32 and BF16 on the fp32
+// run, the packed A is small enough to stay in L2 (runsMaxA: a layer of
+// up to 128 channels at 3x3) and B's first two panels are runs,
+// SgemmPackedPanels and SgemmPackedPanelsRows read such panels where they
+// lie (two side by side make one 12x32 tile's B) and pack the others, a
+// 32-column piece at a time, each piece multiplied as soon as it is
+// packed, while it is in L1: at FP32, or at TF32 and BF16 on the fp32
 // kernels when the source is a RoundedPanels rounded to that precision
 // already. The products are the same bits as with every panel packed: the
 // same FMAs in the same order.
@@ -21,6 +23,21 @@ type RunPanels interface {
 	// src[rows[q]+o+i] for every q and i < NR; or -1 where the panel is
 	// not a run (PackB then packs it).
 	Run(j int) int
+}
+
+// runsMaxA bounds the packed A (m·k floats) that multiplyRuns takes: it
+// reads all of A for every 32 columns, which stays in L2 up to about
+// this size. Past it (resnet18's 256 and 512 channels, 2.4 and 9.4 MB of
+// weights) it read A from L3 and measured 5-8% slower than multiply's
+// blocking, which holds a 96 KiB block of A in L2 across all columns.
+const runsMaxA = 1 << 18
+
+// useRuns says whether a product of a packed m×k A with b takes
+// multiplyRuns: where the direct kernels run, A fits runsMaxA, and b's
+// first two panels are runs (a convolution's panels are all runs or
+// mostly not: those of an 8-pixel or narrower output row never are).
+func useRuns(b RunPanels, m, n, k int) bool {
+	return wide.direct != nil && m*k <= runsMaxA && n >= 2*nr && b.Run(0) >= 0 && b.Run(nr) >= 0
 }
 
 // directFunc is a kernel of a wide tile whose B is two runs: row p of B's

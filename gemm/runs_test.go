@@ -70,14 +70,15 @@ func TestRunPanelsBitIdentical(t *testing.T) {
 		for _, k := range []int{1, 3, 9, 144, kc + 5, 2*kc + 1} {
 			for _, shape := range []string{"runs", "mixed", "tail"} {
 				// The columns: panels of 16, each a run at a random place
-				// or (mixed: every third) 16 random pixels; tail adds a
-				// partial panel of 7.
+				// or (mixed: the third and sixth) 16 random pixels; tail
+				// adds a partial panel of 7. The first two are runs, as
+				// useRuns asks.
 				var cols []int
 				for p := 0; p < 6; p++ {
 					base := rng.IntN(srcLen/2 - nr)
 					for i := 0; i < nr; i++ {
 						c := base + i
-						if shape == "mixed" && p%3 == 1 {
+						if shape == "mixed" && p%3 == 2 {
 							c = rng.IntN(srcLen / 2)
 						}
 						cols = append(cols, c)
@@ -94,10 +95,8 @@ func TestRunPanelsBitIdentical(t *testing.T) {
 				}
 				n := len(cols)
 				b := &runMatrix{src, rows, cols, true, FP32}
-				for _, run := range b.runPanels(n) {
-					if run >= 0 {
-						direct++
-					}
+				if useRuns(b, m, n, k) {
+					direct++
 				}
 				a := randSlice(rng, m*k)
 				PackA(&pa, false, m, k, a, k)
@@ -131,11 +130,10 @@ func TestRunPanelsBitIdentical(t *testing.T) {
 			}
 		}
 	}
-	if direct == 0 {
-		t.Fatal("no panel was a run: the test reads no run")
-	}
 	if wide.direct == nil {
 		t.Logf("no direct kernels on this path (%s): runs were packed", kernelName)
+	} else if direct == 0 {
+		t.Fatal("no product took the direct kernels")
 	}
 }
 
@@ -219,12 +217,33 @@ func TestRunPanelsRounded(t *testing.T) {
 	}
 }
 
-func (r *runMatrix) runPanels(n int) []int {
-	var runs []int
-	for j := 0; j < n; j += nr {
-		runs = append(runs, r.Run(j))
+// TestUseRuns: the direct kernels take a product only where A fits
+// runsMaxA and B's first two panels are runs.
+func TestUseRuns(t *testing.T) {
+	if wide.direct == nil {
+		t.Skipf("no direct kernels on this path (%s)", kernelName)
 	}
-	return runs
+	cols := make([]int, 3*nr)
+	for j := range cols {
+		cols[j] = j
+	}
+	runs := &runMatrix{make([]float32, 1024), make([]int, 8), cols, true, FP32}
+	gathered := &runMatrix{make([]float32, 1024), make([]int, 8), cols, false, FP32}
+	for _, c := range []struct {
+		b       *runMatrix
+		m, n, k int
+		want    bool
+	}{
+		{runs, 16, 3 * nr, 144, true},
+		{runs, 64, 3 * nr, runsMaxA / 64, true},
+		{runs, 64, 3 * nr, runsMaxA/64 + 1, false}, // A past runsMaxA
+		{runs, 16, nr, 144, false},                 // one panel
+		{gathered, 16, 3 * nr, 144, false},
+	} {
+		if got := useRuns(c.b, c.m, c.n, c.k); got != c.want {
+			t.Errorf("useRuns(runs %v, m=%d n=%d k=%d) = %v, want %v", c.b.runs, c.m, c.n, c.k, got, c.want)
+		}
+	}
 }
 
 // firstDiff is the first index where a and b differ in bits, or -1.
