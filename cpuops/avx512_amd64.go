@@ -33,9 +33,9 @@ func padRowsAVX512(dst, src *float32, rows, w, wp int, tail, gap uint16)
 //go:noescape
 func transpose16x8AVX512(dst, src *float32, offs *int)
 
-// addStride2RowsAVX512 sets dst[r·ld+2i] += src[r·w+i] for r < rows,
+// addStride2RowsAVX512 sets dst[r·ld+2i] += src[r·srcLd+i] for r < rows,
 // i < w (pad_amd64.s), touching no odd float of a row of dst; tail has
 // the low w%8 bits set. The caller has checked both slices' lengths.
 //
 //go:noescape
-func addStride2RowsAVX512(dst, src *float32, w, rows, ld int, tail uint8)
+func addStride2RowsAVX512(dst, src *float32, w, rows, ld, srcLd int, tail uint8)

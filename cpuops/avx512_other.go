@@ -20,6 +20,6 @@ func transpose16x8AVX512(dst, src *float32, offs *int) {
 	panic("cpuops: transpose16x8AVX512 without AVX-512")
 }
 
-func addStride2RowsAVX512(dst, src *float32, w, rows, ld int, tail uint8) {
+func addStride2RowsAVX512(dst, src *float32, w, rows, ld, srcLd int, tail uint8) {
 	panic("cpuops: addStride2RowsAVX512 without AVX-512")
 }

@@ -763,6 +763,10 @@ func (c *Conv2d) backwardDataGroup(worker, item int) {
 // was read from, row by row in order. It adds into a padded plane, so
 // that no add checks a border, and crops it into dx.
 func (c *Conv2d) col2im(s *conv2dScratch, col []float32, ld int, dx []float32, c0, c1 int) {
+	if c.Stride == 2 {
+		c.col2imStride2(col, ld, dx, c0, c1)
+		return
+	}
 	H, W, Wo, S, P := c.H, c.W, c.Wo, c.Stride, c.Pad
 	plane, kk := c.hp*c.wp, c.K*c.K
 	acc := dx
@@ -773,10 +777,6 @@ func (c *Conv2d) col2im(s *conv2dScratch, col []float32, ld int, dx []float32, c
 	clear(acc[c0*plane : c1*plane])
 	for r, off := range c.taps[c0*kk : c1*kk] {
 		src := col[r*ld:]
-		if S == 2 {
-			addStride2Rows(acc[off:], src, Wo, c.Ho, S*c.wp)
-			continue
-		}
 		for oy := 0; oy < c.Ho; oy++ {
 			dst := acc[off+oy*S*c.wp:]
 			row := src[oy*Wo : (oy+1)*Wo]
@@ -800,21 +800,57 @@ func (c *Conv2d) col2im(s *conv2dScratch, col []float32, ld int, dx []float32, c
 	}
 }
 
-// addStride2Rows sets dst[r·ld+2i] += src[r·w+i] for r < rows, i < w:
-// by addStride2RowsAVX512 where it runs, here otherwise.
-func addStride2Rows(dst, src []float32, w, rows, ld int) {
-	if rows == 0 || w == 0 {
+// addStride2Rows sets dst[r·ld+2i] += src[r·srcLd+i] for r < rows,
+// i < w: by addStride2RowsAVX512 where it runs, here otherwise.
+func addStride2Rows(dst, src []float32, w, rows, ld, srcLd int) {
+	if rows <= 0 || w <= 0 {
 		return
 	}
-	_, _ = dst[(rows-1)*ld+2*w-2], src[rows*w-1]
+	_, _ = dst[(rows-1)*ld+2*w-2], src[(rows-1)*srcLd+w-1]
 	if useAVX512 {
-		addStride2RowsAVX512(&dst[0], &src[0], w, rows, ld, uint8(1)<<(w%8)-1)
+		addStride2RowsAVX512(&dst[0], &src[0], w, rows, ld, srcLd, uint8(1)<<(w%8)-1)
 		return
 	}
 	for r := 0; r < rows; r++ {
-		d, s := dst[r*ld:], src[r*w:(r+1)*w]
+		d, s := dst[r*ld:], src[r*srcLd:r*srcLd+w]
 		for i, v := range s {
 			d[2*i] += v
+		}
+	}
+}
+
+// span2 is the outputs [o0, o1) of n at stride 2 whose input 2·o + t
+// lies in [0, size).
+func span2(t, size, n int) (o0, o1 int) {
+	if t < 0 {
+		o0 = (1 - t) / 2
+	}
+	if size-1-t < 0 {
+		return 0, 0
+	}
+	return o0, max(o0, min(n, (size-1-t)/2+1))
+}
+
+// col2imStride2 is col2im at stride 2, added straight into dx: each
+// tap's rows and columns clipped to the outputs whose input lies inside
+// the plane (col2im's padded plane takes the others and drops them), tap
+// by tap in the same order, so every value of dx gets the same adds in
+// the same order, without the padded plane, its clearing or the crop.
+func (c *Conv2d) col2imStride2(col []float32, ld int, dx []float32, c0, c1 int) {
+	H, W, Ho, Wo, K, P := c.H, c.W, c.Ho, c.Wo, c.K, c.Pad
+	clear(dx[c0*H*W : c1*H*W])
+	for ci := c0; ci < c1; ci++ {
+		plane := dx[ci*H*W : (ci+1)*H*W]
+		for ky := 0; ky < K; ky++ {
+			oy0, oy1 := span2(ky-P, H, Ho)
+			for kx := 0; kx < K; kx++ {
+				ox0, ox1 := span2(kx-P, W, Wo)
+				if oy0 == oy1 || ox0 == ox1 {
+					continue
+				}
+				r := ((ci-c0)*K+ky)*K + kx // col's row: channel ci's tap (ky, kx)
+				addStride2Rows(plane[(2*oy0+ky-P)*W+2*ox0+kx-P:], col[r*ld+oy0*Wo+ox0:], ox1-ox0, oy1-oy0, 2*W, Wo)
+			}
 		}
 	}
 }

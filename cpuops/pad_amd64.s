@@ -70,25 +70,27 @@ DATA stride2Idx<>+56(SB)/4, $7
 DATA stride2Idx<>+60(SB)/4, $7
 GLOBL stride2Idx<>(SB), RODATA|NOPTR, $64
 
-// func addStride2RowsAVX512(dst, src *float32, w, rows, ld int, tail uint8)
-// For r < rows and i < w: dst[r·ld + 2i] += src[r·w + i]: col2im's rows
-// at stride 2, ld the stride in floats between dst's rows. Eight floats
-// of src at a time go to the even lanes of one vector (VPERMPS), and the
-// even lanes of 16 floats of dst are loaded, added to and stored under
-// the mask 0x5555, so the odd floats are not touched; the last w%8 floats
-// of a row under tail (its low w%8 bits set) and the even lanes below
-// 2·(w%8), so that nothing past a row's dst[2w−2] or src[w−1] is read or
-// written.
-TEXT ·addStride2RowsAVX512(SB), NOSPLIT, $0-41
+// func addStride2RowsAVX512(dst, src *float32, w, rows, ld, srcLd int, tail uint8)
+// For r < rows and i < w: dst[r·ld + 2i] += src[r·srcLd + i]: col2im's
+// rows at stride 2, ld and srcLd the strides in floats between dst's and
+// src's rows. Eight floats of src at a time go to the even lanes of one
+// vector (VPERMPS), and the even lanes of 16 floats of dst are loaded,
+// added to and stored under the mask 0x5555, so the odd floats are not
+// touched; the last w%8 floats of a row under tail (its low w%8 bits set)
+// and the even lanes below 2·(w%8), so that nothing past a row's
+// dst[2w−2] or src[w−1] is read or written.
+TEXT ·addStride2RowsAVX512(SB), NOSPLIT, $0-49
 	MOVQ      dst+0(FP), DI
-	MOVQ      src+8(FP), SI
+	MOVQ      src+8(FP), R12
 	MOVQ      w+16(FP), R8
 	MOVQ      rows+24(FP), R9
 	MOVQ      ld+32(FP), R10
 	SHLQ      $2, R10             // dst's row stride in bytes
+	MOVQ      srcLd+40(FP), R13
+	SHLQ      $2, R13             // src's row stride in bytes
 	MOVL      $0x5555, AX
 	KMOVW     AX, K1
-	MOVBLZX   tail+40(FP), AX
+	MOVBLZX   tail+48(FP), AX
 	KMOVW     AX, K2              // the tail's floats of src
 	MOVQ      R8, CX
 	ANDQ      $7, CX
@@ -104,6 +106,7 @@ TEXT ·addStride2RowsAVX512(SB), NOSPLIT, $0-41
 
 s2row:
 	MOVQ      DI, R11
+	MOVQ      R12, SI
 	MOVQ      R8, CX
 
 s2loop:
@@ -127,10 +130,10 @@ s2tail:
 	VMOVUPS.Z (R11), K3, Z1
 	VADDPS    Z0, Z1, K3, Z1
 	VMOVUPS   Z1, K3, (R11)
-	LEAQ      (SI)(CX*4), SI
 
 s2next:
 	ADDQ      R10, DI
+	ADDQ      R13, R12
 	DECQ      R9
 	JNZ       s2row
 
