@@ -761,7 +761,8 @@ func (c *Conv2d) backwardDataGroup(worker, item int) {
 // of dx (Cin,H,W) = Σ over their rows of col (one sample's Ho·Wo columns,
 // row stride ld, row 0 channel c0's first tap), each added back where it
 // was read from, row by row in order. It adds into a padded plane, so
-// that no add checks a border, and crops it into dx.
+// that no add checks a border, and crops it into dx; at stride 2,
+// col2imStride2 adds the same values in the same order straight into dx.
 func (c *Conv2d) col2im(s *conv2dScratch, col []float32, ld int, dx []float32, c0, c1 int) {
 	if c.Stride == 2 {
 		c.col2imStride2(col, ld, dx, c0, c1)

@@ -9,11 +9,11 @@ func addGo(z, x, y []float32) {
 	}
 }
 
-func addToGo(dst, src []float32) {
+// addTo adds src to dst element-wise (Add, src + dst: the bits of
+// dst + src).
+func addTo(dst, src []float32) {
 	dst = dst[:len(src)]
-	for i, v := range src {
-		dst[i] += v
-	}
+	Add(dst, src, dst)
 }
 
 // reluMaskGo is reluGrad over slices: d = dy where the ReLU output y > 0.

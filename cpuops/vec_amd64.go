@@ -3,28 +3,12 @@ package cpuops
 import "stoke/gemm"
 
 //go:noescape
-func addToAVX2(dst, src *float32, n int)
-
-//go:noescape
 func maskAVX2(d, y, dy *float32, n int)
 
 //go:noescape
 func addAVX2(z, x, y *float32, n int)
 
 var useAVX2 = gemm.HasAVX2()
-
-// addTo adds src to dst element-wise.
-func addTo(dst, src []float32) {
-	dst = dst[:len(src)]
-	n := 0
-	if useAVX2 {
-		n = len(src) &^ 7
-		if n > 0 {
-			addToAVX2(&dst[0], &src[0], n)
-		}
-	}
-	addToGo(dst[n:], src[n:])
-}
 
 // Add sets z = x + y element-wise (z may be x or y; all three of one
 // length): gorgonia's gradient sums on the CPU engine.

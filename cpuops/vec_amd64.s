@@ -1,44 +1,5 @@
 #include "textflag.h"
 
-// func addToAVX2(dst, src *float32, n int)
-// dst[i] += src[i] for i < n, n a multiple of 8.
-TEXT ·addToAVX2(SB), NOSPLIT, $0-24
-	MOVQ dst+0(FP), DI
-	MOVQ src+8(FP), SI
-	MOVQ n+16(FP), CX
-loop32:
-	CMPQ CX, $32
-	JL   loop8
-	VMOVUPS (SI), Y0
-	VMOVUPS 32(SI), Y1
-	VMOVUPS 64(SI), Y2
-	VMOVUPS 96(SI), Y3
-	VADDPS (DI), Y0, Y0
-	VADDPS 32(DI), Y1, Y1
-	VADDPS 64(DI), Y2, Y2
-	VADDPS 96(DI), Y3, Y3
-	VMOVUPS Y0, (DI)
-	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	ADDQ $128, SI
-	ADDQ $128, DI
-	SUBQ $32, CX
-	JMP  loop32
-loop8:
-	CMPQ CX, $8
-	JL   done
-	VMOVUPS (SI), Y0
-	VADDPS (DI), Y0, Y0
-	VMOVUPS Y0, (DI)
-	ADDQ $32, SI
-	ADDQ $32, DI
-	SUBQ $8, CX
-	JMP  loop8
-done:
-	VZEROUPPER
-	RET
-
 // func addAVX2(z, x, y *float32, n int)
 // z[i] = x[i] + y[i]; n a multiple of 8. z may be x or y (each element is
 // read before it is written).

@@ -5,9 +5,6 @@ package cpuops
 // useAVX2 is false off amd64 (tests switch the amd64 loops with it).
 var useAVX2 = false
 
-// addTo adds src to dst element-wise.
-func addTo(dst, src []float32) { addToGo(dst, src) }
-
 // Add sets z = x + y element-wise (z may be x or y; all three of one
 // length): gorgonia's gradient sums on the CPU engine.
 func Add(z, x, y []float32) { addGo(z, x[:len(z)], y[:len(z)]) }

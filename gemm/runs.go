@@ -53,11 +53,11 @@ type directKernels struct {
 }
 
 // multiplyRuns is multiply for a packed A (rows [r0, r0+m) of pa) and a
-// RunPanels B that needs no rounding, 2·nr columns at a time: every k block of those
-// columns, each of its row blocks through the direct kernels where both
-// panels are runs within src, else packed into s.b and through macro.
-// Each element of C meets the kernels multiply would give it, in the same
-// k order, so it gets the same bits.
+// RunPanels B that needs no rounding, 2·nr columns at a time: every k
+// block of those columns, each of its row blocks through the direct
+// kernels where both panels are runs within src, else packed into s.b and
+// through macro. Each element of C meets the kernels multiply would give
+// it, in the same k order, so it gets the same bits.
 func multiplyRuns(s *scratch, pa *PackedA, r0, m, n int, alpha float32, b RunPanels, beta float32, c []float32, ldc int) {
 	const cw = 2 * nr
 	d := wide.direct
@@ -82,6 +82,7 @@ func multiplyRuns(s *scratch, pa *PackedA, r0, m, n int, alpha float32, b RunPan
 		if nn == cw {
 			o0, o1 = b.Run(jr), b.Run(jr+nr)
 		}
+		direct := inside(o0) && inside(o1)
 		for bi := 0; bi < nblocks; bi++ {
 			pc := bi * kstep
 			kb := min(kstep, k-pc)
@@ -89,7 +90,6 @@ func multiplyRuns(s *scratch, pa *PackedA, r0, m, n int, alpha float32, b RunPan
 			if pc > 0 {
 				bet = 1
 			}
-			direct := inside(o0) && inside(o1)
 			if !direct {
 				b.PackB(s.b, pc, jr, kb, nn)
 			}
