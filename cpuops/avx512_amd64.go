@@ -39,3 +39,21 @@ func transpose16x8AVX512(dst, src *float32, offs *int)
 //
 //go:noescape
 func addStride2RowsAVX512(dst, src *float32, w, rows, ld, srcLd int, tail uint8)
+
+// The filter gradient's kernels on the padded input where it lies
+// (filter_amd64.s, gen_filter.go): a tile of dwᵀ of 9·ch rows, the 3x3
+// taps of ch input channels (src + c·chanStride + ky·rowStride + kx),
+// by 16·cb output channels (cb dyᵀ panels of 16, bstride floats apart),
+// summed over the steps of segs (nseg pairs: offset, count) and stored
+// at c (row stride ldc), or added to beta·C where beta != 0. The caller
+// has checked that every value read and written lies in its slice.
+//
+//go:generate go run gen_filter.go
+//go:noescape
+func filter18x16AVX512(segs *int, nseg int, src *float32, chanStride, rowStride int, b *float32, bstride int, c *float32, ldc int, beta float32)
+
+//go:noescape
+func filter9x16AVX512(segs *int, nseg int, src *float32, chanStride, rowStride int, b *float32, bstride int, c *float32, ldc int, beta float32)
+
+//go:noescape
+func filter9x32AVX512(segs *int, nseg int, src *float32, chanStride, rowStride int, b *float32, bstride int, c *float32, ldc int, beta float32)

@@ -23,3 +23,15 @@ func transpose16x8AVX512(dst, src *float32, offs *int) {
 func addStride2RowsAVX512(dst, src *float32, w, rows, ld, srcLd int, tail uint8) {
 	panic("cpuops: addStride2RowsAVX512 without AVX-512")
 }
+
+func filter18x16AVX512(segs *int, nseg int, src *float32, chanStride, rowStride int, b *float32, bstride int, c *float32, ldc int, beta float32) {
+	panic("cpuops: filter18x16AVX512 without AVX-512")
+}
+
+func filter9x16AVX512(segs *int, nseg int, src *float32, chanStride, rowStride int, b *float32, bstride int, c *float32, ldc int, beta float32) {
+	panic("cpuops: filter9x16AVX512 without AVX-512")
+}
+
+func filter9x32AVX512(segs *int, nseg int, src *float32, chanStride, rowStride int, b *float32, bstride int, c *float32, ldc int, beta float32) {
+	panic("cpuops: filter9x32AVX512 without AVX-512")
+}

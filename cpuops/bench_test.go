@@ -61,7 +61,15 @@ func BenchmarkConv2d(b *testing.B) {
 			{"fwd", func() { c.Forward(x, w, y) }},
 			{"dx", func() { c.BackwardData(w, dy, dx) }},
 			{"dw", func() { c.BackwardFilter(x, dy, dw) }},
+			{"dw-gemm", func() { // the GEMM where dw takes the direct kernels
+				defer func(u bool) { useFilterDirect = u }(useFilterDirect)
+				useFilterDirect = false
+				c.BackwardFilter(x, dy, dw)
+			}},
 		} {
+			if pass.name == "dw-gemm" && !c.filterDirect() {
+				continue
+			}
 			b.Run(s.name+"/"+pass.name, func(b *testing.B) {
 				pass.run()
 				b.ResetTimer()

@@ -166,6 +166,8 @@ func (c *Conv2d) sharedBuf(own *[]float32, s func(*Conv2dShared) *[]float32, n i
 type conv2dScratch struct {
 	pad, out, col, dxpad, dyT []float32
 	dpre                      []float32 // a conv block's gradient before its ReLU, for a group
+	dyP, dwT                  []float32 // filterDirectGroup's dyᵀ panels and its tile of dwᵀ
+	segs                      []int     // and its runs of pixels
 	panels                    gatherPanels
 	panelsT                   gatherTPanels
 }
@@ -320,6 +322,12 @@ func (c *Conv2d) tileFilter(nw int) {
 	lines, unit := gk, 32 // the AVX-512 kernel's columns
 	if c.tileRows {
 		lines, unit = og, 12 // and its rows
+	}
+	if c.filterDirect() { // whole tiles of the direct kernels: 18 taps, 32 channels
+		unit = 18
+		if c.tileRows {
+			unit = 32
+		}
 	}
 	c.tiles = max(1, min(tilesFor(c.groups, nw), lines/filterTileLines))
 	c.tile = ((lines+c.tiles-1)/c.tiles + unit - 1) / unit * unit
@@ -942,6 +950,10 @@ func (c *Conv2d) backwardFilterGroup(worker, item int) {
 		db = c.ownDB[g*c.Cout : (g+1)*c.Cout]
 		clear(db)
 	}
+	direct := c.filterDirect()
+	if direct {
+		s.dwT = grow(s.dwT, (r1-r0)*(c1-c0))
+	}
 	for i0 := g * c.perGroup; i0 < end; i0 += c.perF {
 		i1 := min(end, i0+c.perF)
 		k := (i1 - i0) * ohw
@@ -968,6 +980,10 @@ func (c *Conv2d) backwardFilterGroup(worker, item int) {
 			a = s.dyT
 		}
 		src, rounded := c.padded(s, i0, i1)
+		if direct {
+			c.filterDirectGroup(s, a, k, src, r0, r1, c0, c1, i0 == g*c.perGroup)
+			continue
+		}
 		s.panelsT = gatherTPanels{src: src, cols: c.pixelsF[:k], rounded: rounded}
 		var beta float32
 		if i0 > g*c.perGroup {
@@ -978,6 +994,9 @@ func (c *Conv2d) backwardFilterGroup(worker, item int) {
 			gemm.SgemmPanelsPrec(c.prec, false, r1-r0, c1-c0, k, 1, a[(cg*og+r0)*k:], k, &s.panelsT, beta, dw[(cg*og+r0)*gk+c0:], gk)
 		}
 		s.panelsT = gatherTPanels{}
+	}
+	if direct {
+		transposeInto(dw, gk, r0, c0, s.dwT, c1-c0, r1-r0)
 	}
 }
 

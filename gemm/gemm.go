@@ -328,6 +328,11 @@ func kStep(k int) int {
 	return (k + kblocks - 1) / kblocks
 }
 
+// KStep is the depth of the k blocks an FP32 product of depth k is cut
+// into, each summed from 0 and then added to C: for a caller that sums
+// the same products in its own kernel and wants the GEMM's bits.
+func KStep(k int) int { return kStep(k) }
+
 // begin checks the sizes and the A and C slices shared by Sgemm and
 // SgemmPanels, and does the whole job when no product is needed (an empty
 // C, or only C·beta). It reports whether the product remains to be done.

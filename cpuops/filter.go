@@ -1,0 +1,147 @@
+package cpuops
+
+import (
+	"fmt"
+
+	"stoke/gemm"
+)
+
+// The filter gradient of a 3x3 stride-1 convolution with few output
+// channels, computed as dwᵀ = im2col · dyᵀ by the kernels of
+// filter_amd64.s: each row of im2col (a tap of an input channel) is a
+// run of the padded input along each output row, so the kernels
+// broadcast its values from where they lie, and only dy is transposed
+// (into panels of 16 output channels, Cout values a pixel), where the
+// GEMM's dw = dy · colᵀ transposes the im2col matrix, nine times the
+// input, into its B panels. With 16 output channels (resnet20's first
+// stage) that GEMM also spends a quarter of its rows in a 4-row kernel.
+//
+// Every element of dw gets the bits the GEMM gives it: the same products
+// summed from 0 in the same order over the same k blocks (gemm.KStep),
+// each block then added to the sum so far (beta = 1) by one rounding,
+// which is what each of the GEMM's kernels does with alpha = 1 and beta
+// 0 or 1 (TestFilterDirectSameBits).
+
+// filterDirectMaxCout bounds the output channels that take the direct
+// kernels: past it, the GEMM's transposes of the im2col matrix are
+// shared by more rows of dw, and its 12x32 kernel runs faster than the
+// direct 9x32. BenchmarkConv2d's dw and dw-gemm on one core (Intel
+// family 6 model 207), direct against the GEMM: resnet20's 16, 32 and 64
+// channels 4.3 against 6.5 ms, 3.9 against 5.1, 4.3 against 4.6;
+// resnet18's 64 and 128 at 32 and 16 px 27.8 against 33.6, 30.7 against
+// 32.1; 256 at 16 px 150 against 127, at 8 px 45 against 34.
+const filterDirectMaxCout = 128
+
+// filterDirectMinRun is the narrowest output row (a run of the kernels'
+// steps) that takes the direct kernels: 4-pixel rows (resnet18's 512
+// channels at 4x4) measured 47 ms against the GEMM's 31.
+const filterDirectMinRun = 8
+
+// useFilterDirect is false to keep the filter gradient on the GEMM (the
+// tests and benchmarks that compare the two).
+var useFilterDirect = true
+
+// filterDirect says whether BackwardFilter takes the direct kernels: at
+// FP32 where the AVX-512 kernels run, for a 3x3 stride-1 convolution of
+// one channel group with a multiple of 16 output channels, up to
+// filterDirectMaxCout, and output rows of filterDirectMinRun pixels or more.
+func (c *Conv2d) filterDirect() bool {
+	return useFilterDirect && useAVX512 && c.prec == gemm.FP32 && c.K == 3 && c.Stride == 1 && c.Groups == 1 &&
+		c.Cout%16 == 0 && c.Cout <= filterDirectMaxCout && c.Wo >= filterDirectMinRun
+}
+
+// filterDirectGroup adds samples [i0, i1)'s part of the filter gradient
+// to rows [r0, r1) (output channels) and columns [c0, c1) (taps, whole
+// input channels) of dwᵀ, the worker's s.dwT ((c1−c0) × (r1−r0)): a is
+// their dy (Cout × k, the samples side by side), src their padded input.
+// The first call of a tile (first) sets dwᵀ.
+func (c *Conv2d) filterDirectGroup(s *conv2dScratch, a []float32, k int, src []float32, r0, r1, c0, c1 int, first bool) {
+	m := r1 - r0
+	pixels := c.pixelsF[:k]
+	// The largest offset read: the last channel's last tap at the last pixel.
+	if last := c.taps[c1-1] + pixels[k-1]; last >= len(src) {
+		panic(fmt.Sprintf("cpuops: filter gradient reads input %d past %d", last, len(src)))
+	}
+	if len(a) < r1*k || len(s.dwT) < (c1-c0)*m {
+		panic(fmt.Sprintf("cpuops: filter gradient: dy %d values for %d rows of %d, dwT %d", len(a), r1, k, len(s.dwT)))
+	}
+	plane := c.hp * c.wp
+	kstep := gemm.KStep(k)
+	s.dyP = grow(s.dyP, m*min(kstep, k))
+	for pc := 0; pc < k; pc += kstep {
+		kb := min(kstep, k-pc)
+		packDyT(s.dyP, a[r0*k:], k, pc, kb, m)
+		s.segs = pixelRuns(s.segs[:0], pixels[pc:pc+kb])
+		segs, nseg := &s.segs[0], len(s.segs)/2
+		var beta float32 = 1
+		if first && pc == 0 {
+			beta = 0
+		}
+		for j := 0; j < m; {
+			b := &s.dyP[j*kb]
+			if m-j >= 32 {
+				for ci := c0 / 9; ci < c1/9; ci++ {
+					filter9x32AVX512(segs, nseg, &src[ci*plane], plane, c.wp, b, 16*kb, &s.dwT[(9*ci-c0)*m+j], m, beta)
+				}
+				j += 32
+				continue
+			}
+			ci := c0 / 9
+			for ; ci+2 <= c1/9; ci += 2 {
+				filter18x16AVX512(segs, nseg, &src[ci*plane], plane, c.wp, b, 16*kb, &s.dwT[(9*ci-c0)*m+j], m, beta)
+			}
+			if ci < c1/9 {
+				filter9x16AVX512(segs, nseg, &src[ci*plane], plane, c.wp, b, 16*kb, &s.dwT[(9*ci-c0)*m+j], m, beta)
+			}
+			j += 16
+		}
+	}
+}
+
+// packDyT writes rows [0, m) (m a multiple of 16) of dy (row stride k),
+// columns [pc, pc+kb), transposed into m/16 panels of kb rows of 16
+// floats: dst[(j/16)·16·kb + 16q + j%16] = dy[j·k + pc + q].
+func packDyT(dst, dy []float32, k, pc, kb, m int) {
+	_, _ = dst[:m*kb], dy[:(m-1)*k+pc+kb]
+	var offs [16]int
+	for j := range offs {
+		offs[j] = j * k
+	}
+	for p := 0; p < m; p += 16 {
+		panel := dst[p*kb : (p+16)*kb]
+		q := 0
+		for ; q+8 <= kb; q += 8 {
+			transpose16x8AVX512(&panel[16*q], &dy[p*k+pc+q], &offs[0])
+		}
+		for ; q < kb; q++ {
+			for j := 0; j < 16; j++ {
+				panel[16*q+j] = dy[(p+j)*k+pc+q]
+			}
+		}
+	}
+}
+
+// pixelRuns appends to segs the runs of pixels (offsets, each run
+// consecutive ones) as pairs: the run's first offset, its length.
+func pixelRuns(segs []int, pixels []int) []int {
+	for q := 0; q < len(pixels); {
+		n := 1
+		for q+n < len(pixels) && pixels[q+n] == pixels[q]+n {
+			n++
+		}
+		segs = append(segs, pixels[q], n)
+		q += n
+	}
+	return segs
+}
+
+// transposeInto sets dw[(r0+j)·ld + c0 + i] = dwT[i·m + j] for i < n, j < m.
+func transposeInto(dw []float32, ld, r0, c0 int, dwT []float32, n, m int) {
+	_ = dwT[:n*m]
+	for j := 0; j < m; j++ {
+		row := dw[(r0+j)*ld+c0 : (r0+j)*ld+c0+n]
+		for i := range row {
+			row[i] = dwT[i*m+j]
+		}
+	}
+}

@@ -1,0 +1,94 @@
+package cpuops
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"testing"
+)
+
+// TestFilterDirectSameBits: the filter gradient on the direct kernels
+// (filter.go) is the GEMM's, bit for bit, on 1 and 2 cores: 16, 32, 48,
+// 64 and 128 output channels (each kernel: 18x16, 9x16 for an odd last
+// channel, 9x32), rows of 8 to 32 pixels that do and do not divide the
+// GEMM's k blocks (runs cut at a block's end; a block's depth not a
+// multiple of 8, packDyT's tail), one and several samples a GEMM, dw cut
+// into tiles of columns (2 cores, one group of samples), and a conv
+// block's (its dy through the ReLU and the pool).
+func TestFilterDirectSameBits(t *testing.T) {
+	if !useAVX512 {
+		t.Skip("the direct kernels run where the AVX-512 ones do")
+	}
+	for _, s := range []struct {
+		B, Cin, H, W, Cout int
+		block              bool
+	}{
+		{4, 16, 32, 32, 16, false},
+		{3, 5, 16, 20, 48, false},
+		{2, 32, 16, 16, 64, false},
+		{1, 3, 17, 16, 32, false},
+		{6, 7, 16, 19, 16, false},
+		{2, 40, 18, 16, 16, false},
+		{2, 4, 8, 8, 128, false},
+		{3, 3, 16, 16, 32, true},
+	} {
+		name := fmt.Sprintf("%+v", s)
+		var c *Conv2d
+		var err error
+		if s.block {
+			c, err = NewConvBlock(s.B, s.Cin, s.H, s.W, s.Cout, 3, true)
+		} else {
+			c, err = NewConv2d(s.B, s.Cin, s.H, s.W, s.Cout, 3, 1, 1, 1)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !c.filterDirect() {
+			t.Fatalf("%s: not on the direct kernels", name)
+		}
+		rng := rand.New(rand.NewPCG(uint64(s.Cin), uint64(s.W)))
+		x, w, bias := randF32(rng, c.InLen()), randF32(rng, s.Cout*s.Cin*9), randF32(rng, s.Cout)
+		var y, dy []float32
+		if s.block {
+			y = make([]float32, c.OutLen())
+			c.ForwardBlock(x, w, bias, y)
+			dy = randF32(rng, len(y))
+		} else {
+			dy = randF32(rng, c.OutLen())
+		}
+		run := func(direct bool, procs int) []float32 {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			defer func(u bool) { useFilterDirect = u }(useFilterDirect)
+			useFilterDirect = direct
+			dw := make([]float32, len(w))
+			if s.block {
+				db := make([]float32, s.Cout)
+				c.BackwardFilterBlock(x, y, dy, dw, db)
+			} else {
+				c.BackwardFilter(x, dy, dw)
+			}
+			return dw
+		}
+		want := run(false, 1)
+		for _, procs := range []int{1, 2} {
+			got := run(true, procs)
+			for i := range want {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%s, %d cores: dw[%d] (out %d, tap %d) = %v direct, %v on the GEMM",
+						name, procs, i, i/(s.Cin*9), i%(s.Cin*9), got[i], want[i])
+				}
+			}
+		}
+	}
+}
+
+// TestPixelRuns: runs of consecutive offsets, as (first, length) pairs.
+func TestPixelRuns(t *testing.T) {
+	got := pixelRuns(nil, []int{3, 4, 5, 9, 10, 20, 22, 23})
+	want := []int{3, 3, 9, 2, 20, 1, 22, 2}
+	if !slices.Equal(got, want) {
+		t.Fatalf("pixelRuns = %v, want %v", got, want)
+	}
+}
