@@ -41,12 +41,15 @@ const filterDirectMinRun = 8
 // tests and benchmarks that compare the two).
 var useFilterDirect = true
 
-// filterDirect says whether BackwardFilter takes the direct kernels: at
-// FP32 where the AVX-512 kernels run, for a 3x3 stride-1 convolution of
-// one channel group with a multiple of 16 output channels, up to
+// filterDirect says whether BackwardFilter takes the direct kernels:
+// where the AVX-512 kernels run, on the fp32 kernels (FP32, or TF32 and
+// BF16 rounding the padded input and dy as the GEMM rounds its panels,
+// which needs the padded copy: Pad > 0), for a 3x3 stride-1 convolution
+// of one channel group with a multiple of 16 output channels, up to
 // filterDirectMaxCout, and output rows of filterDirectMinRun pixels or more.
 func (c *Conv2d) filterDirect() bool {
-	return useFilterDirect && useAVX512 && c.prec == gemm.FP32 && c.K == 3 && c.Stride == 1 && c.Groups == 1 &&
+	fp32Kernels := c.prec == gemm.FP32 || c.Pad > 0 && !(c.prec == gemm.BF16 && gemm.FastBF16())
+	return useFilterDirect && useAVX512 && fp32Kernels && c.K == 3 && c.Stride == 1 && c.Groups == 1 &&
 		c.Cout%16 == 0 && c.Cout <= filterDirectMaxCout && c.Wo >= filterDirectMinRun
 }
 
@@ -71,6 +74,9 @@ func (c *Conv2d) filterDirectGroup(s *conv2dScratch, a []float32, k int, src []f
 	for pc := 0; pc < k; pc += kstep {
 		kb := min(kstep, k-pc)
 		packDyT(s.dyP, a[r0*k:], k, pc, kb, m)
+		if c.prec != gemm.FP32 { // the GEMM's packed A, rounded (src is: padded)
+			gemm.RoundSlice(c.prec, s.dyP[:m*kb])
+		}
 		s.segs = pixelRuns(s.segs[:0], pixels[pc:pc+kb])
 		segs, nseg := &s.segs[0], len(s.segs)/2
 		var beta float32 = 1

@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"slices"
 	"testing"
+
+	"stoke/gemm"
 )
 
 // TestFilterDirectSameBits: the filter gradient on the direct kernels
@@ -16,11 +18,13 @@ import (
 // GEMM's k blocks (runs cut at a block's end; a block's depth not a
 // multiple of 8, packDyT's tail), one and several samples a GEMM, dw cut
 // into tiles of columns (2 cores, one group of samples), and a conv
-// block's (its dy through the ReLU and the pool).
+// block's (its dy through the ReLU and the pool); at FP32, and at TF32
+// and BF16 on the fp32 kernels (the padded input and dy rounded).
 func TestFilterDirectSameBits(t *testing.T) {
 	if !useAVX512 {
 		t.Skip("the direct kernels run where the AVX-512 ones do")
 	}
+	defer gemm.SetFastBF16(gemm.SetFastBF16(false)) // BF16 on the fp32 kernels
 	for _, s := range []struct {
 		B, Cin, H, W, Cout int
 		block              bool
@@ -71,13 +75,19 @@ func TestFilterDirectSameBits(t *testing.T) {
 			}
 			return dw
 		}
-		want := run(false, 1)
-		for _, procs := range []int{1, 2} {
-			got := run(true, procs)
-			for i := range want {
-				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-					t.Fatalf("%s, %d cores: dw[%d] (out %d, tap %d) = %v direct, %v on the GEMM",
-						name, procs, i, i/(s.Cin*9), i%(s.Cin*9), got[i], want[i])
+		for _, prec := range []gemm.Precision{gemm.FP32, gemm.TF32, gemm.BF16} {
+			c.SetPrecision(prec)
+			if !c.filterDirect() {
+				t.Fatalf("%s at %v: not on the direct kernels", name, prec)
+			}
+			want := run(false, 1)
+			for _, procs := range []int{1, 2} {
+				got := run(true, procs)
+				for i := range want {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("%s at %v, %d cores: dw[%d] (out %d, tap %d) = %v direct, %v on the GEMM",
+							name, prec, procs, i, i/(s.Cin*9), i%(s.Cin*9), got[i], want[i])
+					}
 				}
 			}
 		}
