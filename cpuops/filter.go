@@ -65,8 +65,9 @@ func (c *Conv2d) filterDirectGroup(s *conv2dScratch, a []float32, k int, src []f
 	if last := c.taps[c1-1] + pixels[k-1]; last >= len(src) {
 		panic(fmt.Sprintf("cpuops: filter gradient reads input %d past %d", last, len(src)))
 	}
-	if len(a) < r1*k || len(s.dwT) < (c1-c0)*m {
-		panic(fmt.Sprintf("cpuops: filter gradient: dy %d values for %d rows of %d, dwT %d", len(a), r1, k, len(s.dwT)))
+	if len(a) < r1*k || len(s.dwT) < (c1-c0)*m || m%16 != 0 || c0%9 != 0 || c1%9 != 0 {
+		panic(fmt.Sprintf("cpuops: filter gradient: dy %d values for %d rows of %d, dwT %d, tile rows [%d, %d) columns [%d, %d)",
+			len(a), r1, k, len(s.dwT), r0, r1, c0, c1))
 	}
 	plane := c.hp * c.wp
 	kstep := gemm.KStep(k)
