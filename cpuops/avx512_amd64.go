@@ -57,3 +57,14 @@ func filter9x16AVX512(segs *int, nseg int, src *float32, chanStride, rowStride i
 
 //go:noescape
 func filter9x32AVX512(segs *int, nseg int, src *float32, chanStride, rowStride int, b *float32, bstride int, c *float32, ldc int, beta float32)
+
+// The same kernels at stride 2: the steps of a run are 2 floats apart.
+//
+//go:noescape
+func filter18x16s2AVX512(segs *int, nseg int, src *float32, chanStride, rowStride int, b *float32, bstride int, c *float32, ldc int, beta float32)
+
+//go:noescape
+func filter9x16s2AVX512(segs *int, nseg int, src *float32, chanStride, rowStride int, b *float32, bstride int, c *float32, ldc int, beta float32)
+
+//go:noescape
+func filter9x32s2AVX512(segs *int, nseg int, src *float32, chanStride, rowStride int, b *float32, bstride int, c *float32, ldc int, beta float32)

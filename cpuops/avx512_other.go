@@ -35,3 +35,15 @@ func filter9x16AVX512(segs *int, nseg int, src *float32, chanStride, rowStride i
 func filter9x32AVX512(segs *int, nseg int, src *float32, chanStride, rowStride int, b *float32, bstride int, c *float32, ldc int, beta float32) {
 	panic("cpuops: filter9x32AVX512 without AVX-512")
 }
+
+func filter18x16s2AVX512(segs *int, nseg int, src *float32, chanStride, rowStride int, b *float32, bstride int, c *float32, ldc int, beta float32) {
+	panic("cpuops: filter18x16s2AVX512 without AVX-512")
+}
+
+func filter9x16s2AVX512(segs *int, nseg int, src *float32, chanStride, rowStride int, b *float32, bstride int, c *float32, ldc int, beta float32) {
+	panic("cpuops: filter9x16s2AVX512 without AVX-512")
+}
+
+func filter9x32s2AVX512(segs *int, nseg int, src *float32, chanStride, rowStride int, b *float32, bstride int, c *float32, ldc int, beta float32) {
+	panic("cpuops: filter9x32s2AVX512 without AVX-512")
+}

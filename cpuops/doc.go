@@ -35,12 +35,12 @@
 // inputs (a stride-1 row of 16 or more), the AVX-512 kernels read them in
 // the padded input itself, not packed at all (gemm.RunPanels); the backward pass is two more GEMMs (w^T·dy
 // then col2im, or at stride 1 a convolution with the flipped kernel; and
-// dy·col^T) on the matrix gathered again (conv2d.go). A 3x3 stride-1
-// filter gradient of up to 128 output channels is instead dw^T = col·dy^T
-// on kernels of its own (filter.go, filter_amd64.s) that broadcast col's
-// values from the padded input where they lie and transpose only dy, with
-// the GEMM's bits. Work is split by
-// groups of samples, each cut into tiles of output channels or pixels
+// dy·col^T) on the matrix gathered again (conv2d.go). A 3x3 filter
+// gradient at stride 1 or 2 of up to 128 output channels is instead
+// dw^T = col·dy^T on kernels of its own (filter.go, filter_amd64.s) that
+// broadcast col's values from the padded input where they lie and
+// transpose only dy, with the GEMM's bits. Work is split by groups of
+// samples, each cut into tiles of output channels or pixels
 // when the groups alone would load the cores unevenly; the filter
 // gradient is summed in groups of samples fixed by the shape and then
 // over groups in order, so results are bit-identical whatever the number

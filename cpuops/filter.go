@@ -6,12 +6,12 @@ import (
 	"stoke/gemm"
 )
 
-// The filter gradient of a 3x3 stride-1 convolution with few output
-// channels, computed as dwᵀ = im2col · dyᵀ by the kernels of
+// The filter gradient of a 3x3 convolution at stride 1 or 2 with few
+// output channels, computed as dwᵀ = im2col · dyᵀ by the kernels of
 // filter_amd64.s: each row of im2col (a tap of an input channel) is a
-// run of the padded input along each output row, so the kernels
-// broadcast its values from where they lie, and only dy is transposed
-// (into panels of 16 output channels, Cout values a pixel), where the
+// run of the padded input along each output row (every other value at
+// stride 2), so the kernels broadcast its values from where they lie,
+// and only dy is transposed (into panels of 16 output channels), where the
 // GEMM's dw = dy · colᵀ transposes the im2col matrix, nine times the
 // input, into its B panels. With 16 output channels (resnet20's first
 // stage) that GEMM also spends a quarter of its rows in a 4-row kernel.
@@ -44,12 +44,14 @@ var useFilterDirect = true
 // filterDirect says whether BackwardFilter takes the direct kernels:
 // where the AVX-512 kernels run, on the fp32 kernels (FP32, or TF32 and
 // BF16 rounding the padded input and dy as the GEMM rounds its panels,
-// which needs the padded copy: Pad > 0), for a 3x3 stride-1 convolution
-// of one channel group with a multiple of 16 output channels, up to
-// filterDirectMaxCout, and output rows of filterDirectMinRun pixels or more.
+// which needs the padded copy: Pad > 0), for a 3x3 convolution at stride
+// 1 or 2 of one channel group with a multiple of 16 output channels, up
+// to filterDirectMaxCout, and output rows of filterDirectMinRun pixels
+// or more. resnet20's stride-2 16-to-32 conv: 2.4-3.0 ms on them, 3.7-4.8
+// on the GEMM (BenchmarkConv2d, one core, 3 rounds).
 func (c *Conv2d) filterDirect() bool {
 	fp32Kernels := c.prec == gemm.FP32 || c.Pad > 0 && !(c.prec == gemm.BF16 && gemm.FastBF16())
-	return useFilterDirect && useAVX512 && fp32Kernels && c.K == 3 && c.Stride == 1 && c.Groups == 1 &&
+	return useFilterDirect && useAVX512 && fp32Kernels && c.K == 3 && c.Stride <= 2 && c.Groups == 1 &&
 		c.Cout%16 == 0 && c.Cout <= filterDirectMaxCout && c.Wo >= filterDirectMinRun
 }
 
@@ -70,6 +72,10 @@ func (c *Conv2d) filterDirectGroup(s *conv2dScratch, a []float32, k int, src []f
 			len(a), r1, k, len(s.dwT), r0, r1, c0, c1))
 	}
 	plane := c.hp * c.wp
+	k18x16, k9x16, k9x32 := filter18x16AVX512, filter9x16AVX512, filter9x32AVX512
+	if c.Stride == 2 {
+		k18x16, k9x16, k9x32 = filter18x16s2AVX512, filter9x16s2AVX512, filter9x32s2AVX512
+	}
 	kstep := gemm.KStep(k)
 	s.dyP = grow(s.dyP, m*min(kstep, k))
 	for pc := 0; pc < k; pc += kstep {
@@ -78,7 +84,7 @@ func (c *Conv2d) filterDirectGroup(s *conv2dScratch, a []float32, k int, src []f
 		if c.prec != gemm.FP32 { // the GEMM's packed A, rounded (src is: padded)
 			gemm.RoundSlice(c.prec, s.dyP[:m*kb])
 		}
-		s.segs = pixelRuns(s.segs[:0], pixels[pc:pc+kb])
+		s.segs = pixelRuns(s.segs[:0], pixels[pc:pc+kb], c.Stride)
 		segs, nseg := &s.segs[0], len(s.segs)/2
 		var beta float32 = 1
 		if first && pc == 0 {
@@ -88,17 +94,17 @@ func (c *Conv2d) filterDirectGroup(s *conv2dScratch, a []float32, k int, src []f
 			b := &s.dyP[j*kb]
 			if m-j >= 32 {
 				for ci := c0 / 9; ci < c1/9; ci++ {
-					filter9x32AVX512(segs, nseg, &src[ci*plane], plane, c.wp, b, 16*kb, &s.dwT[(9*ci-c0)*m+j], m, beta)
+					k9x32(segs, nseg, &src[ci*plane], plane, c.wp, b, 16*kb, &s.dwT[(9*ci-c0)*m+j], m, beta)
 				}
 				j += 32
 				continue
 			}
 			ci := c0 / 9
 			for ; ci+2 <= c1/9; ci += 2 {
-				filter18x16AVX512(segs, nseg, &src[ci*plane], plane, c.wp, b, 16*kb, &s.dwT[(9*ci-c0)*m+j], m, beta)
+				k18x16(segs, nseg, &src[ci*plane], plane, c.wp, b, 16*kb, &s.dwT[(9*ci-c0)*m+j], m, beta)
 			}
 			if ci < c1/9 {
-				filter9x16AVX512(segs, nseg, &src[ci*plane], plane, c.wp, b, 16*kb, &s.dwT[(9*ci-c0)*m+j], m, beta)
+				k9x16(segs, nseg, &src[ci*plane], plane, c.wp, b, 16*kb, &s.dwT[(9*ci-c0)*m+j], m, beta)
 			}
 			j += 16
 		}
@@ -129,11 +135,11 @@ func packDyT(dst, dy []float32, k, pc, kb, m int) {
 }
 
 // pixelRuns appends to segs the runs of pixels (offsets, each run
-// consecutive ones) as pairs: the run's first offset, its length.
-func pixelRuns(segs []int, pixels []int) []int {
+// step apart) as pairs: the run's first offset, its length.
+func pixelRuns(segs []int, pixels []int, step int) []int {
 	for q := 0; q < len(pixels); {
 		n := 1
-		for q+n < len(pixels) && pixels[q+n] == pixels[q]+n {
+		for q+n < len(pixels) && pixels[q+n] == pixels[q]+step*n {
 			n++
 		}
 		segs = append(segs, pixels[q], n)

@@ -28,15 +28,20 @@ func TestFilterDirectSameBits(t *testing.T) {
 	for _, s := range []struct {
 		B, Cin, H, W, Cout int
 		block              bool
+		stride             int
 	}{
-		{4, 16, 32, 32, 16, false},
-		{3, 5, 16, 20, 48, false},
-		{2, 32, 16, 16, 64, false},
-		{1, 3, 17, 16, 32, false},
-		{6, 7, 16, 19, 16, false},
-		{2, 40, 18, 16, 16, false},
-		{2, 4, 8, 8, 128, false},
-		{3, 3, 16, 16, 32, true},
+		{4, 16, 32, 32, 16, false, 1},
+		{3, 5, 16, 20, 48, false, 1},
+		{2, 32, 16, 16, 64, false, 1},
+		{1, 3, 17, 16, 32, false, 1},
+		{6, 7, 16, 19, 16, false, 1},
+		{2, 40, 18, 16, 16, false, 1},
+		{2, 4, 8, 8, 128, false, 1},
+		{3, 3, 16, 16, 32, true, 1},
+		{4, 16, 32, 32, 32, false, 2},
+		{3, 5, 33, 17, 48, false, 2},
+		{2, 32, 16, 16, 64, false, 2},
+		{6, 7, 17, 16, 16, false, 2},
 	} {
 		name := fmt.Sprintf("%+v", s)
 		var c *Conv2d
@@ -44,7 +49,7 @@ func TestFilterDirectSameBits(t *testing.T) {
 		if s.block {
 			c, err = NewConvBlock(s.B, s.Cin, s.H, s.W, s.Cout, 3, true)
 		} else {
-			c, err = NewConv2d(s.B, s.Cin, s.H, s.W, s.Cout, 3, 1, 1, 1)
+			c, err = NewConv2d(s.B, s.Cin, s.H, s.W, s.Cout, 3, s.stride, 1, 1)
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -96,9 +101,14 @@ func TestFilterDirectSameBits(t *testing.T) {
 
 // TestPixelRuns: runs of consecutive offsets, as (first, length) pairs.
 func TestPixelRuns(t *testing.T) {
-	got := pixelRuns(nil, []int{3, 4, 5, 9, 10, 20, 22, 23})
+	got := pixelRuns(nil, []int{3, 4, 5, 9, 10, 20, 22, 23}, 1)
 	want := []int{3, 3, 9, 2, 20, 1, 22, 2}
 	if !slices.Equal(got, want) {
 		t.Fatalf("pixelRuns = %v, want %v", got, want)
+	}
+	got = pixelRuns(nil, []int{3, 5, 7, 8, 10, 13}, 2)
+	want = []int{3, 3, 8, 2, 13, 1}
+	if !slices.Equal(got, want) {
+		t.Fatalf("pixelRuns at step 2 = %v, want %v", got, want)
 	}
 }
