@@ -68,3 +68,10 @@ func filter9x16s2AVX512(segs *int, nseg int, src *float32, chanStride, rowStride
 
 //go:noescape
 func filter9x32s2AVX512(segs *int, nseg int, src *float32, chanStride, rowStride int, b *float32, bstride int, c *float32, ldc int, beta float32)
+
+// copyRows16s2AVX512 sets dst[16q+i] = src[offs[q]+c0+2i] and
+// dst[16q+8+i] = src[offs[q]+c1+2i] for q < n, i < 8 (gather_amd64.s;
+// idx is evenLanes); the caller has checked that every row lies in src.
+//
+//go:noescape
+func copyRows16s2AVX512(dst, src *float32, offs *int, n, c0, c1 int, idx *int32)

@@ -47,3 +47,7 @@ func filter9x16s2AVX512(segs *int, nseg int, src *float32, chanStride, rowStride
 func filter9x32s2AVX512(segs *int, nseg int, src *float32, chanStride, rowStride int, b *float32, bstride int, c *float32, ldc int, beta float32) {
 	panic("cpuops: filter9x32s2AVX512 without AVX-512")
 }
+
+func copyRows16s2AVX512(dst, src *float32, offs *int, n, c0, c1 int, idx *int32) {
+	panic("cpuops: copyRows16s2AVX512 without AVX-512")
+}

@@ -1030,18 +1030,16 @@ const (
 	panelGather uint8 = iota
 	panelRun16
 	panelRun8
+	panelStride2 // two runs of 8 at stride 2 (or one of 16): copyRows16s2AVX512, where it runs
 )
+
+// evenLanes is copyRows16s2AVX512's VPERMT2PS index: the even floats of
+// its two loads.
+var evenLanes = [16]int32{0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30}
 
 func panelKinds(cols []int) []uint8 {
 	const nr = gemm.NR
-	run := func(j, n int) bool {
-		for i := 1; i < n; i++ {
-			if cols[j+i] != cols[j]+i {
-				return false
-			}
-		}
-		return true
-	}
+	run := func(j, n int) bool { return stepRun(cols[j:j+n], 1) }
 	kinds := make([]uint8, (len(cols)+nr-1)/nr)
 	for p := range kinds {
 		switch j := p * nr; {
@@ -1050,9 +1048,21 @@ func panelKinds(cols []int) []uint8 {
 			kinds[p] = panelRun16
 		case run(j, nr/2) && run(j+nr/2, nr/2):
 			kinds[p] = panelRun8
+		case stepRun(cols[j:j+nr/2], 2) && stepRun(cols[j+nr/2:j+nr], 2):
+			kinds[p] = panelStride2
 		}
 	}
 	return kinds
+}
+
+// stepRun says whether cols[i] = cols[0] + step·i for every i.
+func stepRun(cols []int, step int) bool {
+	for i := 1; i < len(cols); i++ {
+		if cols[i] != cols[0]+step*i {
+			return false
+		}
+	}
+	return true
 }
 
 // gatherPanels is op(B)[q][j] = src[rows[q] + cols[j]]: an im2col matrix
@@ -1082,18 +1092,25 @@ func (g *gatherPanels) PackB(dst []float32, pc, jc, kb, nb int) {
 		if nn == nr {
 			kind = g.kind[j0/nr]
 		}
+		if kind == panelStride2 && !useAVX512 {
+			kind = panelGather
+		}
 		switch kind {
-		case panelRun16, panelRun8:
+		case panelRun16, panelRun8, panelStride2:
 			// Both offset lists increase: the last row's run ends
 			// furthest into src. The copies read unchecked.
 			c0, c1 := g.cols[j0], g.cols[j0+nr/2]
 			if end := rows[kb-1] + g.cols[j0+nr-1]; end >= len(src) {
 				panic(fmt.Sprintf("cpuops: im2col panel at %d past %d inputs", end, len(src)))
 			}
-			if kind == panelRun16 {
+			switch kind {
+			case panelRun16:
 				copyRows16(panel, src, rows, c0)
-			} else {
+			case panelRun8:
 				copyRows8x2(panel, src, rows, c0, c1)
+			default: // the last float read is the last one used, at c1+14
+				_ = panel[16*kb-1]
+				copyRows16s2AVX512(&panel[0], &src[0], &rows[0], kb, c0, c1, &evenLanes[0])
 			}
 		default:
 			cols := g.cols[j0 : j0+nn]

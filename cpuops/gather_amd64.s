@@ -89,3 +89,40 @@ TEXT ·transpose16x8AVX512(SB), NOSPLIT, $0-24
 	VMOVUPS Z19, 448(DI)
 	VZEROUPPER
 	RET
+
+// func copyRows16s2AVX512(dst, src *float32, offs *int, n, c0, c1 int, idx *int32)
+// For q < n: dst[16q+i] = src[offs[q]+c0+2i] and dst[16q+8+i] =
+// src[offs[q]+c1+2i] for i < 8, a panel of an im2col matrix whose 16
+// pixels are two runs of 8 at stride 2 (one run of 16 where c1 = c0+16):
+// each half's 15 floats by a masked load (no float past the last one
+// used is read), the even ones picked by VPERMT2PS (idx: 0, 2, …, 30).
+TEXT ·copyRows16s2AVX512(SB), NOSPLIT, $0-56
+	MOVQ      dst+0(FP), DI
+	MOVQ      src+8(FP), SI
+	MOVQ      offs+16(FP), BX
+	MOVQ      n+24(FP), CX
+	MOVQ      c0+32(FP), R8
+	MOVQ      c1+40(FP), R9
+	MOVQ      idx+48(FP), AX
+	VMOVDQU32 (AX), Z2
+	MOVL      $0x7fff, DX
+	KMOVW     DX, K1
+	LEAQ      (SI)(R8*4), R8
+	LEAQ      (SI)(R9*4), R9
+	TESTQ     CX, CX
+	JZ        s2done
+
+s2loop:
+	MOVQ      (BX), DX
+	VMOVUPS.Z (R8)(DX*4), K1, Z0
+	VMOVUPS.Z (R9)(DX*4), K1, Z1
+	VPERMT2PS Z1, Z2, Z0
+	VMOVUPS   Z0, (DI)
+	ADDQ      $8, BX
+	ADDQ      $64, DI
+	DECQ      CX
+	JNZ       s2loop
+
+s2done:
+	VZEROUPPER
+	RET

@@ -108,3 +108,75 @@ func TestCol2imStride2SameBits(t *testing.T) {
 		}
 	}
 }
+
+// TestCopyRows16s2: the stride-2 im2col panel copy gives each row the 16
+// floats at c0, c0+2, …, c0+14 and c1, …, c1+14 past its offset, NaN
+// payloads and −0 kept, for runs of 16 (c1 = c0+16) and two of 8, with
+// the last row's last float the array's last (the masked loads read no
+// further).
+func TestCopyRows16s2(t *testing.T) {
+	if !useAVX512 {
+		t.Skip("AVX-512 only")
+	}
+	rng := rand.New(rand.NewPCG(23, 24))
+	for _, cs := range [][2]int{{0, 16}, {3, 19}, {1, 40}, {5, 6}} {
+		c0, c1 := cs[0], cs[1]
+		offs := []int{0, 7, 50, 51, 100}
+		src := randF32(rng, offs[len(offs)-1]+c1+15)
+		src[c0] = math.Float32frombits(0x7fc01234)
+		src[c1+2] = float32(math.Copysign(0, -1))
+		dst := make([]float32, 16*len(offs))
+		copyRows16s2AVX512(&dst[0], &src[0], &offs[0], len(offs), c0, c1, &evenLanes[0])
+		for q, o := range offs {
+			for i := 0; i < 8; i++ {
+				for h, c := range []int{c0, c1} {
+					got, want := dst[16*q+8*h+i], src[o+c+2*i]
+					if math.Float32bits(got) != math.Float32bits(want) {
+						t.Fatalf("c0 %d c1 %d: row %d lane %d = %v, want %v", c0, c1, q, 8*h+i, got, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestStride2PanelsSameBits: a stride-2 convolution whose panels are runs
+// at stride 2 (output rows of 8 and of 16 or more; 1x1, 3x3, 7x7) gives,
+// forward, the bits of the same panels gathered value by value.
+func TestStride2PanelsSameBits(t *testing.T) {
+	if !useAVX512 {
+		t.Skip("AVX-512 only")
+	}
+	for _, s := range []struct{ B, Cin, H, W, Cout, K, P int }{
+		{3, 5, 16, 16, 20, 3, 1}, {2, 4, 33, 35, 8, 3, 1}, {4, 16, 32, 32, 32, 1, 0}, {2, 3, 40, 40, 16, 7, 3},
+	} {
+		c, err := NewConv2d(s.B, s.Cin, s.H, s.W, s.Cout, s.K, 2, s.P, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(c.kindFwd, panelStride2) {
+			t.Fatalf("%+v: no stride-2 panel", s)
+		}
+		rng := rand.New(rand.NewPCG(uint64(s.H), uint64(s.Cin)))
+		x, w := randF32(rng, c.InLen()), randF32(rng, s.Cout*s.Cin*s.K*s.K)
+		run := func() []float32 {
+			y := make([]float32, c.OutLen())
+			c.Forward(x, w, y)
+			return y
+		}
+		y1 := run()
+		kinds := slices.Clone(c.kindFwd)
+		for i, k := range c.kindFwd {
+			if k == panelStride2 {
+				c.kindFwd[i] = panelGather
+			}
+		}
+		y0 := run()
+		c.kindFwd = kinds
+		for i := range y1 {
+			if math.Float32bits(y1[i]) != math.Float32bits(y0[i]) {
+				t.Fatalf("%+v: y[%d] = %v with stride-2 panels, %v gathered", s, i, y1[i], y0[i])
+			}
+		}
+	}
+}
