@@ -148,13 +148,31 @@ func pixelRuns(segs []int, pixels []int, step int) []int {
 	return segs
 }
 
-// transposeInto sets dw[(r0+j)·ld + c0 + i] = dwT[i·m + j] for i < n, j < m.
+// transposeInto sets dw[(r0+j)·ld + c0 + i] = dwT[i·m + j] for i < n, j < m
+// (m a multiple of 8): 16 columns of 8 rows at a time by a 16x8 AVX-512
+// transpose, the last n%16 columns one by one.
 func transposeInto(dw []float32, ld, r0, c0 int, dwT []float32, n, m int) {
-	_ = dwT[:n*m]
+	_, _ = dwT[:n*m], dw[(r0+m-1)*ld+c0+n-1]
+	i := 0
+	if useAVX512 {
+		var offs [16]int
+		for a := range offs {
+			offs[a] = a * m
+		}
+		var t [128]float32
+		for ; i+16 <= n; i += 16 {
+			for j := 0; j < m; j += 8 {
+				transpose16x8AVX512(&t[0], &dwT[i*m+j], &offs[0]) // t[16b+a] = dwT[(i+a)·m + j+b]
+				for b := 0; b < 8; b++ {
+					copy(dw[(r0+j+b)*ld+c0+i:][:16], t[16*b:16*b+16])
+				}
+			}
+		}
+	}
 	for j := 0; j < m; j++ {
 		row := dw[(r0+j)*ld+c0 : (r0+j)*ld+c0+n]
-		for i := range row {
-			row[i] = dwT[i*m+j]
+		for k := i; k < n; k++ {
+			row[k] = dwT[k*m+j]
 		}
 	}
 }
