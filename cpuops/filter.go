@@ -90,15 +90,16 @@ func (c *Conv2d) filterDirectGroup(s *conv2dScratch, a []float32, k int, src []f
 		if first && pc == 0 {
 			beta = 0
 		}
-		for j := 0; j < m; {
-			b := &s.dyP[j*kb]
-			if m-j >= 32 {
-				for ci := c0 / 9; ci < c1/9; ci++ {
-					k9x32(segs, nseg, &src[ci*plane], plane, c.wp, b, 16*kb, &s.dwT[(9*ci-c0)*m+j], m, beta)
+		j := 0
+		if m >= 32 { // the 32-column tiles, a channel's across dy's panels
+			for ci := c0 / 9; ci < c1/9; ci++ {
+				for j = 0; j+32 <= m; j += 32 {
+					k9x32(segs, nseg, &src[ci*plane], plane, c.wp, &s.dyP[j*kb], 16*kb, &s.dwT[(9*ci-c0)*m+j], m, beta)
 				}
-				j += 32
-				continue
 			}
+		}
+		for j < m {
+			b := &s.dyP[j*kb]
 			ci := c0 / 9
 			for ; ci+2 <= c1/9; ci += 2 {
 				k18x16(segs, nseg, &src[ci*plane], plane, c.wp, b, 16*kb, &s.dwT[(9*ci-c0)*m+j], m, beta)
