@@ -1010,6 +1010,11 @@ func (c *Conv2d) flipChannel(_, co int) {
 		ci := g*cg + j
 		src := c.w[(co*cg+j)*K*K : (co*cg+j+1)*K*K]
 		dst := c.wflip[(ci*og+o)*K*K : (ci*og+o+1)*K*K]
+		if K == 3 { // the common kernel, unrolled: one bounds check each way
+			s, d := (*[9]float32)(src), (*[9]float32)(dst)
+			d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7], d[8] = s[8], s[7], s[6], s[5], s[4], s[3], s[2], s[1], s[0]
+			continue
+		}
 		for i, v := range src {
 			dst[K*K-1-i] = v
 		}
