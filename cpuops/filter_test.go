@@ -18,8 +18,9 @@ import (
 // GEMM's k blocks (runs cut at a block's end; a block's depth not a
 // multiple of 8, packDyT's tail), one and several samples a GEMM, dw cut
 // into tiles of columns (2 cores, one group of samples), and a conv
-// block's (its dy through the ReLU and the pool); at FP32, and at TF32
-// and BF16 on the fp32 kernels (the padded input and dy rounded).
+// block's (its dy through the ReLU and the pool), at stride 1 and 2 with
+// padding 0, 1 and 2; at FP32, and at TF32 and BF16 on the fp32 kernels
+// (the padded input and dy rounded; without padding, the GEMM's).
 func TestFilterDirectSameBits(t *testing.T) {
 	if !useAVX512 {
 		t.Skip("the direct kernels run where the AVX-512 ones do")
@@ -28,20 +29,23 @@ func TestFilterDirectSameBits(t *testing.T) {
 	for _, s := range []struct {
 		B, Cin, H, W, Cout int
 		block              bool
-		stride             int
+		stride, pad        int
 	}{
-		{4, 16, 32, 32, 16, false, 1},
-		{3, 5, 16, 20, 48, false, 1},
-		{2, 32, 16, 16, 64, false, 1},
-		{1, 3, 17, 16, 32, false, 1},
-		{6, 7, 16, 19, 16, false, 1},
-		{2, 40, 18, 16, 16, false, 1},
-		{2, 4, 8, 8, 128, false, 1},
-		{3, 3, 16, 16, 32, true, 1},
-		{4, 16, 32, 32, 32, false, 2},
-		{3, 5, 33, 17, 48, false, 2},
-		{2, 32, 16, 16, 64, false, 2},
-		{6, 7, 17, 16, 16, false, 2},
+		{4, 16, 32, 32, 16, false, 1, 1},
+		{3, 5, 16, 20, 48, false, 1, 1},
+		{2, 32, 16, 16, 64, false, 1, 1},
+		{1, 3, 17, 16, 32, false, 1, 1},
+		{6, 7, 16, 19, 16, false, 1, 1},
+		{2, 40, 18, 16, 16, false, 1, 1},
+		{2, 4, 8, 8, 128, false, 1, 1},
+		{3, 3, 16, 16, 32, true, 1, 1},
+		{4, 16, 32, 32, 32, false, 2, 1},
+		{3, 5, 33, 17, 48, false, 2, 1},
+		{2, 32, 16, 16, 64, false, 2, 1},
+		{6, 7, 17, 16, 16, false, 2, 1},
+		{2, 6, 18, 18, 32, false, 1, 0},
+		{2, 6, 16, 16, 16, false, 1, 2},
+		{3, 4, 21, 19, 16, false, 2, 2},
 	} {
 		name := fmt.Sprintf("%+v", s)
 		var c *Conv2d
@@ -49,7 +53,7 @@ func TestFilterDirectSameBits(t *testing.T) {
 		if s.block {
 			c, err = NewConvBlock(s.B, s.Cin, s.H, s.W, s.Cout, 3, true)
 		} else {
-			c, err = NewConv2d(s.B, s.Cin, s.H, s.W, s.Cout, 3, s.stride, 1, 1)
+			c, err = NewConv2d(s.B, s.Cin, s.H, s.W, s.Cout, 3, s.stride, s.pad, 1)
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -82,6 +86,12 @@ func TestFilterDirectSameBits(t *testing.T) {
 		}
 		for _, prec := range []gemm.Precision{gemm.FP32, gemm.TF32, gemm.BF16} {
 			c.SetPrecision(prec)
+			if s.pad == 0 && prec != gemm.FP32 { // x itself, unrounded: the GEMM's
+				if c.filterDirect() {
+					t.Fatalf("%s at %v: on the direct kernels without a rounded padded copy", name, prec)
+				}
+				continue
+			}
 			if !c.filterDirect() {
 				t.Fatalf("%s at %v: not on the direct kernels", name, prec)
 			}
