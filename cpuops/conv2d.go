@@ -970,7 +970,7 @@ func (c *Conv2d) backwardFilterGroup(worker, item int) {
 		} else {
 			a = c.dy[i0*c.Cout*ohw : i1*c.Cout*ohw]
 		}
-		if i1-i0 > 1 {
+		if i1-i0 > 1 && !direct { // the samples' dy side by side (the direct kernels read it as it lies)
 			s.dyT = grow(s.dyT, c.Cout*k)
 			for t := 0; t < i1-i0; t++ {
 				for o := 0; o < c.Cout; o++ {

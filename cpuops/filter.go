@@ -58,7 +58,8 @@ func (c *Conv2d) filterDirect() bool {
 // filterDirectGroup adds samples [i0, i1)'s part of the filter gradient
 // to rows [r0, r1) (output channels) and columns [c0, c1) (taps, whole
 // input channels) of dwᵀ, the worker's s.dwT ((c1−c0) × (r1−r0)): a is
-// their dy (Cout × k, the samples side by side), src their padded input.
+// their dy as it lies (sample by sample, Cout × Ho·Wo each: step k of the
+// sum is pixel k%(Ho·Wo) of sample k/(Ho·Wo)), src their padded input.
 // The first call of a tile (first) sets dwᵀ.
 func (c *Conv2d) filterDirectGroup(s *conv2dScratch, a []float32, k int, src []float32, r0, r1, c0, c1 int, first bool) {
 	m := r1 - r0
@@ -67,9 +68,10 @@ func (c *Conv2d) filterDirectGroup(s *conv2dScratch, a []float32, k int, src []f
 	if last := c.taps[c1-1] + pixels[k-1]; last >= len(src) {
 		panic(fmt.Sprintf("cpuops: filter gradient reads input %d past %d", last, len(src)))
 	}
-	if len(a) < r1*k || len(s.dwT) < (c1-c0)*m || m%16 != 0 || c0%9 != 0 || c1%9 != 0 {
-		panic(fmt.Sprintf("cpuops: filter gradient: dy %d values for %d rows of %d, dwT %d, tile rows [%d, %d) columns [%d, %d)",
-			len(a), r1, k, len(s.dwT), r0, r1, c0, c1))
+	ohw := c.Ho * c.Wo
+	if k%ohw != 0 || len(a) < k*c.Cout || r1 > c.Cout || len(s.dwT) < (c1-c0)*m || m%16 != 0 || c0%9 != 0 || c1%9 != 0 {
+		panic(fmt.Sprintf("cpuops: filter gradient: dy %d values for %d steps of %d channels, dwT %d, tile rows [%d, %d) columns [%d, %d)",
+			len(a), k, c.Cout, len(s.dwT), r0, r1, c0, c1))
 	}
 	plane := c.hp * c.wp
 	k18x16, k9x16, k9x32 := filter18x16AVX512, filter9x16AVX512, filter9x32AVX512
@@ -80,7 +82,7 @@ func (c *Conv2d) filterDirectGroup(s *conv2dScratch, a []float32, k int, src []f
 	s.dyP = grow(s.dyP, m*min(kstep, k))
 	for pc := 0; pc < k; pc += kstep {
 		kb := min(kstep, k-pc)
-		packDyT(s.dyP, a[r0*k:], k, pc, kb, m)
+		packDyT(s.dyP, a, ohw, c.Cout, r0, pc, kb, m)
 		if c.prec != gemm.FP32 { // the GEMM's packed A, rounded (src is: padded)
 			gemm.RoundSlice(c.prec, s.dyP[:m*kb])
 		}
@@ -112,25 +114,31 @@ func (c *Conv2d) filterDirectGroup(s *conv2dScratch, a []float32, k int, src []f
 	}
 }
 
-// packDyT writes rows [0, m) (m a multiple of 16) of dy (row stride k),
-// columns [pc, pc+kb), transposed into m/16 panels of kb rows of 16
-// floats: dst[(j/16)·16·kb + 16q + j%16] = dy[j·k + pc + q].
-func packDyT(dst, dy []float32, k, pc, kb, m int) {
-	_, _ = dst[:m*kb], dy[:(m-1)*k+pc+kb]
+// packDyT writes rows [r0, r0+m) (m a multiple of 16) of dy, steps
+// [pc, pc+kb), transposed into m/16 panels of kb rows of 16 floats:
+// dst[(j/16)·16·kb + 16q + j%16] = row r0+j at step pc+q, which lies at
+// dy[(t·cout + r0+j)·ohw + p] for step t·ohw + p (dy sample by sample,
+// cout rows of ohw steps each). Eight steps within a sample at a time by
+// a 16x8 AVX-512 transpose, the others one by one.
+func packDyT(dst, dy []float32, ohw, cout, r0, pc, kb, m int) {
+	at := func(j, q int) int { t, p := (pc+q)/ohw, (pc+q)%ohw; return (t*cout+r0+j)*ohw + p }
+	_, _ = dst[:m*kb], dy[at(m-1, kb-1)]
 	var offs [16]int
 	for j := range offs {
-		offs[j] = j * k
+		offs[j] = j * ohw
 	}
-	for p := 0; p < m; p += 16 {
-		panel := dst[p*kb : (p+16)*kb]
-		q := 0
-		for ; q+8 <= kb; q += 8 {
-			transpose16x8AVX512(&panel[16*q], &dy[p*k+pc+q], &offs[0])
-		}
-		for ; q < kb; q++ {
-			for j := 0; j < 16; j++ {
-				panel[16*q+j] = dy[(p+j)*k+pc+q]
+	for b := 0; b < m; b += 16 {
+		panel := dst[b*kb : (b+16)*kb]
+		for q := 0; q < kb; {
+			if p := (pc + q) % ohw; q+8 <= kb && p+8 <= ohw {
+				transpose16x8AVX512(&panel[16*q], &dy[at(b, q)], &offs[0])
+				q += 8
+				continue
 			}
+			for j := 0; j < 16; j++ {
+				panel[16*q+j] = dy[at(b+j, q)]
+			}
+			q++
 		}
 	}
 }

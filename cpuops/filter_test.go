@@ -122,3 +122,28 @@ func TestPixelRuns(t *testing.T) {
 		t.Fatalf("pixelRuns at step 2 = %v, want %v", got, want)
 	}
 }
+
+// TestPackDyT: packDyT's panels hold row r0+j of dy at step pc+q, dy laid
+// out sample by sample, for steps that cross samples of a size not a
+// multiple of 8 and a first row past 0.
+func TestPackDyT(t *testing.T) {
+	if !useAVX512 {
+		t.Skip("the direct kernels' packing, AVX-512 only")
+	}
+	const ohw, cout, samples = 13, 48, 3
+	rng := rand.New(rand.NewPCG(31, 32))
+	dy := randF32(rng, samples*cout*ohw)
+	for _, c := range []struct{ r0, m, pc, kb int }{{0, 48, 0, 39}, {16, 32, 5, 30}, {32, 16, 12, 17}} {
+		dst := make([]float32, c.m*c.kb)
+		packDyT(dst, dy, ohw, cout, c.r0, c.pc, c.kb, c.m)
+		for j := 0; j < c.m; j++ {
+			for q := 0; q < c.kb; q++ {
+				k := c.pc + q
+				want := dy[(k/ohw*cout+c.r0+j)*ohw+k%ohw]
+				if got := dst[j/16*16*c.kb+16*q+j%16]; got != want {
+					t.Fatalf("%+v: row %d step %d = %v, want %v", c, j, q, got, want)
+				}
+			}
+		}
+	}
+}
