@@ -169,8 +169,8 @@ func printStepHeader(out io.Writer, cfg config.Config, spec model.Spec, m *model
 			arch += " (" + spec.Stem + " stem)"
 		}
 	}
-	fmt.Fprintf(out, "%s\nmodel: %d px, batch %d, %s, %d classes, %d parameters, precision %s\nmachine: %s\n",
-		model.KernelAt(cfg.Train.GEMMPrecision()), spec.InputSize, cfg.Data.BatchSize, arch, cfg.Data.Synthetic.Classes, m.NumParams(), cfg.Train.Precision, mach)
+	fmt.Fprintf(out, "%s\nmodel: %d px, batch %d, %s, %d classes, %d parameters, precision %s%s\nmachine: %s\n",
+		model.KernelAt(cfg.Train.GEMMPrecision()), spec.InputSize, cfg.Data.BatchSize, arch, cfg.Data.Synthetic.Classes, m.NumParams(), cfg.Train.Precision, model.WinogradNote(cfg.ModelOptions()), mach)
 	if why := BusyBefore(); why != "" {
 		fmt.Fprintf(out, "WARNING: the machine is busy (%s): the timings below are not this machine's speed\n", why)
 	}

@@ -118,6 +118,8 @@ type Train struct {
 	DistBucketMB float64 `yaml:"dist_bucket_mb" help:"gradients are summed across ranks in buckets of about this many MB, each started as soon as backward has produced it (PyTorch DDP's bucket_cap_mb)"`
 	// The precision of the conv and linear GEMMs (docs/config.md "Precision").
 	Precision string `yaml:"precision" help:"fp32, tf32 (conv and linear GEMM inputs rounded to TF32, as PyTorch's allow_tf32) or bf16 (rounded to bfloat16, as torch.autocast); the sums, BatchNorm, the loss, the optimizer, the weights and checkpoints stay fp32. fp32 is the default on every device: on the cpu it is the exact reference (its bf16 runs on the VDPBF16PS kernels on an AMD CPU with AVX512_BF16, within float32 summation of the reference; STOKE_GEMM_BF16 overrides), and on cuda tf32 and bf16 are cuBLAS's (or our own GEMM's, cuda.gemm own) rounding of the same inputs. A resumed run keeps its precision" flag:"precision"`
+	// Winograd's F(2x2, 3x3) for the cpu's 3x3 convs (docs/config.md "Precision").
+	Winograd bool `yaml:"winograd" help:"the cpu device's 3x3 stride-1 convs of the ResNets (forward and input gradient) by Winograd's F(2x2, 3x3) where it is faster (64 channels and up on resnet18's planes; not resnet20's 16-64): 2.25 times fewer multiply-adds, the same sums with a different float32 rounding (within a stated bound of the exact result), so not the bits of the default GEMM; fp32 only (tf32 and bf16 keep their GEMMs); acts on the cpu device only" flag:"winograd"`
 }
 
 // Cuda is the GPU engine's own settings: they act on --device cuda only

@@ -29,6 +29,7 @@ func (c Config) ModelOptions() model.Options {
 		Nesterov: o.Nesterov, NoDecayNormAndBias: !o.DecayNormAndBias,
 		LabelSmoothing:   float32(o.LabelSmoothing),
 		Precision:        c.Train.GEMMPrecision(),
+		Winograd:         c.Train.Winograd,
 		ZeroInitResidual: c.Model.ZeroInitResidual,
 	}
 	if o.Optimizer == model.OptimizerAdamW {

@@ -33,6 +33,7 @@ var resumeChangeable = []struct{ Path, Why string }{
 	{"train.dist", "only which engine sums the gradients; a resume on another number of ranks keeps the global batch (data.batch_size x ranks), which the trainer compares instead"},
 	{"train.dist_timeout", "only how long a collective may wait"},
 	{"train.dist_bucket_mb", "only how gradients are grouped for summing"},
+	{"train.winograd", "only how the cpu's 3x3 convs are computed: the same sums, another float rounding"},
 	{"cuda.gemm", "only which library computes the GPU's matrix products, at the same precision, up to its float summation order"},
 	{"cuda.cublas", "only where cuBLAS is found"},
 	{"cuda.graphs", "only whether the steps' launches are replayed from a captured graph: the same launches, the same weights"},

@@ -75,3 +75,16 @@ func filter9x32s2AVX512(segs *int, nseg int, src *float32, chanStride, rowStride
 //
 //go:noescape
 func copyRows16s2AVX512(dst, src *float32, offs *int, n, c0, c1 int, idx *int32)
+
+// winoInAVX512 and winoOutAVX512 are winoIn's and winoOut's transforms
+// (winograd_amd64.s), 16 tiles a step; idx is winoLanes. The callers
+// have checked every slice's length.
+//
+//go:noescape
+func winoInAVX512(dst *float32, stride int, src *float32, wp, n int, idx *int32)
+
+//go:noescape
+func winoOutAVX512(dst *float32, w int, src *float32, stride, n int, idx *int32)
+
+//go:noescape
+func winoWeightsAVX512(v *float32, stride int, w *float32, n int, idx *int32)

@@ -51,3 +51,15 @@ func filter9x32s2AVX512(segs *int, nseg int, src *float32, chanStride, rowStride
 func copyRows16s2AVX512(dst, src *float32, offs *int, n, c0, c1 int, idx *int32) {
 	panic("cpuops: copyRows16s2AVX512 without AVX-512")
 }
+
+func winoInAVX512(dst *float32, stride int, src *float32, wp, n int, idx *int32) {
+	panic("cpuops: winoInAVX512 without AVX-512")
+}
+
+func winoOutAVX512(dst *float32, w int, src *float32, stride, n int, idx *int32) {
+	panic("cpuops: winoOutAVX512 without AVX-512")
+}
+
+func winoWeightsAVX512(v *float32, stride int, w *float32, n int, idx *int32) {
+	panic("cpuops: winoWeightsAVX512 without AVX-512")
+}

@@ -61,13 +61,23 @@ func BenchmarkConv2d(b *testing.B) {
 			{"fwd", func() { c.Forward(x, w, y) }},
 			{"dx", func() { c.BackwardData(w, dy, dx) }},
 			{"dw", func() { c.BackwardFilter(x, dy, dw) }},
+			{"fwd-wino", func() { // Winograd's F(2x2, 3x3) where it applies
+				defer c.SetWinograd(false)
+				c.setWinograd(true, true)
+				c.Forward(x, w, y)
+			}},
+			{"dx-wino", func() {
+				defer c.SetWinograd(false)
+				c.setWinograd(true, true)
+				c.BackwardData(w, dy, dx)
+			}},
 			{"dw-gemm", func() { // the GEMM where dw takes the direct kernels
 				defer func(u bool) { useFilterDirect = u }(useFilterDirect)
 				useFilterDirect = false
 				c.BackwardFilter(x, dy, dw)
 			}},
 		} {
-			if pass.name == "dw-gemm" && !c.filterDirect() {
+			if pass.name == "dw-gemm" && !c.filterDirect() || len(pass.name) > 5 && pass.name[len(pass.name)-5:] == "-wino" && !c.WinogradApplies() {
 				continue
 			}
 			b.Run(s.name+"/"+pass.name, func(b *testing.B) {

@@ -97,6 +97,12 @@ type Conv2d struct {
 	// is packed from w as a transpose and never written.
 	back    *Conv2d
 	ownFlip []float32
+
+	// Winograd's F(2x2, 3x3) (SetWinograd, winograd.go): the plan, and
+	// the running Forward's transformed weights and their packing.
+	wino            *winograd
+	winoV, ownWinoV []float32
+	winoA, ownWinoA []gemm.PackedA
 }
 
 // Conv2dShared is the scratch that several Conv2d share (Share), each part
@@ -114,6 +120,8 @@ type Conv2dShared struct {
 	wflip   []float32
 	fwdOut  []float32
 	scratch []conv2dScratch
+	winoV   []float32
+	winoA   []gemm.PackedA
 }
 
 // SetPrecision makes every pass's GEMM round its inputs to p (gemm.PackAPrec,
@@ -170,6 +178,8 @@ type conv2dScratch struct {
 	segs                      []int     // and its runs of pixels
 	panels                    gatherPanels
 	panelsT                   gatherTPanels
+	wU, wM                    []float32 // winoGroup's transformed input and products
+	wPanels                   winoPanels
 }
 
 // filterGroups is how many partial sums the filter gradient is split into
@@ -502,6 +512,10 @@ func (c *Conv2d) ForwardBlock(x, w, b, y []float32) {
 // conv's are for its BackwardData's back conv.
 func (c *Conv2d) forward(x, w []float32, wT bool, b, y []float32) {
 	c.check("Forward", x, w, y)
+	if c.wino != nil && !wT && b == nil && c.prec == gemm.FP32 {
+		c.forwardWinograd(x, w, y)
+		return
+	}
 	c.wA = c.packed()
 	if wT {
 		c.packT(c.wA, w)

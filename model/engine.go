@@ -91,9 +91,17 @@ type CPUOption func(*cpuEngine)
 // reference rounding every engine's tf32 and bf16 are tested against.
 func CPUPrecision(p gemm.Precision) CPUOption { return func(e *cpuEngine) { e.prec = p } }
 
+// CPUWinograd makes the engine's 3x3 stride-1 convs (not the cnn's conv
+// blocks) compute Forward and BackwardData by Winograd's F(2x2, 3x3)
+// where it applies and pays (cpuops.Conv2d.SetWinograd), at fp32: 2.25
+// times fewer multiply-adds, a different float rounding (within the bound
+// cpuops' TestWinogradWithinBound checks), not the im2col GEMM's bits.
+func CPUWinograd(on bool) CPUOption { return func(e *cpuEngine) { e.winograd = on } }
+
 type cpuEngine struct {
-	conv *cpuops.Conv2dShared // nil: each conv its own
-	prec gemm.Precision
+	conv     *cpuops.Conv2dShared // nil: each conv its own
+	prec     gemm.Precision
+	winograd bool
 }
 
 // host unpacks up to 5 values into slices, stopping at the first that is

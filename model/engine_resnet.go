@@ -56,6 +56,7 @@ func (e cpuEngine) NewConv2d(B, Cin, H, W, Cout, K, stride, pad, groups int) (Co
 		return nil, err
 	}
 	k.SetPrecision(e.prec)
+	k.SetWinograd(e.winograd)
 	if e.conv != nil {
 		k.Share(e.conv)
 	}

@@ -43,6 +43,12 @@ type Options struct {
 	// engine must run at it (Engine.Precision; New's CPU engine does).
 	Precision gemm.Precision
 
+	// Winograd makes New's CPU engine compute its 3x3 stride-1 convs by
+	// Winograd's F(2x2, 3x3) where that pays (CPUWinograd): fp32 only,
+	// the same sums with a different float rounding. Other engines ignore
+	// it.
+	Winograd bool
+
 	// Mean and Std normalize a uint8 batch (Input.U8, values round(255·v)):
 	// (v/255 − mean)/std per channel, as augment.NormalizeU8 does. Zero Std:
 	// Start and Eval refuse uint8 batches.
@@ -136,7 +142,7 @@ var buildMu sync.Mutex
 // New validates spec and opt, initialises the weights from opt.Seed as
 // PyTorch does by default, and builds the training and forward machines.
 func New(spec Spec, opt Options) (*Model, error) {
-	return NewOn(CPUEngine(CPUPrecision(opt.Precision)), spec, opt)
+	return NewOn(CPUEngine(CPUPrecision(opt.Precision), CPUWinograd(opt.Winograd)), spec, opt)
 }
 
 // NewOn is New with the graph's values and ops on eng: the same graph, the

@@ -25,6 +25,18 @@ func KernelAt(p gemm.Precision) string {
 	return gemm.Name() + "; " + gemm.PrecisionName(p)
 }
 
+// WinogradNote is what opt.Winograd does on the CPU engine, for the start
+// line: "" when off.
+func WinogradNote(opt Options) string {
+	switch {
+	case !opt.Winograd:
+		return ""
+	case opt.Precision != gemm.FP32:
+		return "; train.winograd changes nothing at " + opt.Precision.String() + " (fp32 only)"
+	}
+	return "; 3x3 convs by Winograd F(2x2,3x3) where it pays"
+}
+
 // The graph's layers are gorgonia Ops of ours whose work is done by the
 // kernels of package cpuops (its package comment has the op table, the
 // contract a device backend implements too). Each op owns its output

@@ -94,7 +94,7 @@ func openDevice(spec model.Spec, opt model.Options, cfg config.Config, out io.Wr
 		if err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(out, "device: cpu, %s, %s, precision %s\n", plural(runtime.GOMAXPROCS(0), "thread"), model.KernelAt(opt.Precision), opt.Precision)
+		fmt.Fprintf(out, "device: cpu, %s, %s, precision %s%s\n", plural(runtime.GOMAXPROCS(0), "thread"), model.KernelAt(opt.Precision), opt.Precision, model.WinogradNote(opt))
 		return &Device{Name: "cpu", Backend: m, Params: m.NumParams()}, nil
 	case "cuda":
 		if newCUDADevice == nil {

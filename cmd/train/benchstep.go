@@ -9,11 +9,12 @@ import (
 // benchStep is `train bench-step`: the configured model's training step on
 // random data, timed alone (bench.Step).
 func benchStep(args []string, stdout, stderr io.Writer) int {
-	c := newSubcommand("bench-step", "usage: train bench-step [--config FILE] [--threads N[,N...]] [--steps N] [--precision fp32|tf32|bf16] [--json] [--cpuprofile FILE] [--memprofile FILE]\n", stderr)
+	c := newSubcommand("bench-step", "usage: train bench-step [--config FILE] [--threads N[,N...]] [--steps N] [--precision fp32|tf32|bf16] [--winograd] [--json] [--cpuprofile FILE] [--memprofile FILE]\n", stderr)
 	cfgPath := c.String("config", "", "YAML config file; without one, the built-in quickstart")
 	threads := c.intList("threads", "", "cores the ops may use (GOMAXPROCS), or a comma-separated list run one after another; default: all", 1)
 	steps := c.Int("steps", 10, "timed steps per thread count")
 	precision := c.String("precision", "", "fp32, tf32 or bf16: the conv and linear GEMM inputs' rounding (train.precision); default: the config's")
+	winograd := c.Bool("winograd", false, "the 3x3 convs by Winograd F(2x2,3x3) where it pays (train.winograd: true); default: the config's")
 	warmup := c.Int("warmup", 2, "untimed steps first")
 	asJSON := c.Bool("json", false, "one JSON object per line: threads, ms_per_step, img_per_s, peak_rss_bytes (and best_ms, cpu_ms_per_step, gemm; the CPU: cpu, cpu_family, cpu_model, simd; the load: load1_before, others_cores, busy)")
 	cpuProfile := c.String("cpuprofile", "", "write a CPU profile of the timed steps to this file (go tool pprof)")
@@ -30,6 +31,9 @@ func benchStep(args []string, stdout, stderr io.Writer) int {
 	cfg, err := loadConfig(*cfgPath)
 	if err == nil && *precision != "" {
 		cfg.Train.Precision = *precision
+	}
+	if *winograd {
+		cfg.Train.Winograd = true
 	}
 	if err == nil {
 		err = cfg.Validate()

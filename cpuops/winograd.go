@@ -1,0 +1,321 @@
+package cpuops
+
+import (
+	"fmt"
+
+	"stoke/gemm"
+)
+
+// Winograd's minimal filtering, F(2x2, 3x3) (Lavin and Gray, "Fast
+// Algorithms for Convolutional Neural Networks", 2015): a 3x3 conv at
+// stride 1 computes each 2x2 tile of an output plane from the 4x4 tile
+// of its padded input under it as
+//
+//	Y = Aᵀ [ Σ_ci (G g Gᵀ) ⊙ (Bᵀ d B) ] A
+//
+// so that, per tile, output channel and input channel, 16 products take
+// the place of 36: the products are 16 GEMMs, one per position ξ of the
+// 4x4 transform, V[ξ] (Cout×Cin, the transformed weights) times U[ξ]
+// (Cin × tiles, the transformed input), 2.25 times fewer multiply-adds
+// than the im2col GEMM's. SetWinograd turns it on for Forward and, through
+// the back conv, BackwardData; the filter gradient stays on its own
+// kernels.
+//
+// It changes the rounding, not the sums: the transforms add and subtract
+// (and G halves), so each output is the exact convolution up to float32
+// rounding of a longer chain of sums, within a bound that
+// TestWinogradWithinBound derives and checks; it is not the im2col GEMM's
+// bits, which is why it is a choice (train.winograd) and not the default.
+// Its own bits do not depend on the core count or the kernel path: the
+// transforms (winoInGo, winoOutGo, and the same adds in the same order in
+// winograd_amd64.s) are exact-order float32 adds, and the GEMMs are the
+// gemm package's, which give the same bits on every path that has FMA.
+//
+// Each item is a group of samples: its input is padded (padded), transformed
+// into U (16·Cin rows of ld tiles, in the worker's scratch), multiplied
+// by the 16 packed V[ξ] into M (16·Cout rows), and M transformed back into
+// the group's output planes, all while U and M stay in L2.
+
+// winograd is a conv's plan for F(2x2, 3x3) (SetWinograd).
+type winograd struct {
+	per   int   // samples per item
+	tiles int   // 2x2 output tiles of a sample: (H/2)·(W/2)
+	ld    int   // a full group's tiles rounded up to whole NR-column panels: the length of U's and M's rows
+	rows  []int // row q of U (ξ·Cin + ci): its offset q·ld
+	job   job   // the items
+	wjob  job   // the weights' transform, an output channel an item
+}
+
+// winoAsm: the transforms take winograd_amd64.s's kernels (where the
+// AVX-512 loops run), else winoInGo, winoWeightsGo and winoOutGo.
+var winoAsm = useAVX512
+
+// winoBytes bounds a group's U (16·Cin·ld floats): with M it stays in L2.
+const winoBytes = 1 << 20
+
+// winoColumns is the most tiles a group takes (where U allows more).
+const winoColumns = 256
+
+// winoLanes are winograd_amd64.s's VPERMT2PS indices: the even floats of
+// two registers, their odd floats, and the interleave of their low and of
+// their high halves; and a gather's offsets of 16 3x3 kernels.
+var winoLanes = [80]int32{
+	0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30,
+	1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31,
+	0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23,
+	8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31,
+	0, 9, 18, 27, 36, 45, 54, 63, 72, 81, 90, 99, 108, 117, 126, 135,
+}
+
+// WinogradApplies says whether SetWinograd(true) takes effect on a conv
+// of this shape: 3x3, stride 1, padding 1, one channel group, an even
+// output plane, not a conv block.
+func (c *Conv2d) WinogradApplies() bool {
+	return c.K == 3 && c.Stride == 1 && c.Pad == 1 && c.Groups == 1 && !c.block && c.H%2 == 0 && c.W%2 == 0
+}
+
+// winogradPays says where F(2x2, 3x3) measured faster than the im2col
+// GEMM (BenchmarkConv2d fwd-wino against fwd, one core, this project's
+// Intel Xeon): its transforms cost in proportion to Cin + Cout per tile,
+// and run 16 tiles of a row at a time (a plane narrower than 32 fills
+// only W/2 of their 16 lanes), while the products it saves grow with
+// Cin·Cout. resnet18's 64 to 512 channels on 32x32 to 4x4 planes gained
+// 1.2-1.6x; resnet20's 16 channels at 32x32, 32 at 16x16 and 64 at 8x8
+// lost 1.2-1.3x. The rule sits between them with a factor 2 either side.
+func (c *Conv2d) winogradPays() bool {
+	return c.Cin*c.Cout*min(16, c.W/2) >= 16*16*(c.Cin+c.Cout)
+}
+
+// SetWinograd makes Forward, and BackwardData through the back conv,
+// compute F(2x2, 3x3) where WinogradApplies and winogradPays, at FP32 (a conv set to TF32
+// or BF16 keeps its GEMMs: their rounding is of the im2col inputs);
+// off, the im2col GEMMs again. It returns whether it applies.
+func (c *Conv2d) SetWinograd(on bool) bool { return c.setWinograd(on, false) }
+
+// setWinograd is SetWinograd, where it pays or, with always, wherever it
+// applies (the tests' small shapes).
+func (c *Conv2d) setWinograd(on, always bool) bool {
+	c.wino = nil
+	if c.back != nil {
+		c.back.setWinograd(on, always)
+	}
+	if !on || !c.WinogradApplies() || !always && !c.winogradPays() {
+		return false
+	}
+	p := &winograd{tiles: c.H / 2 * (c.W / 2)}
+	// Samples per group: as many as winoColumns tiles and winoBytes of U
+	// allow, one at least.
+	most := max(gemm.NR, min(winoColumns, winoBytes/(4*16*c.Cin)))
+	p.per = max(1, min(c.B, most/p.tiles))
+	p.ld = (p.per*p.tiles + gemm.NR - 1) / gemm.NR * gemm.NR
+	p.rows = make([]int, 16*c.Cin)
+	for q := range p.rows {
+		p.rows[q] = q * p.ld
+	}
+	p.job.fn, p.job.n = c.winoGroup, (c.B+p.per-1)/p.per
+	p.wjob.fn, p.wjob.n = c.winoWeights, c.Cout
+	c.wino = p
+	return true
+}
+
+// Winograd says whether Forward takes F(2x2, 3x3) (SetWinograd).
+func (c *Conv2d) Winograd() bool { return c.wino != nil }
+
+// forwardWinograd is Forward by F(2x2, 3x3): the weights transformed
+// (winoWeights) and packed, then the groups (winoGroup).
+func (c *Conv2d) forwardWinograd(x, w, y []float32) {
+	p := c.wino
+	n := c.Cout * c.Cin
+	c.w = w
+	c.winoV = c.sharedBuf(&c.ownWinoV, func(s *Conv2dShared) *[]float32 { return &s.winoV }, 16*n)
+	p.wjob.run(workers(p.wjob.n))
+	a := c.winoPacked()
+	for xi := range a {
+		c.packBlocks = gemm.PackABlocks(&a[xi], gemm.FP32, false, c.Cout, c.Cin, c.winoV[xi*n:(xi+1)*n], c.Cin)
+	}
+	c.packAll(a)
+	c.x, c.y, c.winoA = x, y, a
+	p.job.run(c.start(p.job.n))
+	c.x, c.y, c.w, c.winoA, c.winoV = nil, nil, nil, nil, nil
+}
+
+// winoPacked is the 16 packed V[ξ]: shared's, or c's own.
+func (c *Conv2d) winoPacked() []gemm.PackedA {
+	p := &c.ownWinoA
+	if c.shared != nil {
+		p = &c.shared.winoA
+	}
+	for len(*p) < 16 {
+		*p = append(*p, gemm.PackedA{})
+	}
+	return (*p)[:16]
+}
+
+// winoWeights is the weights' transform for output channel co: V[ξ][co][ci]
+// = (G g Gᵀ)[ξ/4][ξ%4] for each input channel's 3x3 g, with
+//
+//	G = [1 0 0; ½ ½ ½; ½ −½ ½; 0 0 1].
+func (c *Conv2d) winoWeights(_, co int) {
+	n := c.Cout * c.Cin
+	v, g := c.winoV[co*c.Cin:], c.w[co*c.Cin*9:(co+1)*c.Cin*9]
+	if len(v) < 15*n+c.Cin {
+		panic("cpuops.winoWeights: short V")
+	}
+	if winoAsm {
+		winoWeightsAVX512(&v[0], n, &g[0], c.Cin, &winoLanes[0])
+		return
+	}
+	winoWeightsGo(v, n, g, c.Cin)
+}
+
+// winoWeightsGo transforms the 3x3 kernels g[9ci:][:9], ci < cnt, into
+// v[ξ·stride+ci]: the AVX-512 kernel's operations in its order.
+func winoWeightsGo(v []float32, stride int, g []float32, cnt int) {
+	for ci := 0; ci < cnt; ci++ {
+		k := g[9*ci : 9*ci+9]
+		var t [4][3]float32 // G g
+		for j := 0; j < 3; j++ {
+			t[0][j], t[1][j], t[2][j], t[3][j] = winoG(k[j], k[3+j], k[6+j])
+		}
+		for r := 0; r < 4; r++ {
+			v0, v1, v2, v3 := winoG(t[r][0], t[r][1], t[r][2])
+			v[(4*r)*stride+ci], v[(4*r+1)*stride+ci], v[(4*r+2)*stride+ci], v[(4*r+3)*stride+ci] = v0, v1, v2, v3
+		}
+	}
+}
+
+// winoG is G times the column (a, b, c).
+func winoG(a, b, c float32) (float32, float32, float32, float32) {
+	return a, 0.5 * ((a + b) + c), 0.5 * ((a - b) + c), c
+}
+
+// winoGroup is an item of forwardWinograd: the group g's samples padded,
+// transformed into U, multiplied into M, and M transformed into y.
+func (c *Conv2d) winoGroup(worker, g int) {
+	p := c.wino
+	i0, i1 := g*p.per, min(c.B, (g+1)*p.per)
+	s := &c.scratch[worker]
+	src, _ := c.padded(s, i0, i1)
+	cin, cout, ld := c.Cin, c.Cout, p.ld
+	t := (i1 - i0) * p.tiles
+	n := (t + gemm.NR - 1) / gemm.NR * gemm.NR
+	s.wU = grow(s.wU, 16*cin*ld)
+	s.wM = grow(s.wM, 16*cout*ld)
+	plane, half := c.hp*c.wp, c.W/2
+	for i := 0; i < i1-i0; i++ {
+		for ci := 0; ci < cin; ci++ {
+			in := src[(i*cin+ci)*plane : (i*cin+ci+1)*plane]
+			u := s.wU[ci*ld+i*p.tiles:]
+			for ty := 0; ty < c.H/2; ty++ {
+				winoIn(u[ty*half:], cin*ld, in[2*ty*c.wp:], c.wp, half)
+			}
+		}
+	}
+	for q := 0; q < 16*cin && n > t; q++ { // the last panel's columns past the tiles: 0
+		clear(s.wU[q*ld+t : q*ld+n])
+	}
+	for xi := 0; xi < 16; xi++ {
+		s.wPanels = winoPanels{src: s.wU, rows: p.rows[xi*cin : (xi+1)*cin]}
+		gemm.SgemmPackedPanels(&c.winoA[xi], n, 1, &s.wPanels, 0, s.wM[xi*cout*ld:], ld)
+	}
+	s.wPanels = winoPanels{}
+	ohw := c.H * c.W
+	for i := 0; i < i1-i0; i++ {
+		for co := 0; co < cout; co++ {
+			out := c.y[((i0+i)*cout+co)*ohw : ((i0+i)*cout+co+1)*ohw]
+			m := s.wM[co*ld+i*p.tiles:]
+			for ty := 0; ty < c.H/2; ty++ {
+				winoOut(out[2*ty*c.W:], c.W, m[ty*half:], cout*ld, half)
+			}
+		}
+	}
+}
+
+// winoPanels is U[ξ] as a gemm.RunPanels: row q at rows[q], every
+// NR-column panel a run where it lies.
+type winoPanels struct {
+	src  []float32
+	rows []int
+}
+
+func (p *winoPanels) RunSource() ([]float32, []int) { return p.src, p.rows }
+func (p *winoPanels) Run(j int) int                 { return j }
+
+func (p *winoPanels) PackB(dst []float32, pc, jc, kb, nb int) {
+	for t := 0; t*gemm.NR < nb; t++ {
+		panel := dst[t*gemm.NR*kb : (t+1)*gemm.NR*kb]
+		w := min(gemm.NR, nb-t*gemm.NR)
+		for q := 0; q < kb; q++ {
+			row := panel[q*gemm.NR : (q+1)*gemm.NR]
+			copy(row, p.src[p.rows[pc+q]+jc+t*gemm.NR:][:w])
+			clear(row[w:])
+		}
+	}
+}
+
+// winoIn transforms the n tiles of a 4-row strip of a padded plane (rows
+// wp floats apart, tile t in columns 2t … 2t+3): dst[ξ·stride+t] =
+// (Bᵀ d B)[ξ/4][ξ%4], with
+//
+//	Bᵀ = [1 0 −1 0; 0 1 1 0; 0 −1 1 0; 0 1 0 −1].
+func winoIn(dst []float32, stride int, src []float32, wp, n int) {
+	if n <= 0 {
+		return
+	}
+	if len(dst) < 15*stride+n || len(src) < 3*wp+2*n+2 {
+		panic(fmt.Sprintf("cpuops.winoIn: %d tiles, stride %d, row %d: dst %d, src %d floats", n, stride, wp, len(dst), len(src)))
+	}
+	if winoAsm {
+		winoInAVX512(&dst[0], stride, &src[0], wp, n, &winoLanes[0])
+		return
+	}
+	winoInGo(dst, stride, src, wp, n)
+}
+
+// winoInGo is winoIn in Go: the AVX-512 kernel's adds in its order.
+func winoInGo(dst []float32, stride int, src []float32, wp, n int) {
+	for t := 0; t < n; t++ {
+		var e [4][4]float32
+		for r := 0; r < 4; r++ {
+			d := src[r*wp+2*t : r*wp+2*t+4]
+			e[r] = [4]float32{d[0] - d[2], d[1] + d[2], d[2] - d[1], d[1] - d[3]}
+		}
+		for j := 0; j < 4; j++ {
+			dst[j*stride+t] = e[0][j] - e[2][j]
+			dst[(4+j)*stride+t] = e[1][j] + e[2][j]
+			dst[(8+j)*stride+t] = e[2][j] - e[1][j]
+			dst[(12+j)*stride+t] = e[1][j] - e[3][j]
+		}
+	}
+}
+
+// winoOut transforms n tiles back: with m[ξ] = src[ξ·stride+t], the 2x2
+// Aᵀ m A into dst[r·w + 2t + c], with Aᵀ = [1 1 1 0; 0 1 −1 −1].
+func winoOut(dst []float32, w int, src []float32, stride, n int) {
+	if n <= 0 {
+		return
+	}
+	if len(dst) < w+2*n || len(src) < 15*stride+n {
+		panic(fmt.Sprintf("cpuops.winoOut: %d tiles, stride %d, row %d: dst %d, src %d floats", n, stride, w, len(dst), len(src)))
+	}
+	if winoAsm {
+		winoOutAVX512(&dst[0], w, &src[0], stride, n, &winoLanes[0])
+		return
+	}
+	winoOutGo(dst, w, src, stride, n)
+}
+
+// winoOutGo is winoOut in Go: the AVX-512 kernel's adds in its order.
+func winoOutGo(dst []float32, w int, src []float32, stride, n int) {
+	for t := 0; t < n; t++ {
+		var f [4][2]float32
+		for r := 0; r < 4; r++ {
+			m0, m1, m2, m3 := src[(4*r)*stride+t], src[(4*r+1)*stride+t], src[(4*r+2)*stride+t], src[(4*r+3)*stride+t]
+			f[r] = [2]float32{(m0 + m1) + m2, (m1 - m2) - m3}
+		}
+		for j := 0; j < 2; j++ {
+			dst[2*t+j] = (f[0][j] + f[1][j]) + f[2][j]
+			dst[w+2*t+j] = (f[1][j] - f[2][j]) - f[3][j]
+		}
+	}
+}

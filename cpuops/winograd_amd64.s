@@ -1,0 +1,299 @@
+#include "textflag.h"
+
+// The Winograd F(2x2, 3x3) transforms (winograd.go), 16 tiles a step,
+// lane i the tile i; the same adds in the same order as winoInGo and
+// winoOutGo, so the same bits. idx is winoLanes: the even floats of two
+// registers (0, 2, …, 30), the odd ones (1, 3, …, 31), and the
+// interleave of two registers' low and high halves (0, 16, 1, 17, …).
+
+// func winoInAVX512(dst *float32, stride int, src *float32, wp, n int, idx *int32)
+// For tile t < n of the 4-row strip at src (rows wp floats apart, tile t
+// reading columns 2t … 2t+3): dst[ξ·stride+t] = (Bᵀ d B)[ξ/4][ξ%4].
+TEXT ·winoInAVX512(SB), NOSPLIT, $0-48
+	MOVQ      dst+0(FP), DI
+	MOVQ      stride+8(FP), R8
+	SHLQ      $2, R8
+	MOVQ      src+16(FP), SI
+	MOVQ      wp+24(FP), R9
+	SHLQ      $2, R9
+	MOVQ      n+32(FP), CX
+	MOVQ      idx+40(FP), AX
+	VMOVDQU32 (AX), Z30      // even
+	VMOVDQU32 64(AX), Z31    // odd
+	LEAQ      (R8)(R8*2), R10 // 3·stride
+	TESTQ     CX, CX
+	JLE       indone
+
+inloop:
+	// K1: the tiles of this step (m = min(n, 16)); K2, K3: the first
+	// and second 16 of the 2m floats a row's tiles start at.
+	MOVQ CX, BX
+	CMPQ BX, $16
+	JLE  inmask
+	MOVQ $16, BX
+
+inmask:
+	MOVQ  CX, R11
+	MOVQ  BX, CX
+	MOVQ  $1, DX
+	SHLQ  CX, DX
+	DECQ  DX
+	KMOVW DX, K1
+	ADDQ  CX, CX
+	MOVQ  $1, DX
+	SHLQ  CX, DX
+	DECQ  DX
+	KMOVW DX, K2
+	SHRQ  $16, DX
+	KMOVW DX, K3
+	MOVQ  R11, CX
+
+	// Row r of the strip into Z(4r) … Z(4r+3): e0 = d0−d2, e1 = d1+d2,
+	// e2 = d2−d1, e3 = d1−d3, dj the floats 2t+j (Z20, Z16, Z21, Z18).
+#define ROW(off, E0, E1, E2, E3) \
+	VMOVUPS.Z off(SI), K2, Z16; \
+	VMOVUPS.Z off+64(SI), K3, Z17; \
+	VMOVUPS.Z off+8(SI), K2, Z18; \
+	VMOVUPS.Z off+72(SI), K3, Z19; \
+	VMOVAPS   Z16, Z20; \
+	VPERMT2PS Z17, Z30, Z20; \
+	VPERMT2PS Z17, Z31, Z16; \
+	VMOVAPS   Z18, Z21; \
+	VPERMT2PS Z19, Z30, Z21; \
+	VPERMT2PS Z19, Z31, Z18; \
+	VSUBPS    Z21, Z20, E0; \
+	VADDPS    Z21, Z16, E1; \
+	VSUBPS    Z16, Z21, E2; \
+	VSUBPS    Z18, Z16, E3
+
+	ROW(0, Z0, Z1, Z2, Z3)
+	ADDQ R9, SI
+	ROW(0, Z4, Z5, Z6, Z7)
+	ADDQ R9, SI
+	ROW(0, Z8, Z9, Z10, Z11)
+	ADDQ R9, SI
+	ROW(0, Z12, Z13, Z14, Z15)
+	SUBQ R9, SI
+	SUBQ R9, SI
+	SUBQ R9, SI
+
+	// U0j = e0j−e2j, U1j = e1j+e2j, U2j = e2j−e1j, U3j = e1j−e3j.
+	MOVQ DI, DX
+#define COL(E0, E1, E2, E3) \
+	VSUBPS E2, E0, Z16; \
+	VADDPS E2, E1, Z17; \
+	VSUBPS E1, E2, Z18; \
+	VSUBPS E3, E1, Z19
+
+	COL(Z0, Z4, Z8, Z12)
+	VMOVUPS Z16, K1, (DX)
+	VMOVUPS Z17, K1, (DX)(R8*4)
+	VMOVUPS Z18, K1, (DX)(R8*8)
+	LEAQ    (DX)(R10*4), BX
+	VMOVUPS Z19, K1, (BX)
+	ADDQ    R8, DX
+	COL(Z1, Z5, Z9, Z13)
+	VMOVUPS Z16, K1, (DX)
+	VMOVUPS Z17, K1, (DX)(R8*4)
+	VMOVUPS Z18, K1, (DX)(R8*8)
+	LEAQ    (DX)(R10*4), BX
+	VMOVUPS Z19, K1, (BX)
+	ADDQ    R8, DX
+	COL(Z2, Z6, Z10, Z14)
+	VMOVUPS Z16, K1, (DX)
+	VMOVUPS Z17, K1, (DX)(R8*4)
+	VMOVUPS Z18, K1, (DX)(R8*8)
+	LEAQ    (DX)(R10*4), BX
+	VMOVUPS Z19, K1, (BX)
+	ADDQ    R8, DX
+	COL(Z3, Z7, Z11, Z15)
+	VMOVUPS Z16, K1, (DX)
+	VMOVUPS Z17, K1, (DX)(R8*4)
+	VMOVUPS Z18, K1, (DX)(R8*8)
+	LEAQ    (DX)(R10*4), BX
+	VMOVUPS Z19, K1, (BX)
+
+	ADDQ $64, DI
+	ADDQ $128, SI
+	SUBQ $16, CX
+	JG   inloop
+
+indone:
+	VZEROUPPER
+	RET
+
+// func winoOutAVX512(dst *float32, w int, src *float32, stride, n int, idx *int32)
+// For tile t < n: with m[ξ] = src[ξ·stride+t], Y = Aᵀ m A (2x2) into
+// dst[r·w + 2t + c].
+TEXT ·winoOutAVX512(SB), NOSPLIT, $0-48
+	MOVQ      dst+0(FP), DI
+	MOVQ      w+8(FP), R9
+	SHLQ      $2, R9
+	MOVQ      src+16(FP), SI
+	MOVQ      stride+24(FP), R8
+	SHLQ      $2, R8
+	MOVQ      n+32(FP), CX
+	MOVQ      idx+40(FP), AX
+	VMOVDQU32 128(AX), Z30 // interleave, low halves
+	VMOVDQU32 192(AX), Z31 // high halves
+	LEAQ      (R8)(R8*2), R10
+	TESTQ     CX, CX
+	JLE       outdone
+
+outloop:
+	MOVQ CX, BX
+	CMPQ BX, $16
+	JLE  outmask
+	MOVQ $16, BX
+
+outmask:
+	MOVQ  CX, R11
+	MOVQ  BX, CX
+	MOVQ  $1, DX
+	SHLQ  CX, DX
+	DECQ  DX
+	KMOVW DX, K1
+	ADDQ  CX, CX
+	MOVQ  $1, DX
+	SHLQ  CX, DX
+	DECQ  DX
+	KMOVW DX, K2
+	SHRQ  $16, DX
+	KMOVW DX, K3
+	MOVQ  R11, CX
+
+	// Row r of m (m[4r … 4r+3]) into f0 = (m0+m1)+m2, f1 = (m1−m2)−m3.
+#define MROW(F0, F1) \
+	VMOVUPS.Z (DX), K1, Z16; \
+	VMOVUPS.Z (DX)(R8*1), K1, Z17; \
+	VMOVUPS.Z (DX)(R8*2), K1, Z18; \
+	VMOVUPS.Z (DX)(R10*1), K1, Z19; \
+	VADDPS    Z17, Z16, F0; \
+	VADDPS    Z18, F0, F0; \
+	VSUBPS    Z18, Z17, F1; \
+	VSUBPS    Z19, F1, F1; \
+	LEAQ      (DX)(R8*4), DX
+
+	MOVQ SI, DX
+	MROW(Z0, Z1)
+	MROW(Z2, Z3)
+	MROW(Z4, Z5)
+	MROW(Z6, Z7)
+
+	// Y0j = (f0j+f1j)+f2j, Y1j = (f1j−f2j)−f3j; each output row the
+	// interleave of its Yr0 and Yr1.
+	VADDPS    Z2, Z0, Z8
+	VADDPS    Z4, Z8, Z8   // Y00
+	VADDPS    Z3, Z1, Z9
+	VADDPS    Z5, Z9, Z9   // Y01
+	VSUBPS    Z4, Z2, Z10
+	VSUBPS    Z6, Z10, Z10 // Y10
+	VSUBPS    Z5, Z3, Z11
+	VSUBPS    Z7, Z11, Z11 // Y11
+	VMOVAPS   Z8, Z12
+	VPERMT2PS Z9, Z30, Z12
+	VPERMT2PS Z9, Z31, Z8
+	VMOVUPS   Z12, K2, (DI)
+	VMOVUPS   Z8, K3, 64(DI)
+	VMOVAPS   Z10, Z13
+	VPERMT2PS Z11, Z30, Z13
+	VPERMT2PS Z11, Z31, Z10
+	VMOVUPS   Z13, K2, (DI)(R9*1)
+	VMOVUPS   Z10, K3, 64(DI)(R9*1)
+
+	ADDQ $128, DI
+	ADDQ $64, SI
+	SUBQ $16, CX
+	JG   outloop
+
+outdone:
+	VZEROUPPER
+	RET
+
+// func winoWeightsAVX512(v *float32, stride int, w *float32, n int, idx *int32)
+// For ci < n, with g = w[9ci:][:9] (a 3x3 kernel): v[ξ·stride+ci] =
+// (G g Gᵀ)[ξ/4][ξ%4]; idx is winoLanes, whose last 16 are 9i (the
+// gather's offsets). The same operations in the same order as
+// winoWeightsGo.
+TEXT ·winoWeightsAVX512(SB), NOSPLIT, $0-40
+	MOVQ      v+0(FP), DI
+	MOVQ      stride+8(FP), R8
+	SHLQ      $2, R8
+	MOVQ      w+16(FP), SI
+	MOVQ      n+24(FP), CX
+	MOVQ      idx+32(FP), AX
+	VMOVDQU32 256(AX), Z31 // 9i
+	MOVL      $0x3f000000, DX // 0.5
+	VPBROADCASTD DX, Z30
+	LEAQ      (R8)(R8*2), R10
+	TESTQ     CX, CX
+	JLE       wdone
+
+wloop:
+	MOVQ CX, BX
+	CMPQ BX, $16
+	JLE  wmask
+	MOVQ $16, BX
+
+wmask:
+	MOVQ  CX, R11
+	MOVQ  BX, CX
+	MOVQ  $1, DX
+	SHLQ  CX, DX
+	DECQ  DX
+	KMOVW DX, K1
+	MOVQ  R11, CX
+
+#define GATHER(off, Z) \
+	KMOVW      K1, K2; \
+	VXORPS     Z, Z, Z; \
+	VGATHERDPS off(SI)(Z31*4), K2, Z
+
+	GATHER(0, Z0)
+	GATHER(4, Z1)
+	GATHER(8, Z2)
+	GATHER(12, Z3)
+	GATHER(16, Z4)
+	GATHER(20, Z5)
+	GATHER(24, Z6)
+	GATHER(28, Z7)
+	GATHER(32, Z8)
+
+	// G times (a, b, c): a, ½((a+b)+c), ½((a−b)+c), c.
+#define GCOL(A, B, C, T1, T2) \
+	VADDPS A, B, T1; \
+	VADDPS C, T1, T1; \
+	VMULPS Z30, T1, T1; \
+	VSUBPS B, A, T2; \
+	VADDPS C, T2, T2; \
+	VMULPS Z30, T2, T2
+
+	// Columns j of g (rows 0, 1, 2: Zj, Z(3+j), Z(6+j)): t0 = row 0,
+	// t1, t2 into Z9 … Z14, t3 = row 2.
+	GCOL(Z0, Z3, Z6, Z9, Z10)
+	GCOL(Z1, Z4, Z7, Z11, Z12)
+	GCOL(Z2, Z5, Z8, Z13, Z14)
+
+	// Row r of G g (t_r0, t_r1, t_r2) times Gᵀ into v[4r … 4r+3].
+#define GROW(A, B, C) \
+	GCOL(A, B, C, Z15, Z16); \
+	VMOVUPS A, K1, (DX); \
+	VMOVUPS Z15, K1, (DX)(R8*1); \
+	VMOVUPS Z16, K1, (DX)(R8*2); \
+	VMOVUPS C, K1, (DX)(R10*1); \
+	LEAQ    (DX)(R8*4), DX
+
+	MOVQ DI, DX
+	GROW(Z0, Z1, Z2)
+	GROW(Z9, Z11, Z13)
+	GROW(Z10, Z12, Z14)
+	GROW(Z6, Z7, Z8)
+
+	ADDQ $64, DI
+	ADDQ $576, SI
+	SUBQ $16, CX
+	JG   wloop
+
+wdone:
+	VZEROUPPER
+	RET
