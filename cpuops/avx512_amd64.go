@@ -81,10 +81,10 @@ func copyRows16s2AVX512(dst, src *float32, offs *int, n, c0, c1 int, idx *int32)
 // have checked every slice's length.
 //
 //go:noescape
-func winoInAVX512(dst *float32, stride int, src *float32, wp, n int, idx *int32)
+func winoInAVX512(dst *float32, stride int, src *float32, wp, n, rows int, idx *int32)
 
 //go:noescape
-func winoOutAVX512(dst *float32, w int, src *float32, stride, n int, idx *int32)
+func winoOutAVX512(dst *float32, w int, src *float32, stride, n, rows int, idx *int32)
 
 //go:noescape
 func winoWeightsAVX512(v *float32, stride int, w *float32, n int, idx *int32)

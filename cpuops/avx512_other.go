@@ -52,11 +52,11 @@ func copyRows16s2AVX512(dst, src *float32, offs *int, n, c0, c1 int, idx *int32)
 	panic("cpuops: copyRows16s2AVX512 without AVX-512")
 }
 
-func winoInAVX512(dst *float32, stride int, src *float32, wp, n int, idx *int32) {
+func winoInAVX512(dst *float32, stride int, src *float32, wp, n, rows int, idx *int32) {
 	panic("cpuops: winoInAVX512 without AVX-512")
 }
 
-func winoOutAVX512(dst *float32, w int, src *float32, stride, n int, idx *int32) {
+func winoOutAVX512(dst *float32, w int, src *float32, stride, n, rows int, idx *int32) {
 	panic("cpuops: winoOutAVX512 without AVX-512")
 }
 

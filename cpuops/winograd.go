@@ -205,10 +205,7 @@ func (c *Conv2d) winoGroup(worker, g int) {
 	for i := 0; i < i1-i0; i++ {
 		for ci := 0; ci < cin; ci++ {
 			in := src[(i*cin+ci)*plane : (i*cin+ci+1)*plane]
-			u := s.wU[ci*ld+i*p.tiles:]
-			for ty := 0; ty < c.H/2; ty++ {
-				winoIn(u[ty*half:], cin*ld, in[2*ty*c.wp:], c.wp, half)
-			}
+			winoIn(s.wU[ci*ld+i*p.tiles:], cin*ld, in, c.wp, half, c.H/2)
 		}
 	}
 	for q := 0; q < 16*cin && n > t; q++ { // the last panel's columns past the tiles: 0
@@ -223,10 +220,7 @@ func (c *Conv2d) winoGroup(worker, g int) {
 	for i := 0; i < i1-i0; i++ {
 		for co := 0; co < cout; co++ {
 			out := c.y[((i0+i)*cout+co)*ohw : ((i0+i)*cout+co+1)*ohw]
-			m := s.wM[co*ld+i*p.tiles:]
-			for ty := 0; ty < c.H/2; ty++ {
-				winoOut(out[2*ty*c.W:], c.W, m[ty*half:], cout*ld, half)
-			}
+			winoOut(out, c.W, s.wM[co*ld+i*p.tiles:], cout*ld, half, c.H/2)
 		}
 	}
 }
@@ -253,69 +247,76 @@ func (p *winoPanels) PackB(dst []float32, pc, jc, kb, nb int) {
 	}
 }
 
-// winoIn transforms the n tiles of a 4-row strip of a padded plane (rows
-// wp floats apart, tile t in columns 2t … 2t+3): dst[ξ·stride+t] =
-// (Bᵀ d B)[ξ/4][ξ%4], with
+// winoIn transforms the n tiles of each of rows 4-row strips of a padded
+// plane (rows wp floats apart, strip r at 2r·wp, its tile t in columns
+// 2t … 2t+3): dst[ξ·stride + r·n + t] = (Bᵀ d B)[ξ/4][ξ%4], with
 //
 //	Bᵀ = [1 0 −1 0; 0 1 1 0; 0 −1 1 0; 0 1 0 −1].
-func winoIn(dst []float32, stride int, src []float32, wp, n int) {
-	if n <= 0 {
+func winoIn(dst []float32, stride int, src []float32, wp, n, rows int) {
+	if n <= 0 || rows <= 0 {
 		return
 	}
-	if len(dst) < 15*stride+n || len(src) < 3*wp+2*n+2 {
-		panic(fmt.Sprintf("cpuops.winoIn: %d tiles, stride %d, row %d: dst %d, src %d floats", n, stride, wp, len(dst), len(src)))
+	if len(dst) < 15*stride+rows*n || len(src) < (2*rows+1)*wp+2*n+2 {
+		panic(fmt.Sprintf("cpuops.winoIn: %d strips of %d tiles, stride %d, row %d: dst %d, src %d floats", rows, n, stride, wp, len(dst), len(src)))
 	}
 	if winoAsm {
-		winoInAVX512(&dst[0], stride, &src[0], wp, n, &winoLanes[0])
+		winoInAVX512(&dst[0], stride, &src[0], wp, n, rows, &winoLanes[0])
 		return
 	}
-	winoInGo(dst, stride, src, wp, n)
+	winoInGo(dst, stride, src, wp, n, rows)
 }
 
 // winoInGo is winoIn in Go: the AVX-512 kernel's adds in its order.
-func winoInGo(dst []float32, stride int, src []float32, wp, n int) {
-	for t := 0; t < n; t++ {
-		var e [4][4]float32
-		for r := 0; r < 4; r++ {
-			d := src[r*wp+2*t : r*wp+2*t+4]
-			e[r] = [4]float32{d[0] - d[2], d[1] + d[2], d[2] - d[1], d[1] - d[3]}
-		}
-		for j := 0; j < 4; j++ {
-			dst[j*stride+t] = e[0][j] - e[2][j]
-			dst[(4+j)*stride+t] = e[1][j] + e[2][j]
-			dst[(8+j)*stride+t] = e[2][j] - e[1][j]
-			dst[(12+j)*stride+t] = e[1][j] - e[3][j]
+func winoInGo(dst []float32, stride int, src []float32, wp, n, rows int) {
+	for s := 0; s < rows; s++ {
+		for t := 0; t < n; t++ {
+			var e [4][4]float32
+			for r := 0; r < 4; r++ {
+				d := src[(2*s+r)*wp+2*t : (2*s+r)*wp+2*t+4]
+				e[r] = [4]float32{d[0] - d[2], d[1] + d[2], d[2] - d[1], d[1] - d[3]}
+			}
+			at := s*n + t
+			for j := 0; j < 4; j++ {
+				dst[j*stride+at] = e[0][j] - e[2][j]
+				dst[(4+j)*stride+at] = e[1][j] + e[2][j]
+				dst[(8+j)*stride+at] = e[2][j] - e[1][j]
+				dst[(12+j)*stride+at] = e[1][j] - e[3][j]
+			}
 		}
 	}
 }
 
-// winoOut transforms n tiles back: with m[ξ] = src[ξ·stride+t], the 2x2
-// Aᵀ m A into dst[r·w + 2t + c], with Aᵀ = [1 1 1 0; 0 1 −1 −1].
-func winoOut(dst []float32, w int, src []float32, stride, n int) {
-	if n <= 0 {
+// winoOut transforms rows strips of n tiles back: with m[ξ] =
+// src[ξ·stride + s·n + t], the 2x2 Aᵀ m A into dst[(2s+r)·w + 2t + c],
+// with Aᵀ = [1 1 1 0; 0 1 −1 −1].
+func winoOut(dst []float32, w int, src []float32, stride, n, rows int) {
+	if n <= 0 || rows <= 0 {
 		return
 	}
-	if len(dst) < w+2*n || len(src) < 15*stride+n {
-		panic(fmt.Sprintf("cpuops.winoOut: %d tiles, stride %d, row %d: dst %d, src %d floats", n, stride, w, len(dst), len(src)))
+	if len(dst) < (2*rows-1)*w+2*n || len(src) < 15*stride+rows*n {
+		panic(fmt.Sprintf("cpuops.winoOut: %d strips of %d tiles, stride %d, row %d: dst %d, src %d floats", rows, n, stride, w, len(dst), len(src)))
 	}
 	if winoAsm {
-		winoOutAVX512(&dst[0], w, &src[0], stride, n, &winoLanes[0])
+		winoOutAVX512(&dst[0], w, &src[0], stride, n, rows, &winoLanes[0])
 		return
 	}
-	winoOutGo(dst, w, src, stride, n)
+	winoOutGo(dst, w, src, stride, n, rows)
 }
 
 // winoOutGo is winoOut in Go: the AVX-512 kernel's adds in its order.
-func winoOutGo(dst []float32, w int, src []float32, stride, n int) {
-	for t := 0; t < n; t++ {
-		var f [4][2]float32
-		for r := 0; r < 4; r++ {
-			m0, m1, m2, m3 := src[(4*r)*stride+t], src[(4*r+1)*stride+t], src[(4*r+2)*stride+t], src[(4*r+3)*stride+t]
-			f[r] = [2]float32{(m0 + m1) + m2, (m1 - m2) - m3}
-		}
-		for j := 0; j < 2; j++ {
-			dst[2*t+j] = (f[0][j] + f[1][j]) + f[2][j]
-			dst[w+2*t+j] = (f[1][j] - f[2][j]) - f[3][j]
+func winoOutGo(dst []float32, w int, src []float32, stride, n, rows int) {
+	for s := 0; s < rows; s++ {
+		for t := 0; t < n; t++ {
+			at := s*n + t
+			var f [4][2]float32
+			for r := 0; r < 4; r++ {
+				m0, m1, m2, m3 := src[(4*r)*stride+at], src[(4*r+1)*stride+at], src[(4*r+2)*stride+at], src[(4*r+3)*stride+at]
+				f[r] = [2]float32{(m0 + m1) + m2, (m1 - m2) - m3}
+			}
+			for j := 0; j < 2; j++ {
+				dst[2*s*w+2*t+j] = (f[0][j] + f[1][j]) + f[2][j]
+				dst[(2*s+1)*w+2*t+j] = (f[1][j] - f[2][j]) - f[3][j]
+			}
 		}
 	}
 }

@@ -6,23 +6,31 @@
 // registers (0, 2, …, 30), the odd ones (1, 3, …, 31), and the
 // interleave of two registers' low and high halves (0, 16, 1, 17, …).
 
-// func winoInAVX512(dst *float32, stride int, src *float32, wp, n int, idx *int32)
-// For tile t < n of the 4-row strip at src (rows wp floats apart, tile t
-// reading columns 2t … 2t+3): dst[ξ·stride+t] = (Bᵀ d B)[ξ/4][ξ%4].
-TEXT ·winoInAVX512(SB), NOSPLIT, $0-48
-	MOVQ      dst+0(FP), DI
+// func winoInAVX512(dst *float32, stride int, src *float32, wp, n, rows int, idx *int32)
+// For the rows strips of 4 rows of a padded plane at src (rows wp floats
+// apart, strip r at src + 2r·wp) and tile t < n of a strip (columns 2t …
+// 2t+3): dst[ξ·stride + r·n + t] = (Bᵀ d B)[ξ/4][ξ%4].
+TEXT ·winoInAVX512(SB), NOSPLIT, $0-56
+	MOVQ      dst+0(FP), R13
 	MOVQ      stride+8(FP), R8
 	SHLQ      $2, R8
-	MOVQ      src+16(FP), SI
 	MOVQ      wp+24(FP), R9
 	SHLQ      $2, R9
-	MOVQ      n+32(FP), CX
-	MOVQ      idx+40(FP), AX
+	MOVQ      n+32(FP), R10
+	MOVQ      rows+40(FP), R12
+	MOVQ      idx+48(FP), AX
 	VMOVDQU32 (AX), Z30      // even
 	VMOVDQU32 64(AX), Z31    // odd
-	LEAQ      (R8)(R8*2), R10 // 3·stride
-	TESTQ     CX, CX
+	MOVQ      src+16(FP), AX
+	TESTQ     R10, R10
 	JLE       indone
+	TESTQ     R12, R12
+	JLE       indone
+
+instrip:
+	MOVQ R13, DI
+	MOVQ AX, SI
+	MOVQ R10, CX
 
 inloop:
 	// K1: the tiles of this step (m = min(n, 16)); K2, K3: the first
@@ -89,56 +97,68 @@ inmask:
 	VMOVUPS Z16, K1, (DX)
 	VMOVUPS Z17, K1, (DX)(R8*4)
 	VMOVUPS Z18, K1, (DX)(R8*8)
-	LEAQ    (DX)(R10*4), BX
-	VMOVUPS Z19, K1, (BX)
+	LEAQ    (DX)(R8*8), BX
+	VMOVUPS Z19, K1, (BX)(R8*4)
 	ADDQ    R8, DX
 	COL(Z1, Z5, Z9, Z13)
 	VMOVUPS Z16, K1, (DX)
 	VMOVUPS Z17, K1, (DX)(R8*4)
 	VMOVUPS Z18, K1, (DX)(R8*8)
-	LEAQ    (DX)(R10*4), BX
-	VMOVUPS Z19, K1, (BX)
+	LEAQ    (DX)(R8*8), BX
+	VMOVUPS Z19, K1, (BX)(R8*4)
 	ADDQ    R8, DX
 	COL(Z2, Z6, Z10, Z14)
 	VMOVUPS Z16, K1, (DX)
 	VMOVUPS Z17, K1, (DX)(R8*4)
 	VMOVUPS Z18, K1, (DX)(R8*8)
-	LEAQ    (DX)(R10*4), BX
-	VMOVUPS Z19, K1, (BX)
+	LEAQ    (DX)(R8*8), BX
+	VMOVUPS Z19, K1, (BX)(R8*4)
 	ADDQ    R8, DX
 	COL(Z3, Z7, Z11, Z15)
 	VMOVUPS Z16, K1, (DX)
 	VMOVUPS Z17, K1, (DX)(R8*4)
 	VMOVUPS Z18, K1, (DX)(R8*8)
-	LEAQ    (DX)(R10*4), BX
-	VMOVUPS Z19, K1, (BX)
+	LEAQ    (DX)(R8*8), BX
+	VMOVUPS Z19, K1, (BX)(R8*4)
 
 	ADDQ $64, DI
 	ADDQ $128, SI
 	SUBQ $16, CX
 	JG   inloop
 
+	LEAQ (R13)(R10*4), R13
+	LEAQ (AX)(R9*2), AX
+	DECQ R12
+	JNZ  instrip
+
 indone:
 	VZEROUPPER
 	RET
 
-// func winoOutAVX512(dst *float32, w int, src *float32, stride, n int, idx *int32)
-// For tile t < n: with m[ξ] = src[ξ·stride+t], Y = Aᵀ m A (2x2) into
-// dst[r·w + 2t + c].
-TEXT ·winoOutAVX512(SB), NOSPLIT, $0-48
-	MOVQ      dst+0(FP), DI
+// func winoOutAVX512(dst *float32, w int, src *float32, stride, n, rows int, idx *int32)
+// For tile t < n of strip s < rows: with m[ξ] = src[ξ·stride + s·n + t],
+// Y = Aᵀ m A (2x2) into dst[(2s+r)·w + 2t + c].
+TEXT ·winoOutAVX512(SB), NOSPLIT, $0-56
+	MOVQ      dst+0(FP), R13
 	MOVQ      w+8(FP), R9
 	SHLQ      $2, R9
-	MOVQ      src+16(FP), SI
 	MOVQ      stride+24(FP), R8
 	SHLQ      $2, R8
-	MOVQ      n+32(FP), CX
-	MOVQ      idx+40(FP), AX
+	MOVQ      n+32(FP), R10
+	MOVQ      rows+40(FP), R12
+	MOVQ      idx+48(FP), AX
 	VMOVDQU32 128(AX), Z30 // interleave, low halves
 	VMOVDQU32 192(AX), Z31 // high halves
-	LEAQ      (R8)(R8*2), R10
-	TESTQ     CX, CX
+	MOVQ      src+16(FP), AX
+	TESTQ     R10, R10
 	JLE       outdone
+	TESTQ     R12, R12
+	JLE       outdone
+
+outstrip:
+	MOVQ R13, DI
+	MOVQ AX, SI
+	MOVQ R10, CX
 
 outloop:
 	MOVQ CX, BX
@@ -167,7 +187,8 @@ outmask:
 	VMOVUPS.Z (DX), K1, Z16; \
 	VMOVUPS.Z (DX)(R8*1), K1, Z17; \
 	VMOVUPS.Z (DX)(R8*2), K1, Z18; \
-	VMOVUPS.Z (DX)(R10*1), K1, Z19; \
+	LEAQ      (DX)(R8*2), BX; \
+	VMOVUPS.Z (BX)(R8*1), K1, Z19; \
 	VADDPS    Z17, Z16, F0; \
 	VADDPS    Z18, F0, F0; \
 	VSUBPS    Z18, Z17, F1; \
@@ -205,6 +226,11 @@ outmask:
 	ADDQ $64, SI
 	SUBQ $16, CX
 	JG   outloop
+
+	LEAQ (R13)(R9*2), R13
+	LEAQ (AX)(R10*4), AX
+	DECQ R12
+	JNZ  outstrip
 
 outdone:
 	VZEROUPPER

@@ -206,25 +206,26 @@ func TestWinogradWithinBound(t *testing.T) {
 }
 
 // TestWinogradTransformsSameBits: the AVX-512 transforms are winoInGo's,
-// winoWeightsGo's and winoOutGo's bits for 1 to 40 tiles (whole steps of 16 and partial
-// ones), write nothing past the last tile, and read nothing past the
-// strip's last float (the source ends there).
+// winoWeightsGo's and winoOutGo's bits for 1 to 40 tiles (whole steps of
+// 16 and partial ones) and 1 to 3 strips, and write nothing past the last
+// tile (the masked stores).
 func TestWinogradTransformsSameBits(t *testing.T) {
 	if !useAVX512 {
 		t.Skip("no AVX-512 here")
 	}
 	rng := rand.New(rand.NewPCG(7, 9))
 	for n := 1; n <= 40; n++ {
-		wp, stride := 2*n+2+3, n+5
-		src := randF32(rng, 3*wp+2*n+2) // the strip's last float is src's last
+		rows := 1 + n%3
+		wp, stride := 2*n+2+3, rows*n+5
+		src := randF32(rng, (2*rows+1)*wp+2*n+2) // the last strip's last float is src's last
 		want, got := make([]float32, 16*stride), make([]float32, 16*stride)
 		for i := range got {
 			want[i], got[i] = -7, -7
 		}
-		winoInGo(want, stride, src, wp, n)
-		winoInAVX512(&got[0], stride, &src[0], wp, n, &winoLanes[0])
+		winoInGo(want, stride, src, wp, n, rows)
+		winoInAVX512(&got[0], stride, &src[0], wp, n, rows, &winoLanes[0])
 		if !slices.Equal(got, want) {
-			t.Fatalf("winoIn, %d tiles: AVX-512 and Go differ", n)
+			t.Fatalf("winoIn, %d strips of %d tiles: AVX-512 and Go differ", rows, n)
 		}
 		g := randF32(rng, 9*n) // the last kernel's last float is g's last
 		winoWeightsGo(want, stride, g, n)
@@ -232,16 +233,16 @@ func TestWinogradTransformsSameBits(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Fatalf("winoWeights, %d kernels: AVX-512 and Go differ", n)
 		}
-		m := randF32(rng, 15*stride+n)
+		m := randF32(rng, 15*stride+rows*n)
 		w := 2*n + 3
-		wantY, gotY := make([]float32, w+2*n+1), make([]float32, w+2*n+1)
+		wantY, gotY := make([]float32, (2*rows-1)*w+2*n+1), make([]float32, (2*rows-1)*w+2*n+1)
 		for i := range gotY {
 			wantY[i], gotY[i] = -7, -7
 		}
-		winoOutGo(wantY, w, m, stride, n)
-		winoOutAVX512(&gotY[0], w, &m[0], stride, n, &winoLanes[0])
+		winoOutGo(wantY, w, m, stride, n, rows)
+		winoOutAVX512(&gotY[0], w, &m[0], stride, n, rows, &winoLanes[0])
 		if !slices.Equal(gotY, wantY) {
-			t.Fatalf("winoOut, %d tiles: AVX-512 and Go differ:\n%v\n%v", n, gotY, wantY)
+			t.Fatalf("winoOut, %d strips of %d tiles: AVX-512 and Go differ:\n%v\n%v", rows, n, gotY, wantY)
 		}
 	}
 }
