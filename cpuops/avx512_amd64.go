@@ -88,3 +88,9 @@ func winoOutAVX512(dst *float32, w int, src *float32, stride, n, rows int, idx *
 
 //go:noescape
 func winoWeightsAVX512(v *float32, stride int, w *float32, n int, idx *int32)
+
+//go:noescape
+func winoDyAVX512(dst *float32, stride int, src *float32, plane, w, n, rows, cnt int, idx *int32)
+
+//go:noescape
+func winoDwAVX512(dw *float32, dwStride int, src *float32, stride, cstride, n, cnt int, idx *int32)

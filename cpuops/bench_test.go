@@ -71,6 +71,11 @@ func BenchmarkConv2d(b *testing.B) {
 				c.setWinograd(true, true)
 				c.BackwardData(w, dy, dx)
 			}},
+			{"dw-wino", func() {
+				defer c.SetWinograd(false)
+				c.setWinograd(true, true)
+				c.BackwardFilter(x, dy, dw)
+			}},
 			{"dw-gemm", func() { // the GEMM where dw takes the direct kernels
 				defer func(u bool) { useFilterDirect = u }(useFilterDirect)
 				useFilterDirect = false

@@ -103,6 +103,13 @@ type Conv2d struct {
 	wino            *winograd
 	winoV, ownWinoV []float32
 	winoA, ownWinoA []gemm.PackedA
+	// and the running filter gradient's (winograd_filter.go): a chunk's
+	// transformed input and dy, its samples [winoC0, winoC1), and whether
+	// its products add to the chunks' before (winoBeta 1).
+	winoU, ownWinoU   []float32
+	winoDY, ownWinoDY []float32
+	winoC0, winoC1    int
+	winoBeta          float32
 }
 
 // Conv2dShared is the scratch that several Conv2d share (Share), each part
@@ -122,6 +129,8 @@ type Conv2dShared struct {
 	scratch []conv2dScratch
 	winoV   []float32
 	winoA   []gemm.PackedA
+	winoU   []float32
+	winoDY  []float32
 }
 
 // SetPrecision makes every pass's GEMM round its inputs to p (gemm.PackAPrec,
@@ -180,6 +189,8 @@ type conv2dScratch struct {
 	panelsT                   gatherTPanels
 	wU, wM                    []float32 // winoGroup's transformed input and products
 	wPanels                   winoPanels
+	wDY                       winoDYPanels
+	wA                        gemm.PackedA // winoFilterGemm's U[ξ]
 }
 
 // filterGroups is how many partial sums the filter gradient is split into
@@ -904,6 +915,10 @@ func (c *Conv2d) BackwardFilterBlock(x, y, dy, dw, db []float32) {
 
 func (c *Conv2d) backwardFilter(x, dy, dw []float32) {
 	c.check("BackwardFilter", x, dw, dy)
+	if c.wino != nil && c.prec == gemm.FP32 {
+		c.backwardFilterWinograd(x, dy, dw)
+		return
+	}
 	c.x, c.dy = x, dy
 	n := c.Cout * c.gkk()
 	c.tileFilter(runtime.GOMAXPROCS(0))

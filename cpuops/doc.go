@@ -41,8 +41,8 @@
 // broadcast col's values from the padded input where they lie and
 // transpose only dy, with the GEMM's bits. With SetWinograd (train.winograd)
 // a 3x3 stride-1 conv of enough channels takes Winograd's F(2x2, 3x3)
-// for Forward and BackwardData instead (winograd.go, winograd_amd64.s):
-// 16 GEMMs of the transformed weights and input tiles, 2.25 times fewer
+// for all three passes instead (winograd.go, winograd_filter.go,
+// winograd_amd64.s): 16 GEMMs of transformed tiles, 2.25 times fewer
 // multiply-adds, another float rounding. Work is split by groups of
 // samples, each cut into tiles of output channels or pixels
 // when the groups alone would load the cores unevenly; the filter

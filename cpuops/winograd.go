@@ -17,9 +17,9 @@ import (
 // the place of 36: the products are 16 GEMMs, one per position ξ of the
 // 4x4 transform, V[ξ] (Cout×Cin, the transformed weights) times U[ξ]
 // (Cin × tiles, the transformed input), 2.25 times fewer multiply-adds
-// than the im2col GEMM's. SetWinograd turns it on for Forward and, through
-// the back conv, BackwardData; the filter gradient stays on its own
-// kernels.
+// than the im2col GEMM's. SetWinograd turns it on for Forward, for
+// BackwardData through the back conv, and for BackwardFilter
+// (winograd_filter.go).
 //
 // It changes the rounding, not the sums: the transforms add and subtract
 // (and G halves), so each output is the exact convolution up to float32
@@ -44,6 +44,13 @@ type winograd struct {
 	rows  []int // row q of U (ξ·Cin + ci): its offset q·ld
 	job   job   // the items
 	wjob  job   // the weights' transform, an output channel an item
+
+	// The filter gradient's (winograd_filter.go): samples per chunk,
+	// Cout rounded up to whole DY panels, and its jobs: a chunk's
+	// transforms (a sample an item), its 16 GEMMs, dw by 16 output channels.
+	chunk, cp        int
+	dyRows           []int // winoDYPanels' rows: t·NR
+	fjob, gjob, ojob job
 }
 
 // winoAsm: the transforms take winograd_amd64.s's kernels (where the
@@ -58,13 +65,14 @@ const winoColumns = 256
 
 // winoLanes are winograd_amd64.s's VPERMT2PS indices: the even floats of
 // two registers, their odd floats, and the interleave of their low and of
-// their high halves; and a gather's offsets of 16 3x3 kernels.
-var winoLanes = [80]int32{
+// their high halves; a gather's offsets of 16 3x3 kernels; and 0 … 15.
+var winoLanes = [96]int32{
 	0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30,
 	1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31,
 	0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23,
 	8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31,
 	0, 9, 18, 27, 36, 45, 54, 63, 72, 81, 90, 99, 108, 117, 126, 135,
+	0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
 }
 
 // WinogradApplies says whether SetWinograd(true) takes effect on a conv
@@ -86,8 +94,9 @@ func (c *Conv2d) winogradPays() bool {
 	return c.Cin*c.Cout*min(16, c.W/2) >= 16*16*(c.Cin+c.Cout)
 }
 
-// SetWinograd makes Forward, and BackwardData through the back conv,
-// compute F(2x2, 3x3) where WinogradApplies and winogradPays, at FP32 (a conv set to TF32
+// SetWinograd makes Forward, BackwardData (through the back conv) and
+// BackwardFilter compute F(2x2, 3x3) where WinogradApplies and
+// winogradPays, at FP32 (a conv set to TF32
 // or BF16 keeps its GEMMs: their rounding is of the im2col inputs);
 // off, the im2col GEMMs again. It returns whether it applies.
 func (c *Conv2d) SetWinograd(on bool) bool { return c.setWinograd(on, false) }
@@ -114,6 +123,15 @@ func (c *Conv2d) setWinograd(on, always bool) bool {
 	}
 	p.job.fn, p.job.n = c.winoGroup, (c.B+p.per-1)/p.per
 	p.wjob.fn, p.wjob.n = c.winoWeights, c.Cout
+	p.chunk = max(1, min(c.B, winoFilterTiles/p.tiles))
+	p.cp = (c.Cout + gemm.NR - 1) / gemm.NR * gemm.NR
+	p.dyRows = make([]int, p.chunk*p.tiles)
+	for t := range p.dyRows {
+		p.dyRows[t] = t * gemm.NR
+	}
+	p.fjob.fn = c.winoFilterIn
+	p.gjob.fn, p.gjob.n = c.winoFilterGemm, 16
+	p.ojob.fn, p.ojob.n = c.winoFilterOut, (c.Cout+15)/16
 	c.wino = p
 	return true
 }

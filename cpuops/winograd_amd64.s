@@ -323,3 +323,218 @@ wmask:
 wdone:
 	VZEROUPPER
 	RET
+
+// func winoDyAVX512(dst *float32, stride int, src *float32, plane, w, n, rows, cnt int, idx *int32)
+// The filter gradient's transform of dy, 16 channels a lane each: for
+// the cnt (<= 16) planes at src (plane floats apart, rows w floats long)
+// and their 2x2 tile t = s·n + u (strip s < rows, tile u < n, at rows 2s,
+// 2s+1 and columns 2u, 2u+1): dst[ξ·stride + 16t + lane] = (A dy Aᵀ)[ξ/4][ξ%4],
+// A = [1 0; 1 1; 1 −1; 0 −1]; lanes past cnt 0. idx is winoLanes, whose
+// entries 320 … 335 (bytes) are 0 … 15.
+TEXT ·winoDyAVX512(SB), NOSPLIT, $0-72
+	MOVQ         dst+0(FP), DI
+	MOVQ         stride+8(FP), R8
+	SHLQ         $2, R8
+	MOVQ         src+16(FP), SI
+	MOVQ         w+32(FP), R9
+	SHLQ         $2, R9
+	MOVQ         n+40(FP), R10
+	MOVQ         rows+48(FP), R12
+	MOVQ         cnt+56(FP), CX
+	MOVQ         idx+64(FP), AX
+	VMOVDQU32    320(AX), Z31 // lane i: i
+	MOVQ         plane+24(FP), DX
+	VPBROADCASTD DX, Z30
+	VPMULLD      Z30, Z31, Z31 // lane i: i·plane
+	MOVQ         $1, DX
+	SHLQ         CX, DX
+	DECQ         DX
+	KMOVW        DX, K1
+	MOVL         $0x80000000, DX
+	VPBROADCASTD DX, Z29 // the sign bit
+	TESTQ        R10, R10
+	JLE          dydone
+	TESTQ        R12, R12
+	JLE          dydone
+
+dystrip:
+	MOVQ SI, R13 // the strip's first tile
+	MOVQ R10, R11
+
+dytile:
+#define DYGATHER(off, Z) \
+	KMOVW      K1, K2; \
+	VXORPS     Z, Z, Z; \
+	VGATHERDPS off(R13)(Z31*4), K2, Z
+
+	DYGATHER(0, Z0)  // a = dy[2s][2u]
+	DYGATHER(4, Z1)  // b = dy[2s][2u+1]
+	LEAQ (R13)(R9*1), BX
+	KMOVW      K1, K2
+	VXORPS     Z2, Z2, Z2
+	VGATHERDPS (BX)(Z31*4), K2, Z2  // c = dy[2s+1][2u]
+	KMOVW      K1, K2
+	VXORPS     Z3, Z3, Z3
+	VGATHERDPS 4(BX)(Z31*4), K2, Z3 // d = dy[2s+1][2u+1]
+
+	// Rows: (x0, x1) -> (x0, x0+x1, x0−x1, −x1).
+	VADDPS Z1, Z0, Z4 // a+b
+	VSUBPS Z1, Z0, Z5 // a−b
+	VXORPS Z29, Z1, Z6 // −b
+	VADDPS Z3, Z2, Z7 // c+d
+	VSUBPS Z3, Z2, Z8 // c−d
+	VXORPS Z29, Z3, Z9 // −d
+
+	// Columns j: (r0j, r0j+r1j, r0j−r1j, −r1j) into ξ = 4i+j (rows r0j:
+	// Z0, Z4, Z5, Z6; r1j: Z2, Z7, Z8, Z9).
+	// DX walks ξ by one stride: the column j's four are 4 strides apart.
+	MOVQ DI, DX
+	VMOVUPS Z0, (DX)
+	VADDPS  Z2, Z0, Z10
+	LEAQ    (DX)(R8*4), BX
+	VMOVUPS Z10, (BX)
+	VSUBPS  Z2, Z0, Z11
+	VMOVUPS Z11, (DX)(R8*8)
+	VXORPS  Z29, Z2, Z12
+	LEAQ    (BX)(R8*8), BX
+	VMOVUPS Z12, (BX)
+
+	ADDQ    R8, DX
+	VMOVUPS Z4, (DX)
+	VADDPS  Z7, Z4, Z10
+	LEAQ    (DX)(R8*4), BX
+	VMOVUPS Z10, (BX)
+	VSUBPS  Z7, Z4, Z11
+	VMOVUPS Z11, (DX)(R8*8)
+	VXORPS  Z29, Z7, Z12
+	LEAQ    (BX)(R8*8), BX
+	VMOVUPS Z12, (BX)
+
+	ADDQ    R8, DX
+	VMOVUPS Z5, (DX)
+	VADDPS  Z8, Z5, Z10
+	LEAQ    (DX)(R8*4), BX
+	VMOVUPS Z10, (BX)
+	VSUBPS  Z8, Z5, Z11
+	VMOVUPS Z11, (DX)(R8*8)
+	VXORPS  Z29, Z8, Z12
+	LEAQ    (BX)(R8*8), BX
+	VMOVUPS Z12, (BX)
+
+	ADDQ    R8, DX
+	VMOVUPS Z6, (DX)
+	VADDPS  Z9, Z6, Z10
+	LEAQ    (DX)(R8*4), BX
+	VMOVUPS Z10, (BX)
+	VSUBPS  Z9, Z6, Z11
+	VMOVUPS Z11, (DX)(R8*8)
+	VXORPS  Z29, Z9, Z12
+	LEAQ    (BX)(R8*8), BX
+	VMOVUPS Z12, (BX)
+
+	ADDQ $64, DI  // the next tile's row of the panel: NR = 16 floats
+	ADDQ $8, R13  // 2 columns on
+	DECQ R11
+	JNZ  dytile
+
+	LEAQ (SI)(R9*2), SI // 2 rows on
+	DECQ R12
+	JNZ  dystrip
+
+dydone:
+	VZEROUPPER
+	RET
+
+// func winoDwAVX512(dw *float32, dwStride int, src *float32, stride, cstride, n, cnt int, idx *int32)
+// The filter gradient's inverse transform for cnt (<= 16) output
+// channels, one a lane: for input channels c < n, with X[ξ] =
+// src[ξ·stride + c·cstride + lane], the 3x3 Gᵀ X G into
+// dw[lane·dwStride + 9c + 3k + l], Gᵀ = [1 ½ ½ 0; 0 ½ −½ 0; 0 ½ ½ 1]; per
+// row of X (or of Gᵀ X): h = ½(x1+x2), y0 = x0+h, y1 = ½(x1−x2), y2 =
+// h+x3. Each lane's 9 floats a channel follow the last (its writes stay
+// in a few lines). idx is winoLanes (its 0 … 15 at byte 320).
+TEXT ·winoDwAVX512(SB), NOSPLIT, $0-64
+	MOVQ         dw+0(FP), DI
+	MOVQ         dwStride+8(FP), DX
+	MOVQ         src+16(FP), SI
+	MOVQ         stride+24(FP), R8
+	SHLQ         $2, R8
+	MOVQ         cstride+32(FP), R9
+	SHLQ         $2, R9
+	MOVQ         n+40(FP), R10
+	MOVQ         cnt+48(FP), CX
+	MOVQ         idx+56(FP), AX
+	VMOVDQU32    320(AX), Z31
+	VPBROADCASTD DX, Z30
+	VPMULLD      Z30, Z31, Z31 // lane i: i·dwStride
+	MOVQ         $1, DX
+	SHLQ         CX, DX
+	DECQ         DX
+	KMOVW        DX, K1
+	MOVL         $0x3f000000, DX
+	VPBROADCASTD DX, Z30 // ½
+	TESTQ        R10, R10
+	JLE          dwdone
+
+dwloop:
+	// The rows of X: Z(4i) … Z(4i+3) = X[4i+j].
+	MOVQ SI, DX
+#define XLOAD(X) \
+	VMOVUPS.Z (DX), K1, X; \
+	ADDQ      R8, DX
+	XLOAD(Z0)
+	XLOAD(Z1)
+	XLOAD(Z2)
+	XLOAD(Z3)
+	XLOAD(Z4)
+	XLOAD(Z5)
+	XLOAD(Z6)
+	XLOAD(Z7)
+	XLOAD(Z8)
+	XLOAD(Z9)
+	XLOAD(Z10)
+	XLOAD(Z11)
+	XLOAD(Z12)
+	XLOAD(Z13)
+	XLOAD(Z14)
+	XLOAD(Z15)
+
+	// (y0, y1, y2) = Gᵀ (x0, x1, x2, x3), into Y0, Y1, Y2.
+#define GT(X0, X1, X2, X3, Y0, Y1, Y2) \
+	VADDPS X2, X1, Z28; \
+	VMULPS Z30, Z28, Z28; \
+	VADDPS Z28, X0, Y0; \
+	VSUBPS X2, X1, Y1; \
+	VMULPS Z30, Y1, Y1; \
+	VADDPS X3, Z28, Y2
+
+	// Gᵀ X: rows k of R, each over the columns j (Z16 … Z27: R[k][j] at Z(16+4k+j)).
+	GT(Z0, Z4, Z8, Z12, Z16, Z20, Z24)
+	GT(Z1, Z5, Z9, Z13, Z17, Z21, Z25)
+	GT(Z2, Z6, Z10, Z14, Z18, Z22, Z26)
+	GT(Z3, Z7, Z11, Z15, Z19, Z23, Z27)
+	// (Gᵀ X) G: row k's (R[k][0..3]) -> dw[3k+l], scattered.
+#define SCATTER(off, Z) \
+	KMOVW       K1, K2; \
+	VSCATTERDPS Z, K2, off(DI)(Z31*4)
+	GT(Z16, Z17, Z18, Z19, Z0, Z1, Z2)
+	SCATTER(0, Z0)
+	SCATTER(4, Z1)
+	SCATTER(8, Z2)
+	GT(Z20, Z21, Z22, Z23, Z0, Z1, Z2)
+	SCATTER(12, Z0)
+	SCATTER(16, Z1)
+	SCATTER(20, Z2)
+	GT(Z24, Z25, Z26, Z27, Z0, Z1, Z2)
+	SCATTER(24, Z0)
+	SCATTER(28, Z1)
+	SCATTER(32, Z2)
+
+	ADDQ $36, DI
+	ADDQ R9, SI
+	DECQ R10
+	JNZ  dwloop
+
+dwdone:
+	VZEROUPPER
+	RET

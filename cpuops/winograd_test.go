@@ -140,8 +140,109 @@ func flip3x3(cin, cout int, w []float32) []float32 {
 	return f
 }
 
-// TestWinogradWithinBound: Forward and BackwardData by F(2x2, 3x3) stay
-// within winoBound of the exact convolution (and of the exact dx), for
+// refFilter3x3 is the exact (float64) filter gradient of a 3x3 conv at
+// stride 1, padding 1: dw[co][ci][ky][kx] = Σ dy[b][co][oy][ox]·x[b][ci][oy+ky−1][ox+kx−1].
+func refFilter3x3(B, cin, H, W, cout int, x, dy []float32) []float64 {
+	dw := make([]float64, cout*cin*9)
+	for co := 0; co < cout; co++ {
+		for ci := 0; ci < cin; ci++ {
+			for k := 0; k < 9; k++ {
+				ky, kx := k/3, k%3
+				var s float64
+				for b := 0; b < B; b++ {
+					for oy := 0; oy < H; oy++ {
+						for ox := 0; ox < W; ox++ {
+							iy, ix := oy+ky-1, ox+kx-1
+							if iy >= 0 && iy < H && ix >= 0 && ix < W {
+								s += float64(dy[((b*cout+co)*H+oy)*W+ox]) * float64(x[((b*cin+ci)*H+iy)*W+ix])
+							}
+						}
+					}
+				}
+				dw[(co*cin+ci)*9+k] = s
+			}
+		}
+	}
+	return dw
+}
+
+// winoFilterBound is the float32 error bound of the filter gradient by
+// F(2x2, 3x3) (winograd_filter.go), derived as winoBound's: every
+// elementary product dy·x goes through at most N roundings (U's 2 adds,
+// DY's 2, the GEMM's sum over the batch's T tiles with one add per k
+// block and per chunk, Gᵀ·G's 4), so |dŵ − dw| <= γ_N · |Gᵀ| Σ_tiles
+// (|A||dy||Aᵀ|) ⊙ (|Bᵀ||d||B|) |G|.
+func winoFilterBound(B, cin, H, W, cout int, x, dy []float32) []float64 {
+	T := B * (H / 2) * (W / 2)
+	n := T + 2*(T/gemm.KC+B) + 16
+	u := math.Ldexp(1, -24)
+	gamma := float64(n) * u / (1 - float64(n)*u)
+	absB := [4][4]float64{{1, 0, 1, 0}, {0, 1, 1, 0}, {0, 1, 1, 0}, {0, 1, 0, 1}} // |Bᵀ|
+	absA := [4][2]float64{{1, 0}, {1, 1}, {1, 1}, {0, 1}}                         // |A|
+	absGT := [3][4]float64{{1, .5, .5, 0}, {0, .5, .5, 0}, {0, .5, .5, 1}}        // |Gᵀ|
+	xa := func(b, ci, iy, ix int) float64 {
+		if iy < 0 || iy >= H || ix < 0 || ix >= W {
+			return 0
+		}
+		return math.Abs(float64(x[((b*cin+ci)*H+iy)*W+ix]))
+	}
+	sum := make([]float64, cout*cin*16)
+	for b := 0; b < B; b++ {
+		for ty := 0; ty < H/2; ty++ {
+			for tx := 0; tx < W/2; tx++ {
+				us := make([][16]float64, cin)
+				for ci := range us {
+					for i := 0; i < 4; i++ {
+						for j := 0; j < 4; j++ {
+							for r := 0; r < 4; r++ {
+								for q := 0; q < 4; q++ {
+									us[ci][i*4+j] += absB[i][r] * xa(b, ci, 2*ty-1+r, 2*tx-1+q) * absB[j][q]
+								}
+							}
+						}
+					}
+				}
+				for co := 0; co < cout; co++ {
+					var d [16]float64
+					for i := 0; i < 4; i++ {
+						for j := 0; j < 4; j++ {
+							for r := 0; r < 2; r++ {
+								for q := 0; q < 2; q++ {
+									d[i*4+j] += absA[i][r] * math.Abs(float64(dy[((b*cout+co)*H+2*ty+r)*W+2*tx+q])) * absA[j][q]
+								}
+							}
+						}
+					}
+					for ci := 0; ci < cin; ci++ {
+						for k := 0; k < 16; k++ {
+							sum[(co*cin+ci)*16+k] += d[k] * us[ci][k]
+						}
+					}
+				}
+			}
+		}
+	}
+	bound := make([]float64, cout*cin*9)
+	for k := 0; k < cout*cin; k++ {
+		for a := 0; a < 3; a++ {
+			for l := 0; l < 3; l++ {
+				var v float64
+				for i := 0; i < 4; i++ {
+					for j := 0; j < 4; j++ {
+						v += absGT[a][i] * sum[k*16+i*4+j] * absGT[l][j]
+					}
+				}
+				bound[k*9+a*3+l] = gamma * v
+			}
+		}
+	}
+	return bound
+}
+
+// TestWinogradWithinBound: Forward, BackwardData and BackwardFilter by
+// F(2x2, 3x3) stay within winoBound (winoFilterBound) of the exact
+// convolution, dx and dw, with the batch's filter gradient in chunks of
+// one to ten samples, for
 // shapes whose groups are one sample and several, a last group of fewer
 // samples, tiles that are not whole panels, 4x4 and 2x2 planes, non-square
 // planes, channel counts of 1 to 96 and deep enough for two k blocks; and
@@ -150,6 +251,8 @@ func flip3x3(cin, cout int, w []float32) []float32 {
 // it by orders of magnitude.
 func TestWinogradWithinBound(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	defer func(t int) { winoFilterTiles = t }(winoFilterTiles)
+	winoFilterTiles = 40 // chunks of a few samples: the filter gradient's beta-1 adds
 	for _, s := range []struct{ B, Cin, H, W, Cout int }{
 		{2, 16, 32, 32, 16},
 		{3, 5, 6, 10, 7},
@@ -186,19 +289,22 @@ func TestWinogradWithinBound(t *testing.T) {
 		wantY := refConv3x3(s.B, s.Cin, s.H, s.W, s.Cout, x, w)
 		wf := flip3x3(s.Cin, s.Cout, w)
 		wantDX := refConv3x3(s.B, s.Cout, s.H, s.W, s.Cin, dy, wf)
-		var y1, dx1 []float32
+		wantDW := refFilter3x3(s.B, s.Cin, s.H, s.W, s.Cout, x, dy)
+		var y1, dx1, dw1 []float32
 		for _, procs := range []int{1, 2} {
 			runtime.GOMAXPROCS(procs)
-			y, dx := make([]float32, c.OutLen()), make([]float32, c.InLen())
+			y, dx, dw := make([]float32, c.OutLen()), make([]float32, c.InLen()), make([]float32, len(w))
 			c.Forward(x, w, y)
 			c.BackwardData(w, dy, dx)
+			c.BackwardFilter(x, dy, dw)
 			if procs == 1 {
 				check("Forward", y, wantY, winoBound(s.B, s.Cin, s.H, s.W, s.Cout, x, w))
 				check("BackwardData", dx, wantDX, winoBound(s.B, s.Cout, s.H, s.W, s.Cin, dy, wf))
-				y1, dx1 = y, dx
+				check("BackwardFilter", dw, wantDW, winoFilterBound(s.B, s.Cin, s.H, s.W, s.Cout, x, dy))
+				y1, dx1, dw1 = y, dx, dw
 				continue
 			}
-			if !slices.Equal(y, y1) || !slices.Equal(dx, dx1) {
+			if !slices.Equal(y, y1) || !slices.Equal(dx, dx1) || !slices.Equal(dw, dw1) {
 				t.Errorf("%s: 2 cores give other bits than 1", name)
 			}
 		}
@@ -206,7 +312,8 @@ func TestWinogradWithinBound(t *testing.T) {
 }
 
 // TestWinogradTransformsSameBits: the AVX-512 transforms are winoInGo's,
-// winoWeightsGo's and winoOutGo's bits for 1 to 40 tiles (whole steps of
+// winoWeightsGo's, winoOutGo's, winoDyGo's (0 to 16 channels) and
+// winoDwGo's bits for 1 to 40 tiles (whole steps of
 // 16 and partial ones) and 1 to 3 strips, and write nothing past the last
 // tile (the masked stores).
 func TestWinogradTransformsSameBits(t *testing.T) {
@@ -232,6 +339,31 @@ func TestWinogradTransformsSameBits(t *testing.T) {
 		winoWeightsAVX512(&got[0], stride, &g[0], n, &winoLanes[0])
 		if !slices.Equal(got, want) {
 			t.Fatalf("winoWeights, %d kernels: AVX-512 and Go differ", n)
+		}
+		cnt := n % 17
+		plane := (2*rows)*(2*n+1) + 3
+		dy := randF32(rng, max(1, cnt)*plane)
+		dyStride := 32*rows*n + 7
+		wantD, gotD := make([]float32, 16*dyStride), make([]float32, 16*dyStride)
+		for i := range gotD {
+			wantD[i], gotD[i] = -7, -7
+		}
+		winoDyGo(wantD, dyStride, dy, plane, 2*n+1, n, rows, cnt)
+		winoDyAVX512(&gotD[0], dyStride, &dy[0], plane, 2*n+1, n, rows, cnt, &winoLanes[0])
+		if !slices.Equal(gotD, wantD) {
+			t.Fatalf("winoDy, %d channels of %d strips of %d tiles: AVX-512 and Go differ", cnt, rows, n)
+		}
+		cin, cnt2 := 1+n%5, 1+n%16
+		x := randF32(rng, 15*stride+(cin-1)*17+cnt2)
+		dwStride := 9*cin + 2
+		wantW, gotW := make([]float32, cnt2*dwStride), make([]float32, cnt2*dwStride)
+		for i := range gotW {
+			wantW[i], gotW[i] = -7, -7
+		}
+		winoDwGo(wantW, dwStride, x, stride, 17, cin, cnt2)
+		winoDwAVX512(&gotW[0], dwStride, &x[0], stride, 17, cin, cnt2, &winoLanes[0])
+		if !slices.Equal(gotW, wantW) {
+			t.Fatalf("winoDw, %d by %d channels: AVX-512 and Go differ", cnt2, cin)
 		}
 		m := randF32(rng, 15*stride+rows*n)
 		w := 2*n + 3

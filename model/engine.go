@@ -92,7 +92,7 @@ type CPUOption func(*cpuEngine)
 func CPUPrecision(p gemm.Precision) CPUOption { return func(e *cpuEngine) { e.prec = p } }
 
 // CPUWinograd makes the engine's 3x3 stride-1 convs (not the cnn's conv
-// blocks) compute Forward and BackwardData by Winograd's F(2x2, 3x3)
+// blocks) compute all three passes by Winograd's F(2x2, 3x3)
 // where it applies and pays (cpuops.Conv2d.SetWinograd), at fp32: 2.25
 // times fewer multiply-adds, a different float rounding (within the bound
 // cpuops' TestWinogradWithinBound checks), not the im2col GEMM's bits.
