@@ -90,6 +90,9 @@ func winoOutAVX512(dst *float32, w int, src *float32, stride, n, rows int, idx *
 func winoWeightsAVX512(v *float32, stride int, w *float32, n int, idx *int32)
 
 //go:noescape
+func winoInGAVX512(dst *float32, stride int, src *float32, offs *int32, wp, n int)
+
+//go:noescape
 func winoDyAVX512(dst *float32, stride int, src *float32, plane, w, n, rows, cnt int, idx *int32)
 
 //go:noescape

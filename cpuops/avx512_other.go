@@ -71,3 +71,7 @@ func winoDyAVX512(dst *float32, stride int, src *float32, plane, w, n, rows, cnt
 func winoDwAVX512(dw *float32, dwStride int, src *float32, stride, cstride, n, cnt int, idx *int32) {
 	panic("cpuops: winoDwAVX512 without AVX-512")
 }
+
+func winoInGAVX512(dst *float32, stride int, src *float32, offs *int32, wp, n int) {
+	panic("cpuops: winoInGAVX512 without AVX-512")
+}

@@ -2,6 +2,7 @@ package cpuops
 
 import (
 	"fmt"
+	"math"
 
 	"stoke/gemm"
 )
@@ -38,17 +39,18 @@ import (
 
 // winograd is a conv's plan for F(2x2, 3x3) (SetWinograd).
 type winograd struct {
-	per   int   // samples per item
-	tiles int   // 2x2 output tiles of a sample: (H/2)·(W/2)
-	ld    int   // a full group's tiles rounded up to whole NR-column panels: the length of U's and M's rows
-	rows  []int // row q of U (ξ·Cin + ci): its offset q·ld
-	job   job   // the items
-	wjob  job   // the weights' transform, an output channel an item
+	per   int     // samples per item
+	tiles int     // 2x2 output tiles of a sample: (H/2)·(W/2)
+	ld    int     // a full group's tiles rounded up to whole NR-column panels: the length of U's and M's rows
+	rows  []int   // row q of U (ξ·Cin + ci): its offset q·ld
+	offs  []int32 // where W < 32: tile t of a group's samples, its 4x4 input's origin in channel 0 of the padded samples (winoInG)
+	job   job     // the items
+	wjob  job     // the weights' transform, an output channel an item
 
 	// The filter gradient's (winograd_filter.go): samples per chunk,
 	// Cout rounded up to whole DY panels, and its jobs: a chunk's
 	// transforms (a sample an item), its 16 GEMMs, dw by 16 output channels.
-	chunk, cp        int
+	chunk, cp, fper  int   // fper: samples per transform item (at least 64 tiles where W < 32)
 	dyRows           []int // winoDYPanels' rows: t·NR
 	fjob, gjob, ojob job
 }
@@ -128,6 +130,20 @@ func (c *Conv2d) setWinograd(on, always bool) bool {
 	p.dyRows = make([]int, p.chunk*p.tiles)
 	for t := range p.dyRows {
 		p.dyRows[t] = t * gemm.NR
+	}
+	// Planes narrower than 32 take winoInG, on all of an item's tiles of
+	// a channel at once: the filter gradient's items then hold fper
+	// samples, at least 64 tiles.
+	p.fper = 1
+	if n := max(p.per, p.chunk); c.W < 32 && n*c.Cin*c.hp*c.wp <= math.MaxInt32 {
+		p.fper = max(1, min(p.chunk, 64/p.tiles))
+		for i := 0; i < max(p.per, p.fper); i++ {
+			for s := 0; s < c.H/2; s++ {
+				for u := 0; u < c.W/2; u++ {
+					p.offs = append(p.offs, int32((i*c.Cin*c.hp+2*s)*c.wp+2*u))
+				}
+			}
+		}
 	}
 	p.fjob.fn = c.winoFilterIn
 	p.gjob.fn, p.gjob.n = c.winoFilterGemm, 16
@@ -220,7 +236,12 @@ func (c *Conv2d) winoGroup(worker, g int) {
 	s.wU = grow(s.wU, 16*cin*ld)
 	s.wM = grow(s.wM, 16*cout*ld)
 	plane, half := c.hp*c.wp, c.W/2
-	for i := 0; i < i1-i0; i++ {
+	if p.offs != nil {
+		for ci := 0; ci < cin; ci++ {
+			winoInG(s.wU[ci*ld:], cin*ld, src[ci*plane:], p.offs, c.wp, t)
+		}
+	}
+	for i := 0; i < i1-i0 && p.offs == nil; i++ {
 		for ci := 0; ci < cin; ci++ {
 			in := src[(i*cin+ci)*plane : (i*cin+ci+1)*plane]
 			winoIn(s.wU[ci*ld+i*p.tiles:], cin*ld, in, c.wp, half, c.H/2)
@@ -282,6 +303,36 @@ func winoIn(dst []float32, stride int, src []float32, wp, n, rows int) {
 		return
 	}
 	winoInGo(dst, stride, src, wp, n, rows)
+}
+
+// winoInG is winoIn for n tiles anywhere: tile t reads src[offs[t] +
+// r·wp + c] (r, c < 4; offs increasing) into dst[ξ·stride + t]. It fills
+// all 16 lanes where a plane's strips are narrower (W < 32), with the same
+// adds in the same order, so the same bits.
+func winoInG(dst []float32, stride int, src []float32, offs []int32, wp, n int) {
+	if n <= 0 {
+		return
+	}
+	if len(dst) < 15*stride+n || len(offs) < n || offs[0] < 0 || len(src) < int(offs[n-1])+3*wp+4 {
+		panic(fmt.Sprintf("cpuops.winoInG: %d tiles, stride %d, row %d: dst %d, offs %d, src %d floats", n, stride, wp, len(dst), len(offs), len(src)))
+	}
+	if winoAsm {
+		winoInGAVX512(&dst[0], stride, &src[0], &offs[0], wp, n)
+		return
+	}
+	for t := 0; t < n; t++ {
+		var e [4][4]float32
+		for r := 0; r < 4; r++ {
+			d := src[int(offs[t])+r*wp:][:4]
+			e[r] = [4]float32{d[0] - d[2], d[1] + d[2], d[2] - d[1], d[1] - d[3]}
+		}
+		for j := 0; j < 4; j++ {
+			dst[j*stride+t] = e[0][j] - e[2][j]
+			dst[(4+j)*stride+t] = e[1][j] + e[2][j]
+			dst[(8+j)*stride+t] = e[2][j] - e[1][j]
+			dst[(12+j)*stride+t] = e[1][j] - e[3][j]
+		}
+	}
 }
 
 // winoInGo is winoIn in Go: the AVX-512 kernel's adds in its order.

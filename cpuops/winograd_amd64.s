@@ -538,3 +538,101 @@ dwloop:
 dwdone:
 	VZEROUPPER
 	RET
+
+// func winoInGAVX512(dst *float32, stride int, src *float32, offs *int32, wp, n int)
+// winoIn for tiles anywhere: tile t < n reads src[offs[t] + r·wp + c]
+// (r, c < 4), gathered, into dst[ξ·stride + t]: for planes narrower than
+// 32, whose strips fill only W/2 of winoInAVX512's 16 lanes. The same
+// adds in the same order, so the same bits.
+TEXT ·winoInGAVX512(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ stride+8(FP), R8
+	SHLQ $2, R8
+	MOVQ src+16(FP), SI
+	MOVQ offs+24(FP), BX
+	MOVQ wp+32(FP), R9
+	MOVQ n+40(FP), CX
+	VPBROADCASTD R9, Z30 // wp
+	TESTQ CX, CX
+	JLE   gdone
+
+gloop:
+	MOVQ CX, DX
+	CMPQ DX, $16
+	JLE  gmask
+	MOVQ $16, DX
+
+gmask:
+	MOVQ  CX, R11
+	MOVQ  DX, CX
+	MOVQ  $1, DX
+	SHLQ  CX, DX
+	DECQ  DX
+	KMOVW DX, K1
+	MOVQ  R11, CX
+
+	VMOVDQU32.Z (BX), K1, Z31 // the tiles' origins, row 0
+
+	// Row r: d0 … d3 gathered at origin + r·wp + c, then e0 = d0−d2,
+	// e1 = d1+d2, e2 = d2−d1, e3 = d1−d3 into E0 … E3.
+#define GROW4(E0, E1, E2, E3) \
+	KMOVW      K1, K2; \
+	VXORPS     Z16, Z16, Z16; \
+	VGATHERDPS (SI)(Z31*4), K2, Z16; \
+	KMOVW      K1, K2; \
+	VXORPS     Z17, Z17, Z17; \
+	VGATHERDPS 4(SI)(Z31*4), K2, Z17; \
+	KMOVW      K1, K2; \
+	VXORPS     Z18, Z18, Z18; \
+	VGATHERDPS 8(SI)(Z31*4), K2, Z18; \
+	KMOVW      K1, K2; \
+	VXORPS     Z19, Z19, Z19; \
+	VGATHERDPS 12(SI)(Z31*4), K2, Z19; \
+	VSUBPS     Z18, Z16, E0; \
+	VADDPS     Z18, Z17, E1; \
+	VSUBPS     Z17, Z18, E2; \
+	VSUBPS     Z19, Z17, E3; \
+	VPADDD     Z30, Z31, Z31
+
+	GROW4(Z0, Z1, Z2, Z3)
+	GROW4(Z4, Z5, Z6, Z7)
+	GROW4(Z8, Z9, Z10, Z11)
+	GROW4(Z12, Z13, Z14, Z15)
+
+	MOVQ DI, DX
+	COL(Z0, Z4, Z8, Z12)
+	VMOVUPS Z16, K1, (DX)
+	VMOVUPS Z17, K1, (DX)(R8*4)
+	VMOVUPS Z18, K1, (DX)(R8*8)
+	LEAQ    (DX)(R8*8), R10
+	VMOVUPS Z19, K1, (R10)(R8*4)
+	ADDQ    R8, DX
+	COL(Z1, Z5, Z9, Z13)
+	VMOVUPS Z16, K1, (DX)
+	VMOVUPS Z17, K1, (DX)(R8*4)
+	VMOVUPS Z18, K1, (DX)(R8*8)
+	LEAQ    (DX)(R8*8), R10
+	VMOVUPS Z19, K1, (R10)(R8*4)
+	ADDQ    R8, DX
+	COL(Z2, Z6, Z10, Z14)
+	VMOVUPS Z16, K1, (DX)
+	VMOVUPS Z17, K1, (DX)(R8*4)
+	VMOVUPS Z18, K1, (DX)(R8*8)
+	LEAQ    (DX)(R8*8), R10
+	VMOVUPS Z19, K1, (R10)(R8*4)
+	ADDQ    R8, DX
+	COL(Z3, Z7, Z11, Z15)
+	VMOVUPS Z16, K1, (DX)
+	VMOVUPS Z17, K1, (DX)(R8*4)
+	VMOVUPS Z18, K1, (DX)(R8*8)
+	LEAQ    (DX)(R8*8), R10
+	VMOVUPS Z19, K1, (R10)(R8*4)
+
+	ADDQ $64, DI
+	ADDQ $64, BX
+	SUBQ $16, CX
+	JG   gloop
+
+gdone:
+	VZEROUPPER
+	RET

@@ -38,7 +38,7 @@ func (c *Conv2d) backwardFilterWinograd(x, dy, dw []float32) {
 	c.winoV = c.sharedBuf(&c.ownWinoV, func(s *Conv2dShared) *[]float32 { return &s.winoV }, 16*cin*cp)
 	for c0 := 0; c0 < c.B; c0 += p.chunk {
 		c.winoC0, c.winoC1 = c0, min(c.B, c0+p.chunk)
-		p.fjob.n = c.winoC1 - c0
+		p.fjob.n = (c.winoC1 - c0 + p.fper - 1) / p.fper
 		p.fjob.run(c.start(p.fjob.n))
 		c.winoBeta = 0
 		if c0 > 0 {
@@ -51,28 +51,40 @@ func (c *Conv2d) backwardFilterWinograd(x, dy, dw []float32) {
 	c.x, c.dy, c.dw, c.winoU, c.winoDY, c.winoV = nil, nil, nil, nil, nil, nil
 }
 
-// winoFilterIn is the item of a chunk's transforms for its sample i: the
-// input's tiles into U, dy's into the DY panels.
+// winoFilterIn is the item of a chunk's transforms for its samples
+// [fper·i, fper·i + fper): the input's tiles into U, dy's into the DY
+// panels.
 func (c *Conv2d) winoFilterIn(worker, i int) {
 	p := c.wino
-	b := c.winoC0 + i
+	b0 := c.winoC0 + i*p.fper
+	b1 := min(c.winoC1, b0+p.fper)
 	s := &c.scratch[worker]
-	src, _ := c.padded(s, b, b+1)
+	src, _ := c.padded(s, b0, b1)
 	cin, cout, cp := c.Cin, c.Cout, p.cp
 	ld := p.chunk * p.tiles
-	plane, half, t0 := c.hp*c.wp, c.W/2, i*p.tiles
+	plane, half, t0 := c.hp*c.wp, c.W/2, (b0-c.winoC0)*p.tiles
 	for ci := 0; ci < cin; ci++ {
-		winoIn(c.winoU[ci*ld+t0:], cin*ld, src[ci*plane:(ci+1)*plane], c.wp, half, c.H/2)
+		if p.offs != nil { // all the item's tiles of channel ci at once
+			winoInG(c.winoU[ci*ld+t0:], cin*ld, src[ci*plane:], p.offs, c.wp, (b1-b0)*p.tiles)
+			continue
+		}
+		for b := b0; b < b1; b++ {
+			at := ((b-b0)*cin + ci) * plane
+			winoIn(c.winoU[ci*ld+t0+(b-b0)*p.tiles:], cin*ld, src[at:at+plane], c.wp, half, c.H/2)
+		}
 	}
 	ohw := c.H * c.W
-	d := c.dy[b*cout*ohw : (b+1)*cout*ohw]
-	for co := 0; co < cp; co += 16 {
-		at := co/gemm.NR*ld*gemm.NR + co%gemm.NR + t0*gemm.NR
-		var src []float32
-		if co < cout {
-			src = d[co*ohw:]
+	for b := b0; b < b1; b++ {
+		d := c.dy[b*cout*ohw : (b+1)*cout*ohw]
+		t := t0 + (b-b0)*p.tiles
+		for co := 0; co < cp; co += 16 {
+			at := co/gemm.NR*ld*gemm.NR + co%gemm.NR + t*gemm.NR
+			var src []float32
+			if co < cout {
+				src = d[co*ohw:]
+			}
+			winoDy(c.winoDY[at:], cp*ld, src, ohw, c.W, half, c.H/2, min(16, max(0, cout-co)))
 		}
-		winoDy(c.winoDY[at:], cp*ld, src, ohw, c.W, half, c.H/2, min(16, max(0, cout-co)))
 	}
 }
 

@@ -313,7 +313,7 @@ func TestWinogradWithinBound(t *testing.T) {
 
 // TestWinogradTransformsSameBits: the AVX-512 transforms are winoInGo's,
 // winoWeightsGo's, winoOutGo's, winoDyGo's (0 to 16 channels) and
-// winoDwGo's bits for 1 to 40 tiles (whole steps of
+// winoDwGo's bits, winoInG (gathered tiles) winoIn's, for 1 to 40 tiles (whole steps of
 // 16 and partial ones) and 1 to 3 strips, and write nothing past the last
 // tile (the masked stores).
 func TestWinogradTransformsSameBits(t *testing.T) {
@@ -333,6 +333,20 @@ func TestWinogradTransformsSameBits(t *testing.T) {
 		winoInAVX512(&got[0], stride, &src[0], wp, n, rows, &winoLanes[0])
 		if !slices.Equal(got, want) {
 			t.Fatalf("winoIn, %d strips of %d tiles: AVX-512 and Go differ", rows, n)
+		}
+		var offs []int32 // the same strips' tiles by their origins
+		for r := 0; r < rows; r++ {
+			for u := 0; u < n; u++ {
+				offs = append(offs, int32(2*r*wp+2*u))
+			}
+		}
+		gotG := make([]float32, 16*stride)
+		for i := range gotG {
+			gotG[i] = -7
+		}
+		winoInG(gotG, stride, src, offs, wp, rows*n)
+		if !slices.Equal(gotG, want) {
+			t.Fatalf("winoInG, %d strips of %d tiles: other bits than winoIn's", rows, n)
 		}
 		g := randF32(rng, 9*n) // the last kernel's last float is g's last
 		winoWeightsGo(want, stride, g, n)
