@@ -97,3 +97,6 @@ func winoDyAVX512(dst *float32, stride int, src *float32, plane, w, n, rows, cnt
 
 //go:noescape
 func winoDwAVX512(dw *float32, dwStride int, src *float32, stride, cstride, n, cnt int, idx *int32)
+
+//go:noescape
+func winoOutSAVX512(dst *float32, w int, src *float32, stride int, offs *int32, n int)

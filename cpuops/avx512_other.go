@@ -75,3 +75,7 @@ func winoDwAVX512(dw *float32, dwStride int, src *float32, stride, cstride, n, c
 func winoInGAVX512(dst *float32, stride int, src *float32, offs *int32, wp, n int) {
 	panic("cpuops: winoInGAVX512 without AVX-512")
 }
+
+func winoOutSAVX512(dst *float32, w int, src *float32, stride int, offs *int32, n int) {
+	panic("cpuops: winoOutSAVX512 without AVX-512")
+}

@@ -43,6 +43,7 @@ type winograd struct {
 	tiles int     // 2x2 output tiles of a sample: (H/2)·(W/2)
 	ld    int     // a full group's tiles rounded up to whole NR-column panels: the length of U's and M's rows
 	rows  []int   // row q of U (ξ·Cin + ci): its offset q·ld
+	outs  []int32 // where W <= 8: tile t of a group's samples, its 2x2 output's origin in channel 0 of the group's y (winoOutS)
 	offs  []int32 // where W < 32: tile t of a group's samples, its 4x4 input's origin in channel 0 of the padded samples (winoInG)
 	job   job     // the items
 	wjob  job     // the weights' transform, an output channel an item
@@ -135,12 +136,15 @@ func (c *Conv2d) setWinograd(on, always bool) bool {
 	// a channel at once: the filter gradient's items then hold fper
 	// samples, at least 64 tiles.
 	p.fper = 1
-	if n := max(p.per, p.chunk); c.W < 32 && n*c.Cin*c.hp*c.wp <= math.MaxInt32 {
+	if n := max(p.per, p.chunk); c.W < 32 && n*max(c.Cin*c.hp*c.wp, c.Cout*c.H*c.W) <= math.MaxInt32 {
 		p.fper = max(1, min(p.chunk, 64/p.tiles))
 		for i := 0; i < max(p.per, p.fper); i++ {
 			for s := 0; s < c.H/2; s++ {
 				for u := 0; u < c.W/2; u++ {
 					p.offs = append(p.offs, int32((i*c.Cin*c.hp+2*s)*c.wp+2*u))
+					if c.W <= 8 {
+						p.outs = append(p.outs, int32((i*c.Cout*c.H+2*s)*c.W+2*u))
+					}
 				}
 			}
 		}
@@ -256,6 +260,13 @@ func (c *Conv2d) winoGroup(worker, g int) {
 	}
 	s.wPanels = winoPanels{}
 	ohw := c.H * c.W
+	if p.outs != nil {
+		y := c.y[i0*cout*ohw : i1*cout*ohw]
+		for co := 0; co < cout; co++ {
+			winoOutS(y[co*ohw:], c.W, s.wM[co*ld:], cout*ld, p.outs, t)
+		}
+		return
+	}
 	for i := 0; i < i1-i0; i++ {
 		for co := 0; co < cout; co++ {
 			out := c.y[((i0+i)*cout+co)*ohw : ((i0+i)*cout+co+1)*ohw]
@@ -370,6 +381,35 @@ func winoOut(dst []float32, w int, src []float32, stride, n, rows int) {
 		return
 	}
 	winoOutGo(dst, w, src, stride, n, rows)
+}
+
+// winoOutS is winoOut for n tiles anywhere: with m[ξ] = src[ξ·stride +
+// t], tile t's 2x2 into dst[offs[t] + r·w + c] (offs increasing), the same
+// adds in the same order: all 16 lanes filled where a plane is 8 wide or
+// less (its 16x16 planes, 8 tiles a strip, measured no faster scattered).
+func winoOutS(dst []float32, w int, src []float32, stride int, offs []int32, n int) {
+	if n <= 0 {
+		return
+	}
+	if len(src) < 15*stride+n || len(offs) < n || offs[0] < 0 || len(dst) < int(offs[n-1])+w+2 {
+		panic(fmt.Sprintf("cpuops.winoOutS: %d tiles, stride %d, row %d: dst %d, offs %d, src %d floats", n, stride, w, len(dst), len(offs), len(src)))
+	}
+	if winoAsm {
+		winoOutSAVX512(&dst[0], w, &src[0], stride, &offs[0], n)
+		return
+	}
+	for t := 0; t < n; t++ {
+		var f [4][2]float32
+		for r := 0; r < 4; r++ {
+			m0, m1, m2, m3 := src[(4*r)*stride+t], src[(4*r+1)*stride+t], src[(4*r+2)*stride+t], src[(4*r+3)*stride+t]
+			f[r] = [2]float32{(m0 + m1) + m2, (m1 - m2) - m3}
+		}
+		o := int(offs[t])
+		for j := 0; j < 2; j++ {
+			dst[o+j] = (f[0][j] + f[1][j]) + f[2][j]
+			dst[o+w+j] = (f[1][j] - f[2][j]) - f[3][j]
+		}
+	}
 }
 
 // winoOutGo is winoOut in Go: the AVX-512 kernel's adds in its order.

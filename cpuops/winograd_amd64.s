@@ -636,3 +636,69 @@ gmask:
 gdone:
 	VZEROUPPER
 	RET
+
+// func winoOutSAVX512(dst *float32, w int, src *float32, stride int, offs *int32, n int)
+// winoOut for tiles anywhere: tile t < n, with m[ξ] = src[ξ·stride + t],
+// gets Aᵀ m A (2x2) scattered to dst[offs[t] + r·w + c]: for planes
+// narrower than 32. The same adds in the same order, so the same bits.
+TEXT ·winoOutSAVX512(SB), NOSPLIT, $0-48
+	MOVQ         dst+0(FP), DI
+	MOVQ         w+8(FP), R9
+	MOVQ         src+16(FP), SI
+	MOVQ         stride+24(FP), R8
+	SHLQ         $2, R8
+	MOVQ         offs+32(FP), R10
+	MOVQ         n+40(FP), CX
+	VPBROADCASTD R9, Z30 // w
+	TESTQ        CX, CX
+	JLE          sdone
+
+sloop:
+	MOVQ CX, DX
+	CMPQ DX, $16
+	JLE  smask
+	MOVQ $16, DX
+
+smask:
+	MOVQ  CX, R11
+	MOVQ  DX, CX
+	MOVQ  $1, DX
+	SHLQ  CX, DX
+	DECQ  DX
+	KMOVW DX, K1
+	MOVQ  R11, CX
+
+	VMOVDQU32.Z (R10), K1, Z31 // the tiles' origins
+	VPADDD      Z30, Z31, Z29 // and one row on
+
+	MOVQ SI, DX
+	MROW(Z0, Z1)
+	MROW(Z2, Z3)
+	MROW(Z4, Z5)
+	MROW(Z6, Z7)
+	VADDPS Z2, Z0, Z8
+	VADDPS Z4, Z8, Z8   // Y00
+	VADDPS Z3, Z1, Z9
+	VADDPS Z5, Z9, Z9   // Y01
+	VSUBPS Z4, Z2, Z10
+	VSUBPS Z6, Z10, Z10 // Y10
+	VSUBPS Z5, Z3, Z11
+	VSUBPS Z7, Z11, Z11 // Y11
+
+	KMOVW       K1, K2
+	VSCATTERDPS Z8, K2, (DI)(Z31*4)
+	KMOVW       K1, K2
+	VSCATTERDPS Z9, K2, 4(DI)(Z31*4)
+	KMOVW       K1, K2
+	VSCATTERDPS Z10, K2, (DI)(Z29*4)
+	KMOVW       K1, K2
+	VSCATTERDPS Z11, K2, 4(DI)(Z29*4)
+
+	ADDQ $64, SI
+	ADDQ $64, R10
+	SUBQ $16, CX
+	JG   sloop
+
+sdone:
+	VZEROUPPER
+	RET

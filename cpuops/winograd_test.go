@@ -313,7 +313,8 @@ func TestWinogradWithinBound(t *testing.T) {
 
 // TestWinogradTransformsSameBits: the AVX-512 transforms are winoInGo's,
 // winoWeightsGo's, winoOutGo's, winoDyGo's (0 to 16 channels) and
-// winoDwGo's bits, winoInG (gathered tiles) winoIn's, for 1 to 40 tiles (whole steps of
+// winoDwGo's bits, winoInG (gathered tiles) winoIn's and winoOutS
+// (scattered) winoOut's, for 1 to 40 tiles (whole steps of
 // 16 and partial ones) and 1 to 3 strips, and write nothing past the last
 // tile (the masked stores).
 func TestWinogradTransformsSameBits(t *testing.T) {
@@ -389,6 +390,19 @@ func TestWinogradTransformsSameBits(t *testing.T) {
 		winoOutAVX512(&gotY[0], w, &m[0], stride, n, rows, &winoLanes[0])
 		if !slices.Equal(gotY, wantY) {
 			t.Fatalf("winoOut, %d strips of %d tiles: AVX-512 and Go differ:\n%v\n%v", rows, n, gotY, wantY)
+		}
+		var outs []int32 // the same tiles by their outputs' origins
+		for r := 0; r < rows; r++ {
+			for u := 0; u < n; u++ {
+				outs = append(outs, int32(2*r*w+2*u))
+			}
+		}
+		for i := range gotY {
+			gotY[i] = -7
+		}
+		winoOutS(gotY, w, m, stride, outs, rows*n)
+		if !slices.Equal(gotY, wantY) {
+			t.Fatalf("winoOutS, %d strips of %d tiles: other bits than winoOut's", rows, n)
 		}
 	}
 }
