@@ -86,15 +86,16 @@ func (c *Conv2d) WinogradApplies() bool {
 }
 
 // winogradPays says where F(2x2, 3x3) measured faster than the im2col
-// GEMM (BenchmarkConv2d fwd-wino against fwd, one core, this project's
-// Intel Xeon): its transforms cost in proportion to Cin + Cout per tile,
-// and run 16 tiles of a row at a time (a plane narrower than 32 fills
-// only W/2 of their 16 lanes), while the products it saves grow with
-// Cin·Cout. resnet18's 64 to 512 channels on 32x32 to 4x4 planes gained
-// 1.2-1.6x; resnet20's 16 channels at 32x32, 32 at 16x16 and 64 at 8x8
-// lost 1.2-1.3x. The rule sits between them with a factor 2 either side.
+// GEMM and the direct filter kernels (BenchmarkConv2d fwd, dx, dw against
+// fwd-wino, dx-wino, dw-wino, one core, this project's Intel Xeon): its
+// transforms cost in proportion to Cin + Cout per tile, and its GEMMs are
+// as deep as Cin (Forward) or Cout (BackwardData), while the products it
+// saves grow with Cin·Cout. At 32 channels and more it won every pass of
+// resnet18's and resnet20's 3x3 convs or tied (resnet20's 32 at 16x16:
+// fwd 5.35 -> 3.37 ms, dx 4.93 -> 4.13, dw 5.65 -> 5.53); at 16 it lost
+// (resnet20's 16 at 32x32: fwd 4.31 -> 4.96, dw 4.41 -> 11.1).
 func (c *Conv2d) winogradPays() bool {
-	return c.Cin*c.Cout*min(16, c.W/2) >= 16*16*(c.Cin+c.Cout)
+	return c.Cin*c.Cout >= 16*(c.Cin+c.Cout)
 }
 
 // SetWinograd makes Forward, BackwardData (through the back conv) and
