@@ -48,6 +48,7 @@ type StepLine struct {
 	Precision    string   `json:"precision,omitempty"` // train.precision: what the conv and linear GEMM inputs are rounded to
 	SIMD         []string `json:"simd"`                // Machine.SIMD
 	Threads      int      `json:"threads"`
+	Winograd     bool     `json:"winograd,omitempty"` // train.winograd: the 3x3 convs by Winograd's F(2x2, 3x3) where it pays
 }
 
 // Step is `train bench-step`: the configured model's training step on
@@ -110,7 +111,8 @@ func Step(opt StepOptions, out io.Writer) error {
 			b, _ := json.Marshal(StepLine{Threads: n, MSPerStep: per * 1e3, ImgPerS: float64(batch) / per, PeakRSSBytes: peak,
 				BestMS: t.best.Seconds() * 1e3, CPUMSPerStep: cpuPer * 1e3, Gemm: model.KernelAt(cfg.Train.GEMMPrecision()),
 				Busy: load.Busy(n), CPU: mach.CPU, CPUFamily: mach.Family, CPUModel: mach.Model, SIMD: mach.SIMD,
-				Load1Before: load.Load1Before, OthersCores: load.OthersCores, Precision: cfg.Train.Precision})
+				Load1Before: load.Load1Before, OthersCores: load.OthersCores, Precision: cfg.Train.Precision,
+				Winograd: cfg.Train.Winograd})
 			fmt.Fprintln(out, string(b))
 			continue
 		}

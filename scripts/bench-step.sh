@@ -21,7 +21,11 @@
 # PRECISION=bf16 runs both at bf16: stoke's train.precision bf16 (the VDPBF16PS
 # kernels where the CPU has AVX512_BF16) and PyTorch's CPU autocast to bf16.
 #
-# usage: [MODEL=ref-cnn] [PRECISION=fp32] scripts/bench-step.sh [rounds=3] [threads="1 2"] [steps=10]
+# WINOGRAD=1 runs stoke with --winograd (train.winograd: its 3x3 stride-1 convs of 32
+# channels and more by Winograd's F(2x2, 3x3), fp32 only); PyTorch as always (oneDNN's
+# direct convolutions).
+#
+# usage: [MODEL=ref-cnn] [PRECISION=fp32] [WINOGRAD=1] scripts/bench-step.sh [rounds=3] [threads="1 2"] [steps=10]
 # needs: go, /usr/bin/python3 with torch (Debian: apt-get install python3-torch)
 set -eu
 echo "bench-step.sh: CPU only, no GPU; about a minute (quiet 2-core machine, defaults) plus the build"
@@ -58,8 +62,10 @@ resnet50)
 	targs="--arch resnet50 --stem imagenet --size 224 --batch 4" ;;
 *) echo "MODEL must be ref-cnn, resnet20, resnet18-cifar, resnet18-imagenet or resnet50" >&2; exit 2 ;;
 esac
+wino=
+[ "${WINOGRAD:-0}" = 1 ] && wino=--winograd
 torch_best "$python"
-"$bin" bench-step --config "$cfg" --threads 1 --steps 1 --warmup 0 --precision "${PRECISION:-fp32}" | head -3  # which GEMM, which model, which CPU
+"$bin" bench-step --config "$cfg" --threads 1 --steps 1 --warmup 0 --precision "${PRECISION:-fp32}" $wino | head -3  # which GEMM, which model, which CPU
 out=$tmp/rows
 : > "$out"
 r=1
@@ -67,7 +73,7 @@ while [ "$r" -le "$rounds" ]; do
 	for t in $threads; do
 		echo "round $r/$rounds, $t thread(s): stoke, then PyTorch" >&2
 		printf '%s %s stoke ' "$r" "$t" >> "$out"
-		"$bin" bench-step --config "$cfg" --threads "$t" --steps "$steps" --precision "${PRECISION:-fp32}" --json >> "$out"
+		"$bin" bench-step --config "$cfg" --threads "$t" --steps "$steps" --precision "${PRECISION:-fp32}" $wino --json >> "$out"
 		printf '%s %s pytorch ' "$r" "$t" >> "$out"
 		# OPENBLAS_NUM_THREADS: torch.set_num_threads holds ATen's OpenMP threads, not OpenBLAS's own
 		# pool, which otherwise takes every core (seen: "1 thread" PyTorch at 1.93 cores of CPU a step)
@@ -100,7 +106,7 @@ for (t, r), d in sorted(rows.items()):
 p0 = next(iter(rows.values()))["pytorch"]
 o0 = next(iter(rows.values()))["stoke"]
 print(f"machine: {o0['cpu']} (family {o0['cpu_family']}, model {o0['cpu_model']}), SIMD {' '.join(o0['simd'] or [])}; "
-      f"stoke: {o0['gemm']}; PyTorch {p0['torch']}: BLAS {p0['blas_kind']} {p0['openblas_core']}, "
+      f"stoke: {o0['gemm']}{'; winograd' if o0.get('winograd') else ''}; PyTorch {p0['torch']}: BLAS {p0['blas_kind']} {p0['openblas_core']}, "
       f"CPU capability {p0['cpu_capability']}")
 med = lambda rs, k: statistics.median(o[k] / p[k] for o, p in rs)
 for t, rs in sorted(by_threads.items()):
