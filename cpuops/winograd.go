@@ -29,13 +29,16 @@ import (
 // bits, which is why it is a choice (train.winograd) and not the default.
 // Its own bits do not depend on the core count or the kernel path: the
 // transforms (winoInGo, winoOutGo, and the same adds in the same order in
-// winograd_amd64.s) are exact-order float32 adds, and the GEMMs are the
-// gemm package's, which give the same bits on every path that has FMA.
+// winograd_amd64.s) are float32 adds in a fixed order, and the GEMMs are
+// the gemm package's, whose AVX2 and AVX-512 kernels give the same bits
+// (its pure-Go kernel, without fused multiply-adds, does not).
 //
 // Each item is a group of samples: its input is padded (padded), transformed
 // into U (16·Cin rows of ld tiles, in the worker's scratch), multiplied
 // by the 16 packed V[ξ] into M (16·Cout rows), and M transformed back into
-// the group's output planes, all while U and M stay in L2.
+// the group's output planes; a group's U is sized (winoBytes) for U and M
+// to stay near L2. Planes narrower than 32 gather and scatter their tiles
+// (winoInG, winoOutS) so that the transforms' 16 lanes are full.
 
 // winograd is a conv's plan for F(2x2, 3x3) (SetWinograd).
 type winograd struct {
@@ -50,7 +53,8 @@ type winograd struct {
 
 	// The filter gradient's (winograd_filter.go): samples per chunk,
 	// Cout rounded up to whole DY panels, and its jobs: a chunk's
-	// transforms (a sample an item), its 16 GEMMs, dw by 16 output channels.
+	// transforms (fper samples an item), its 16 GEMMs, dw by 16 output
+	// channels.
 	chunk, cp, fper  int   // fper: samples per transform item (at least 64 tiles where W < 32)
 	dyRows           []int // winoDYPanels' rows: t·NR
 	fjob, gjob, ojob job

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"testing"
 
@@ -469,5 +470,34 @@ func TestWinogradPaths(t *testing.T) {
 	b, _ := NewConvBlock(2, 3, 8, 8, 16, 3, false)
 	if b.setWinograd(true, true) {
 		t.Error("a conv block: SetWinograd applied")
+	}
+}
+
+// TestWinogradAllocatesNothing: once warm, the three Winograd passes
+// allocate nothing, on 1 core and on 2.
+func TestWinogradAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("sync.Pool drops items at random under the race detector")
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	rng := rand.New(rand.NewPCG(8, 8))
+	c, _ := NewConv2d(6, 32, 8, 8, 48, 3, 1, 1, 1)
+	if !c.SetWinograd(true) {
+		t.Fatal("SetWinograd did not apply at 32 and 48 channels")
+	}
+	x, w, dy := randF32(rng, c.InLen()), randF32(rng, 48*32*9), randF32(rng, c.OutLen())
+	y, dx, dw := make([]float32, c.OutLen()), make([]float32, c.InLen()), make([]float32, len(w))
+	step := func() {
+		c.Forward(x, w, y)
+		c.BackwardData(w, dy, dx)
+		c.BackwardFilter(x, dy, dw)
+	}
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	for _, procs := range []int{1, 2} {
+		runtime.GOMAXPROCS(procs)
+		step()
+		if n := testing.AllocsPerRun(5, step); n != 0 {
+			t.Errorf("%d cores: a Winograd step allocated %v times", procs, n)
+		}
 	}
 }

@@ -97,6 +97,9 @@ func openDevice(spec model.Spec, opt model.Options, cfg config.Config, out io.Wr
 		fmt.Fprintf(out, "device: cpu, %s, %s, precision %s%s\n", plural(runtime.GOMAXPROCS(0), "thread"), model.KernelAt(opt.Precision), opt.Precision, model.WinogradNote(opt))
 		return &Device{Name: "cpu", Backend: m, Params: m.NumParams()}, nil
 	case "cuda":
+		if cfg.Train.Winograd {
+			fmt.Fprintln(out, "note: train.winograd acts on the cpu device only; on cuda it changes nothing")
+		}
 		if newCUDADevice == nil {
 			return nil, ErrNoCUDA
 		}
