@@ -337,17 +337,7 @@ func winoInG(dst []float32, stride int, src []float32, offs []int32, wp, n int) 
 		return
 	}
 	for t := 0; t < n; t++ {
-		var e [4][4]float32
-		for r := 0; r < 4; r++ {
-			d := src[int(offs[t])+r*wp:][:4]
-			e[r] = [4]float32{d[0] - d[2], d[1] + d[2], d[2] - d[1], d[1] - d[3]}
-		}
-		for j := 0; j < 4; j++ {
-			dst[j*stride+t] = e[0][j] - e[2][j]
-			dst[(4+j)*stride+t] = e[1][j] + e[2][j]
-			dst[(8+j)*stride+t] = e[2][j] - e[1][j]
-			dst[(12+j)*stride+t] = e[1][j] - e[3][j]
-		}
+		winoInTile(dst[t:], stride, src[offs[t]:], wp)
 	}
 }
 
@@ -355,19 +345,24 @@ func winoInG(dst []float32, stride int, src []float32, offs []int32, wp, n int) 
 func winoInGo(dst []float32, stride int, src []float32, wp, n, rows int) {
 	for s := 0; s < rows; s++ {
 		for t := 0; t < n; t++ {
-			var e [4][4]float32
-			for r := 0; r < 4; r++ {
-				d := src[(2*s+r)*wp+2*t : (2*s+r)*wp+2*t+4]
-				e[r] = [4]float32{d[0] - d[2], d[1] + d[2], d[2] - d[1], d[1] - d[3]}
-			}
-			at := s*n + t
-			for j := 0; j < 4; j++ {
-				dst[j*stride+at] = e[0][j] - e[2][j]
-				dst[(4+j)*stride+at] = e[1][j] + e[2][j]
-				dst[(8+j)*stride+at] = e[2][j] - e[1][j]
-				dst[(12+j)*stride+at] = e[1][j] - e[3][j]
-			}
+			winoInTile(dst[s*n+t:], stride, src[2*s*wp+2*t:], wp)
 		}
+	}
+}
+
+// winoInTile is one tile of winoIn: the 4x4 d at src (rows wp apart) into
+// dst[ξ·stride] = (Bᵀ d B)[ξ/4][ξ%4], rows first, as the kernels add.
+func winoInTile(dst []float32, stride int, src []float32, wp int) {
+	var e [4][4]float32 // d B
+	for r := 0; r < 4; r++ {
+		d := src[r*wp : r*wp+4]
+		e[r] = [4]float32{d[0] - d[2], d[1] + d[2], d[2] - d[1], d[1] - d[3]}
+	}
+	for j := 0; j < 4; j++ {
+		dst[j*stride] = e[0][j] - e[2][j]
+		dst[(4+j)*stride] = e[1][j] + e[2][j]
+		dst[(8+j)*stride] = e[2][j] - e[1][j]
+		dst[(12+j)*stride] = e[1][j] - e[3][j]
 	}
 }
 
@@ -404,16 +399,7 @@ func winoOutS(dst []float32, w int, src []float32, stride int, offs []int32, n i
 		return
 	}
 	for t := 0; t < n; t++ {
-		var f [4][2]float32
-		for r := 0; r < 4; r++ {
-			m0, m1, m2, m3 := src[(4*r)*stride+t], src[(4*r+1)*stride+t], src[(4*r+2)*stride+t], src[(4*r+3)*stride+t]
-			f[r] = [2]float32{(m0 + m1) + m2, (m1 - m2) - m3}
-		}
-		o := int(offs[t])
-		for j := 0; j < 2; j++ {
-			dst[o+j] = (f[0][j] + f[1][j]) + f[2][j]
-			dst[o+w+j] = (f[1][j] - f[2][j]) - f[3][j]
-		}
+		winoOutTile(dst[offs[t]:], w, src[t:], stride)
 	}
 }
 
@@ -421,16 +407,21 @@ func winoOutS(dst []float32, w int, src []float32, stride int, offs []int32, n i
 func winoOutGo(dst []float32, w int, src []float32, stride, n, rows int) {
 	for s := 0; s < rows; s++ {
 		for t := 0; t < n; t++ {
-			at := s*n + t
-			var f [4][2]float32
-			for r := 0; r < 4; r++ {
-				m0, m1, m2, m3 := src[(4*r)*stride+at], src[(4*r+1)*stride+at], src[(4*r+2)*stride+at], src[(4*r+3)*stride+at]
-				f[r] = [2]float32{(m0 + m1) + m2, (m1 - m2) - m3}
-			}
-			for j := 0; j < 2; j++ {
-				dst[2*s*w+2*t+j] = (f[0][j] + f[1][j]) + f[2][j]
-				dst[(2*s+1)*w+2*t+j] = (f[1][j] - f[2][j]) - f[3][j]
-			}
+			winoOutTile(dst[2*s*w+2*t:], w, src[s*n+t:], stride)
 		}
+	}
+}
+
+// winoOutTile is one tile of winoOut: m[ξ] = src[ξ·stride], Aᵀ m A into
+// dst[r·w + c], rows first, as the kernels add.
+func winoOutTile(dst []float32, w int, src []float32, stride int) {
+	var f [4][2]float32 // m A
+	for r := 0; r < 4; r++ {
+		m0, m1, m2, m3 := src[(4*r)*stride], src[(4*r+1)*stride], src[(4*r+2)*stride], src[(4*r+3)*stride]
+		f[r] = [2]float32{(m0 + m1) + m2, (m1 - m2) - m3}
+	}
+	for j := 0; j < 2; j++ {
+		dst[j] = (f[0][j] + f[1][j]) + f[2][j]
+		dst[w+j] = (f[1][j] - f[2][j]) - f[3][j]
 	}
 }

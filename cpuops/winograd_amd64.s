@@ -1,5 +1,27 @@
 #include "textflag.h"
 
+// LANEMASKS, at the top of a loop over CX tiles 16 a step: K1 has the
+// step's m = min(CX, 16) low bits set, K2 and K3 the first and second 16
+// of 2m (the floats of m tiles' column pairs); DX and R11 are scratch.
+#define LANEMASKS \
+	MOVQ    $16, DX; \
+	CMPQ    CX, DX; \
+	CMOVQLT CX, DX; \
+	MOVQ    CX, R11; \
+	MOVQ    DX, CX; \
+	MOVQ    $1, DX; \
+	SHLQ    CX, DX; \
+	DECQ    DX; \
+	KMOVW   DX, K1; \
+	ADDQ    CX, CX; \
+	MOVQ    $1, DX; \
+	SHLQ    CX, DX; \
+	DECQ    DX; \
+	KMOVW   DX, K2; \
+	SHRQ    $16, DX; \
+	KMOVW   DX, K3; \
+	MOVQ    R11, CX
+
 // The Winograd F(2x2, 3x3) transforms (winograd.go), 16 tiles a step,
 // lane i the tile i; the same adds in the same order as winoInGo and
 // winoOutGo, so the same bits. idx is winoLanes: the even floats of two
@@ -33,28 +55,7 @@ instrip:
 	MOVQ R10, CX
 
 inloop:
-	// K1: the tiles of this step (m = min(n, 16)); K2, K3: the first
-	// and second 16 of the 2m floats a row's tiles start at.
-	MOVQ CX, BX
-	CMPQ BX, $16
-	JLE  inmask
-	MOVQ $16, BX
-
-inmask:
-	MOVQ  CX, R11
-	MOVQ  BX, CX
-	MOVQ  $1, DX
-	SHLQ  CX, DX
-	DECQ  DX
-	KMOVW DX, K1
-	ADDQ  CX, CX
-	MOVQ  $1, DX
-	SHLQ  CX, DX
-	DECQ  DX
-	KMOVW DX, K2
-	SHRQ  $16, DX
-	KMOVW DX, K3
-	MOVQ  R11, CX
+	LANEMASKS
 
 	// Row r of the strip into Z(4r) … Z(4r+3): e0 = d0−d2, e1 = d1+d2,
 	// e2 = d2−d1, e3 = d1−d3, dj the floats 2t+j (Z20, Z16, Z21, Z18).
@@ -93,33 +94,26 @@ inmask:
 	VSUBPS E1, E2, Z18; \
 	VSUBPS E3, E1, Z19
 
+	// Z16 … Z19 (U0j … U3j) to ξ = j, 4+j, 8+j, 12+j: DX at ξ = j, TMP
+	// a scratch register.
+#define USTORE(TMP) \
+	VMOVUPS Z16, K1, (DX); \
+	VMOVUPS Z17, K1, (DX)(R8*4); \
+	VMOVUPS Z18, K1, (DX)(R8*8); \
+	LEAQ    (DX)(R8*8), TMP; \
+	VMOVUPS Z19, K1, (TMP)(R8*4)
+
 	COL(Z0, Z4, Z8, Z12)
-	VMOVUPS Z16, K1, (DX)
-	VMOVUPS Z17, K1, (DX)(R8*4)
-	VMOVUPS Z18, K1, (DX)(R8*8)
-	LEAQ    (DX)(R8*8), BX
-	VMOVUPS Z19, K1, (BX)(R8*4)
-	ADDQ    R8, DX
+	USTORE(BX)
+	ADDQ R8, DX
 	COL(Z1, Z5, Z9, Z13)
-	VMOVUPS Z16, K1, (DX)
-	VMOVUPS Z17, K1, (DX)(R8*4)
-	VMOVUPS Z18, K1, (DX)(R8*8)
-	LEAQ    (DX)(R8*8), BX
-	VMOVUPS Z19, K1, (BX)(R8*4)
-	ADDQ    R8, DX
+	USTORE(BX)
+	ADDQ R8, DX
 	COL(Z2, Z6, Z10, Z14)
-	VMOVUPS Z16, K1, (DX)
-	VMOVUPS Z17, K1, (DX)(R8*4)
-	VMOVUPS Z18, K1, (DX)(R8*8)
-	LEAQ    (DX)(R8*8), BX
-	VMOVUPS Z19, K1, (BX)(R8*4)
-	ADDQ    R8, DX
+	USTORE(BX)
+	ADDQ R8, DX
 	COL(Z3, Z7, Z11, Z15)
-	VMOVUPS Z16, K1, (DX)
-	VMOVUPS Z17, K1, (DX)(R8*4)
-	VMOVUPS Z18, K1, (DX)(R8*8)
-	LEAQ    (DX)(R8*8), BX
-	VMOVUPS Z19, K1, (BX)(R8*4)
+	USTORE(BX)
 
 	ADDQ $64, DI
 	ADDQ $128, SI
@@ -161,26 +155,7 @@ outstrip:
 	MOVQ R10, CX
 
 outloop:
-	MOVQ CX, BX
-	CMPQ BX, $16
-	JLE  outmask
-	MOVQ $16, BX
-
-outmask:
-	MOVQ  CX, R11
-	MOVQ  BX, CX
-	MOVQ  $1, DX
-	SHLQ  CX, DX
-	DECQ  DX
-	KMOVW DX, K1
-	ADDQ  CX, CX
-	MOVQ  $1, DX
-	SHLQ  CX, DX
-	DECQ  DX
-	KMOVW DX, K2
-	SHRQ  $16, DX
-	KMOVW DX, K3
-	MOVQ  R11, CX
+	LANEMASKS
 
 	// Row r of m (m[4r … 4r+3]) into f0 = (m0+m1)+m2, f1 = (m1−m2)−m3.
 #define MROW(F0, F1) \
@@ -256,19 +231,7 @@ TEXT ·winoWeightsAVX512(SB), NOSPLIT, $0-40
 	JLE       wdone
 
 wloop:
-	MOVQ CX, BX
-	CMPQ BX, $16
-	JLE  wmask
-	MOVQ $16, BX
-
-wmask:
-	MOVQ  CX, R11
-	MOVQ  BX, CX
-	MOVQ  $1, DX
-	SHLQ  CX, DX
-	DECQ  DX
-	KMOVW DX, K1
-	MOVQ  R11, CX
+	LANEMASKS
 
 #define GATHER(off, Z) \
 	KMOVW      K1, K2; \
@@ -388,49 +351,25 @@ dytile:
 	// Columns j: (r0j, r0j+r1j, r0j−r1j, −r1j) into ξ = 4i+j (rows r0j:
 	// Z0, Z4, Z5, Z6; r1j: Z2, Z7, Z8, Z9).
 	// DX walks ξ by one stride: the column j's four are 4 strides apart.
+#define DYCOL(R0, R1) \
+	VMOVUPS R0, (DX); \
+	VADDPS  R1, R0, Z10; \
+	LEAQ    (DX)(R8*4), BX; \
+	VMOVUPS Z10, (BX); \
+	VSUBPS  R1, R0, Z11; \
+	VMOVUPS Z11, (DX)(R8*8); \
+	VXORPS  Z29, R1, Z12; \
+	LEAQ    (BX)(R8*8), BX; \
+	VMOVUPS Z12, (BX)
+
 	MOVQ DI, DX
-	VMOVUPS Z0, (DX)
-	VADDPS  Z2, Z0, Z10
-	LEAQ    (DX)(R8*4), BX
-	VMOVUPS Z10, (BX)
-	VSUBPS  Z2, Z0, Z11
-	VMOVUPS Z11, (DX)(R8*8)
-	VXORPS  Z29, Z2, Z12
-	LEAQ    (BX)(R8*8), BX
-	VMOVUPS Z12, (BX)
-
-	ADDQ    R8, DX
-	VMOVUPS Z4, (DX)
-	VADDPS  Z7, Z4, Z10
-	LEAQ    (DX)(R8*4), BX
-	VMOVUPS Z10, (BX)
-	VSUBPS  Z7, Z4, Z11
-	VMOVUPS Z11, (DX)(R8*8)
-	VXORPS  Z29, Z7, Z12
-	LEAQ    (BX)(R8*8), BX
-	VMOVUPS Z12, (BX)
-
-	ADDQ    R8, DX
-	VMOVUPS Z5, (DX)
-	VADDPS  Z8, Z5, Z10
-	LEAQ    (DX)(R8*4), BX
-	VMOVUPS Z10, (BX)
-	VSUBPS  Z8, Z5, Z11
-	VMOVUPS Z11, (DX)(R8*8)
-	VXORPS  Z29, Z8, Z12
-	LEAQ    (BX)(R8*8), BX
-	VMOVUPS Z12, (BX)
-
-	ADDQ    R8, DX
-	VMOVUPS Z6, (DX)
-	VADDPS  Z9, Z6, Z10
-	LEAQ    (DX)(R8*4), BX
-	VMOVUPS Z10, (BX)
-	VSUBPS  Z9, Z6, Z11
-	VMOVUPS Z11, (DX)(R8*8)
-	VXORPS  Z29, Z9, Z12
-	LEAQ    (BX)(R8*8), BX
-	VMOVUPS Z12, (BX)
+	DYCOL(Z0, Z2)
+	ADDQ R8, DX
+	DYCOL(Z4, Z7)
+	ADDQ R8, DX
+	DYCOL(Z5, Z8)
+	ADDQ R8, DX
+	DYCOL(Z6, Z9)
 
 	ADDQ $64, DI  // the next tile's row of the panel: NR = 16 floats
 	ADDQ $8, R13  // 2 columns on
@@ -557,19 +496,7 @@ TEXT ·winoInGAVX512(SB), NOSPLIT, $0-48
 	JLE   gdone
 
 gloop:
-	MOVQ CX, DX
-	CMPQ DX, $16
-	JLE  gmask
-	MOVQ $16, DX
-
-gmask:
-	MOVQ  CX, R11
-	MOVQ  DX, CX
-	MOVQ  $1, DX
-	SHLQ  CX, DX
-	DECQ  DX
-	KMOVW DX, K1
-	MOVQ  R11, CX
+	LANEMASKS
 
 	VMOVDQU32.Z (BX), K1, Z31 // the tiles' origins, row 0
 
@@ -601,32 +528,16 @@ gmask:
 
 	MOVQ DI, DX
 	COL(Z0, Z4, Z8, Z12)
-	VMOVUPS Z16, K1, (DX)
-	VMOVUPS Z17, K1, (DX)(R8*4)
-	VMOVUPS Z18, K1, (DX)(R8*8)
-	LEAQ    (DX)(R8*8), R10
-	VMOVUPS Z19, K1, (R10)(R8*4)
-	ADDQ    R8, DX
+	USTORE(R10)
+	ADDQ R8, DX
 	COL(Z1, Z5, Z9, Z13)
-	VMOVUPS Z16, K1, (DX)
-	VMOVUPS Z17, K1, (DX)(R8*4)
-	VMOVUPS Z18, K1, (DX)(R8*8)
-	LEAQ    (DX)(R8*8), R10
-	VMOVUPS Z19, K1, (R10)(R8*4)
-	ADDQ    R8, DX
+	USTORE(R10)
+	ADDQ R8, DX
 	COL(Z2, Z6, Z10, Z14)
-	VMOVUPS Z16, K1, (DX)
-	VMOVUPS Z17, K1, (DX)(R8*4)
-	VMOVUPS Z18, K1, (DX)(R8*8)
-	LEAQ    (DX)(R8*8), R10
-	VMOVUPS Z19, K1, (R10)(R8*4)
-	ADDQ    R8, DX
+	USTORE(R10)
+	ADDQ R8, DX
 	COL(Z3, Z7, Z11, Z15)
-	VMOVUPS Z16, K1, (DX)
-	VMOVUPS Z17, K1, (DX)(R8*4)
-	VMOVUPS Z18, K1, (DX)(R8*8)
-	LEAQ    (DX)(R8*8), R10
-	VMOVUPS Z19, K1, (R10)(R8*4)
+	USTORE(R10)
 
 	ADDQ $64, DI
 	ADDQ $64, BX
@@ -654,19 +565,7 @@ TEXT ·winoOutSAVX512(SB), NOSPLIT, $0-48
 	JLE          sdone
 
 sloop:
-	MOVQ CX, DX
-	CMPQ DX, $16
-	JLE  smask
-	MOVQ $16, DX
-
-smask:
-	MOVQ  CX, R11
-	MOVQ  DX, CX
-	MOVQ  $1, DX
-	SHLQ  CX, DX
-	DECQ  DX
-	KMOVW DX, K1
-	MOVQ  R11, CX
+	LANEMASKS
 
 	VMOVDQU32.Z (R10), K1, Z31 // the tiles' origins
 	VPADDD      Z30, Z31, Z29 // and one row on
