@@ -87,7 +87,7 @@ func winoInAVX512(dst *float32, stride int, src *float32, wp, n, rows int, idx *
 func winoOutAVX512(dst *float32, w int, src *float32, stride, n, rows int, idx *int32)
 
 //go:noescape
-func winoWeightsAVX512(v *float32, stride int, w *float32, n int, idx *int32)
+func winoWeightsAVX512(v *float32, stride int, w *float32, n, ls, flip int, idx *int32)
 
 //go:noescape
 func winoInGAVX512(dst *float32, stride int, src *float32, offs *int32, wp, n int)

@@ -60,7 +60,7 @@ func winoOutAVX512(dst *float32, w int, src *float32, stride, n, rows int, idx *
 	panic("cpuops: winoOutAVX512 without AVX-512")
 }
 
-func winoWeightsAVX512(v *float32, stride int, w *float32, n int, idx *int32) {
+func winoWeightsAVX512(v *float32, stride int, w *float32, n, ls, flip int, idx *int32) {
 	panic("cpuops: winoWeightsAVX512 without AVX-512")
 }
 

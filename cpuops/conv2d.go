@@ -110,6 +110,7 @@ type Conv2d struct {
 	winoDY, ownWinoDY []float32
 	winoC0, winoC1    int
 	winoBeta          float32
+	winoFlip          bool // the running Forward is BackwardData's back conv on the unflipped w (winoWeights)
 }
 
 // Conv2dShared is the scratch that several Conv2d share (Share), each part
@@ -680,6 +681,11 @@ func (c *Conv2d) BackwardData(w, dy, dx []float32) {
 	switch {
 	case c.back != nil && c.K == 1: // wflip is each channel group's wᵀ
 		c.back.forward(dy, w, true, nil, dx)
+	case c.back != nil && c.back.wino != nil && c.back.prec == gemm.FP32 && c.K == 3:
+		// F(2x2, 3x3) reads the flipped weights from w where they lie.
+		c.back.winoFlip = true
+		c.back.forward(dy, w, false, nil, dx)
+		c.back.winoFlip = false
 	case c.back != nil:
 		c.w = w
 		c.wflip = c.sharedBuf(&c.ownFlip, func(s *Conv2dShared) *[]float32 { return &s.wflip }, len(w))

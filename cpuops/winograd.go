@@ -72,13 +72,12 @@ const winoColumns = 256
 
 // winoLanes are winograd_amd64.s's VPERMT2PS indices: the even floats of
 // two registers, their odd floats, and the interleave of their low and of
-// their high halves; a gather's offsets of 16 3x3 kernels; and 0 … 15.
-var winoLanes = [96]int32{
+// their high halves; and 0 … 15.
+var winoLanes = [80]int32{
 	0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30,
 	1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31,
 	0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23,
 	8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31,
-	0, 9, 18, 27, 36, 45, 54, 63, 72, 81, 90, 99, 108, 117, 126, 135,
 	0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
 }
 
@@ -197,25 +196,41 @@ func (c *Conv2d) winoPacked() []gemm.PackedA {
 // winoWeights is the weights' transform for output channel co: V[ξ][co][ci]
 // = (G g Gᵀ)[ξ/4][ξ%4] for each input channel's 3x3 g, with
 //
-//	G = [1 0 0; ½ ½ ½; ½ −½ ½; 0 0 1].
+//	G = [1 0 0; ½ ½ ½; ½ −½ ½; 0 0 1];
+//
+// with winoFlip (BackwardData's back conv) g is read from the forward
+// conv's weights where they lie, turned by 180° (what flipChannel would
+// write, the same values), so that they need not be flipped first.
 func (c *Conv2d) winoWeights(_, co int) {
 	n := c.Cout * c.Cin
-	v, g := c.winoV[co*c.Cin:], c.w[co*c.Cin*9:(co+1)*c.Cin*9]
-	if len(v) < 15*n+c.Cin {
-		panic("cpuops.winoWeights: short V")
+	v := c.winoV[co*c.Cin:]
+	g, ls := c.w[co*c.Cin*9:], 9
+	if c.winoFlip { // w (Cin, Cout, 3, 3) of the forward conv: g of (co, ci) at (ci·Cout + co)·9
+		g, ls = c.w[co*9:], c.Cout*9
+	}
+	if len(v) < 15*n+c.Cin || len(g) < (c.Cin-1)*ls+9 {
+		panic("cpuops.winoWeights: short V or w")
 	}
 	if winoAsm {
-		winoWeightsAVX512(&v[0], n, &g[0], c.Cin, &winoLanes[0])
+		flip := 0
+		if c.winoFlip {
+			flip = 1
+		}
+		winoWeightsAVX512(&v[0], n, &g[0], c.Cin, ls, flip, &winoLanes[0])
 		return
 	}
-	winoWeightsGo(v, n, g, c.Cin)
+	winoWeightsGo(v, n, g, c.Cin, ls, c.winoFlip)
 }
 
-// winoWeightsGo transforms the 3x3 kernels g[9ci:][:9], ci < cnt, into
-// v[ξ·stride+ci]: the AVX-512 kernel's operations in its order.
-func winoWeightsGo(v []float32, stride int, g []float32, cnt int) {
+// winoWeightsGo transforms the 3x3 kernels g[ci·ls:][:9], ci < cnt
+// (turned by 180° with flip), into v[ξ·stride+ci]: the AVX-512 kernel's
+// operations in its order.
+func winoWeightsGo(v []float32, stride int, g []float32, cnt, ls int, flip bool) {
 	for ci := 0; ci < cnt; ci++ {
-		k := g[9*ci : 9*ci+9]
+		k := *(*[9]float32)(g[ci*ls : ci*ls+9])
+		if flip {
+			k = [9]float32{k[8], k[7], k[6], k[5], k[4], k[3], k[2], k[1], k[0]}
+		}
 		var t [4][3]float32 // G g
 		for j := 0; j < 3; j++ {
 			t[0][j], t[1][j], t[2][j], t[3][j] = winoG(k[j], k[3+j], k[6+j])

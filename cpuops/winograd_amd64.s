@@ -211,24 +211,31 @@ outdone:
 	VZEROUPPER
 	RET
 
-// func winoWeightsAVX512(v *float32, stride int, w *float32, n int, idx *int32)
-// For ci < n, with g = w[9ci:][:9] (a 3x3 kernel): v[ξ·stride+ci] =
-// (G g Gᵀ)[ξ/4][ξ%4]; idx is winoLanes, whose last 16 are 9i (the
-// gather's offsets). The same operations in the same order as
-// winoWeightsGo.
-TEXT ·winoWeightsAVX512(SB), NOSPLIT, $0-40
-	MOVQ      v+0(FP), DI
-	MOVQ      stride+8(FP), R8
-	SHLQ      $2, R8
-	MOVQ      w+16(FP), SI
-	MOVQ      n+24(FP), CX
-	MOVQ      idx+32(FP), AX
-	VMOVDQU32 256(AX), Z31 // 9i
-	MOVL      $0x3f000000, DX // 0.5
+// func winoWeightsAVX512(v *float32, stride int, w *float32, n, ls, flip int, idx *int32)
+// For lane ci < n, with g the 3x3 kernel w[ci·ls:][:9] (turned by 180°,
+// g[k] = w[ci·ls + 8 − k], where flip != 0: BackwardData's weights read
+// where they lie): v[ξ·stride+ci] = (G g Gᵀ)[ξ/4][ξ%4]; idx is
+// winoLanes (its 0 … 15 at byte 256). The same operations in the same
+// order as winoWeightsGo.
+TEXT ·winoWeightsAVX512(SB), NOSPLIT, $0-56
+	MOVQ         v+0(FP), DI
+	MOVQ         stride+8(FP), R8
+	SHLQ         $2, R8
+	MOVQ         w+16(FP), SI
+	MOVQ         n+24(FP), CX
+	MOVQ         ls+32(FP), DX
+	MOVQ         flip+40(FP), R13
+	MOVQ         idx+48(FP), AX
+	VMOVDQU32    256(AX), Z31
 	VPBROADCASTD DX, Z30
-	LEAQ      (R8)(R8*2), R10
-	TESTQ     CX, CX
-	JLE       wdone
+	VPMULLD      Z30, Z31, Z31 // lane i: i·ls
+	SHLQ         $6, DX        // 16 lanes on: 16·ls floats
+	MOVQ         DX, R12
+	MOVL         $0x3f000000, DX // 0.5
+	VPBROADCASTD DX, Z30
+	LEAQ         (R8)(R8*2), R10
+	TESTQ        CX, CX
+	JLE          wdone
 
 wloop:
 	LANEMASKS
@@ -247,6 +254,22 @@ wloop:
 	GATHER(24, Z6)
 	GATHER(28, Z7)
 	GATHER(32, Z8)
+	TESTQ R13, R13
+	JZ    wgcols
+	VMOVAPS Z0, Z9 // turned by 180°: g[k] <-> g[8−k]
+	VMOVAPS Z8, Z0
+	VMOVAPS Z9, Z8
+	VMOVAPS Z1, Z9
+	VMOVAPS Z7, Z1
+	VMOVAPS Z9, Z7
+	VMOVAPS Z2, Z9
+	VMOVAPS Z6, Z2
+	VMOVAPS Z9, Z6
+	VMOVAPS Z3, Z9
+	VMOVAPS Z5, Z3
+	VMOVAPS Z9, Z5
+
+wgcols:
 
 	// G times (a, b, c): a, ½((a+b)+c), ½((a−b)+c), c.
 #define GCOL(A, B, C, T1, T2) \
@@ -279,7 +302,7 @@ wloop:
 	GROW(Z6, Z7, Z8)
 
 	ADDQ $64, DI
-	ADDQ $576, SI
+	ADDQ R12, SI
 	SUBQ $16, CX
 	JG   wloop
 
@@ -293,7 +316,7 @@ wdone:
 // and their 2x2 tile t = s·n + u (strip s < rows, tile u < n, at rows 2s,
 // 2s+1 and columns 2u, 2u+1): dst[ξ·stride + 16t + lane] = (A dy Aᵀ)[ξ/4][ξ%4],
 // A = [1 0; 1 1; 1 −1; 0 −1]; lanes past cnt 0. idx is winoLanes, whose
-// entries 320 … 335 (bytes) are 0 … 15.
+// entries at bytes 256 … 319 are 0 … 15.
 TEXT ·winoDyAVX512(SB), NOSPLIT, $0-72
 	MOVQ         dst+0(FP), DI
 	MOVQ         stride+8(FP), R8
@@ -305,7 +328,7 @@ TEXT ·winoDyAVX512(SB), NOSPLIT, $0-72
 	MOVQ         rows+48(FP), R12
 	MOVQ         cnt+56(FP), CX
 	MOVQ         idx+64(FP), AX
-	VMOVDQU32    320(AX), Z31 // lane i: i
+	VMOVDQU32    256(AX), Z31 // lane i: i
 	MOVQ         plane+24(FP), DX
 	VPBROADCASTD DX, Z30
 	VPMULLD      Z30, Z31, Z31 // lane i: i·plane
@@ -391,7 +414,7 @@ dydone:
 // dw[lane·dwStride + 9c + 3k + l], Gᵀ = [1 ½ ½ 0; 0 ½ −½ 0; 0 ½ ½ 1]; per
 // row of X (or of Gᵀ X): h = ½(x1+x2), y0 = x0+h, y1 = ½(x1−x2), y2 =
 // h+x3. Each lane's 9 floats a channel follow the last (its writes stay
-// in a few lines). idx is winoLanes (its 0 … 15 at byte 320).
+// in a few lines). idx is winoLanes (its 0 … 15 at byte 256).
 TEXT ·winoDwAVX512(SB), NOSPLIT, $0-64
 	MOVQ         dw+0(FP), DI
 	MOVQ         dwStride+8(FP), DX
@@ -403,7 +426,7 @@ TEXT ·winoDwAVX512(SB), NOSPLIT, $0-64
 	MOVQ         n+40(FP), R10
 	MOVQ         cnt+48(FP), CX
 	MOVQ         idx+56(FP), AX
-	VMOVDQU32    320(AX), Z31
+	VMOVDQU32    256(AX), Z31
 	VPBROADCASTD DX, Z30
 	VPMULLD      Z30, Z31, Z31 // lane i: i·dwStride
 	MOVQ         $1, DX

@@ -350,11 +350,14 @@ func TestWinogradTransformsSameBits(t *testing.T) {
 		if !slices.Equal(gotG, want) {
 			t.Fatalf("winoInG, %d strips of %d tiles: other bits than winoIn's", rows, n)
 		}
-		g := randF32(rng, 9*n) // the last kernel's last float is g's last
-		winoWeightsGo(want, stride, g, n)
-		winoWeightsAVX512(&got[0], stride, &g[0], n, &winoLanes[0])
-		if !slices.Equal(got, want) {
-			t.Fatalf("winoWeights, %d kernels: AVX-512 and Go differ", n)
+		for _, flip := range []int{0, 1} {
+			ls := 9 + 4*flip
+			g := randF32(rng, (n-1)*ls+9) // the last kernel's last float is g's last
+			winoWeightsGo(want, stride, g, n, ls, flip == 1)
+			winoWeightsAVX512(&got[0], stride, &g[0], n, ls, flip, &winoLanes[0])
+			if !slices.Equal(got, want) {
+				t.Fatalf("winoWeights, %d kernels %d apart, flip %d: AVX-512 and Go differ", n, ls, flip)
+			}
 		}
 		cnt := n % 17
 		plane := (2*rows)*(2*n+1) + 3
@@ -438,6 +441,15 @@ func TestWinogradPaths(t *testing.T) {
 		if !slices.Equal(goPath, wino) {
 			t.Error("the Go transforms give other bits than the AVX-512 ones")
 		}
+	}
+	// BackwardData reads the flipped weights where they lie: the bits of
+	// the back conv's Forward on weights flipped first.
+	dy := randF32(rng, c.OutLen())
+	dx, dxFlip := make([]float32, c.InLen()), make([]float32, c.InLen())
+	c.BackwardData(w, dy, dx)
+	c.back.Forward(dy, flip3x3(12, 20, w), dxFlip)
+	if !slices.Equal(dx, dxFlip) {
+		t.Error("BackwardData by Winograd on w where it lies: other bits than on the flipped weights")
 	}
 	c.SetPrecision(gemm.TF32)
 	c.setWinograd(true, true)
