@@ -14,7 +14,7 @@ import (
 // and Σ_tiles is, per position ξ, a GEMM with the batch's tiles as its
 // depth: dVᵀ[ξ] (Cin × Cout) = U[ξ] (Cin × tiles) · DY[ξ]ᵀ (tiles × Cout),
 // 2.25 times fewer multiply-adds than the im2col GEMM's. U is Forward's
-// input transform (winoIn, tiles along a row); DY is written by winoDy
+// input transform (winoIn, or winoInG on narrow planes); DY is written by winoDy
 // with 16 output channels in the lanes, straight into the NR-column
 // panels the GEMM takes for B. The batch goes through in chunks of
 // winoFilterTiles tiles, whose products are added in chunk order (beta 1
