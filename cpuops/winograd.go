@@ -259,18 +259,8 @@ func (c *Conv2d) winoGroup(worker, g int) {
 	n := (t + gemm.NR - 1) / gemm.NR * gemm.NR
 	s.wU = grow(s.wU, 16*cin*ld)
 	s.wM = grow(s.wM, 16*cout*ld)
-	plane, half := c.hp*c.wp, c.W/2
-	if p.offs != nil {
-		for ci := 0; ci < cin; ci++ {
-			winoInG(s.wU[ci*ld:], cin*ld, src[ci*plane:], p.offs, c.wp, t)
-		}
-	}
-	for i := 0; i < i1-i0 && p.offs == nil; i++ {
-		for ci := 0; ci < cin; ci++ {
-			in := src[(i*cin+ci)*plane : (i*cin+ci+1)*plane]
-			winoIn(s.wU[ci*ld+i*p.tiles:], cin*ld, in, c.wp, half, c.H/2)
-		}
-	}
+	half := c.W / 2
+	c.winoInput(s.wU, ld, src, i1-i0)
 	for q := 0; q < 16*cin && n > t; q++ { // the last panel's columns past the tiles: 0
 		clear(s.wU[q*ld+t : q*ld+n])
 	}
@@ -291,6 +281,24 @@ func (c *Conv2d) winoGroup(worker, g int) {
 		for co := 0; co < cout; co++ {
 			out := c.y[((i0+i)*cout+co)*ohw : ((i0+i)*cout+co+1)*ohw]
 			winoOut(out, c.W, s.wM[co*ld+i*p.tiles:], cout*ld, half, c.H/2)
+		}
+	}
+}
+
+// winoInput transforms the input tiles of n padded samples side by side
+// at src into U: row ξ·Cin + ci at u[(ξ·Cin + ci)·ld:], sample i's tiles
+// from column i·tiles. Narrow planes (offs) take winoInG, all of a
+// channel's tiles at once; others winoIn, a plane at a time.
+func (c *Conv2d) winoInput(u []float32, ld int, src []float32, n int) {
+	p, cin, plane := c.wino, c.Cin, c.hp*c.wp
+	for ci := 0; ci < cin; ci++ {
+		if p.offs != nil {
+			winoInG(u[ci*ld:], cin*ld, src[ci*plane:], p.offs, c.wp, n*p.tiles)
+			continue
+		}
+		for i := 0; i < n; i++ {
+			at := (i*cin + ci) * plane
+			winoIn(u[ci*ld+i*p.tiles:], cin*ld, src[at:at+plane], c.wp, c.W/2, c.H/2)
 		}
 	}
 }

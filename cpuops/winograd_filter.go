@@ -60,19 +60,10 @@ func (c *Conv2d) winoFilterIn(worker, i int) {
 	b1 := min(c.winoC1, b0+p.fper)
 	s := &c.scratch[worker]
 	src, _ := c.padded(s, b0, b1)
-	cin, cout, cp := c.Cin, c.Cout, p.cp
+	cout, cp := c.Cout, p.cp
 	ld := p.chunk * p.tiles
-	plane, half, t0 := c.hp*c.wp, c.W/2, (b0-c.winoC0)*p.tiles
-	for ci := 0; ci < cin; ci++ {
-		if p.offs != nil { // all the item's tiles of channel ci at once
-			winoInG(c.winoU[ci*ld+t0:], cin*ld, src[ci*plane:], p.offs, c.wp, (b1-b0)*p.tiles)
-			continue
-		}
-		for b := b0; b < b1; b++ {
-			at := ((b-b0)*cin + ci) * plane
-			winoIn(c.winoU[ci*ld+t0+(b-b0)*p.tiles:], cin*ld, src[at:at+plane], c.wp, half, c.H/2)
-		}
-	}
+	half, t0 := c.W/2, (b0-c.winoC0)*p.tiles
+	c.winoInput(c.winoU[t0:], ld, src, b1-b0)
 	ohw := c.H * c.W
 	for b := b0; b < b1; b++ {
 		d := c.dy[b*cout*ohw : (b+1)*cout*ohw]
