@@ -242,6 +242,59 @@ func bf16KStep(k int) int {
 	return s + s&1
 }
 
+// BF16KStep is the depth of the k blocks in which the bf16 kernels sum a
+// product (each block's sum from 0, then added to C by one rounding): a
+// kernel elsewhere that sums its k blocks so gets their bits.
+func BF16KStep(k int) int { return bf16KStep(k) }
+
+// BF16Words writes src rounded to bf16 as the bf16 path's packing rounds
+// it (ties to even, a denormal to zero, as VCVTNE2PS2BF16), two to a
+// dword: dst[i] = src[2i] | src[2i+1]<<16, so that dst read as uint16s is
+// src in bf16, an odd last float paired with zero. len(dst) must be
+// (len(src)+1)/2.
+func BF16Words(dst []uint32, src []float32) {
+	n := len(src)
+	if len(dst) != (n+1)/2 {
+		panic(fmt.Sprintf("gemm.BF16Words: %d dwords for %d floats (want %d)", len(dst), n, (n+1)/2))
+	}
+	i := 0
+	if HasBF16() && n >= 32 {
+		i = n &^ 31
+		bf16Kernel.row(&dst[0], &src[0], i)
+	}
+	for ; i < n; i += 2 {
+		var hi uint32
+		if i+1 < n {
+			hi = bf16BitsDAZ(src[i+1])
+		}
+		dst[i/2] = bf16BitsDAZ(src[i]) | hi<<16
+	}
+}
+
+// BF16PairPanel converts a 16-column fp32 panel of kb rows (src[16q+j],
+// PackB's layout) into the pairs the bf16 kernels read for B, rounded as
+// BF16Words: dst[16p+j] = row 2p's column j | row 2p+1's << 16, an odd
+// last row paired with zero.
+func BF16PairPanel(dst []uint32, src []float32, kb int) {
+	kp := (kb + 1) / 2
+	if kb <= 0 || len(dst) < 16*kp || len(src) < 16*kb {
+		panic(fmt.Sprintf("gemm.BF16PairPanel: %d dwords, %d floats for %d rows", len(dst), len(src), kb))
+	}
+	if HasBF16() {
+		bf16Kernel.pairs(&dst[0], 64, &src[0], kb)
+		return
+	}
+	for q := 0; q < kb; q += 2 {
+		for j := 0; j < 16; j++ {
+			var hi uint32
+			if q+1 < kb {
+				hi = bf16BitsDAZ(src[16*(q+1)+j])
+			}
+			dst[8*q+j] = bf16BitsDAZ(src[16*q+j]) | hi<<16
+		}
+	}
+}
+
 // bf16PackB writes the kb×nb block of B at (pc, jc) as bf16 pairs into
 // s.b: in a 32-column block the two 16-column panels' pairs alternate (a
 // row of pairs 128 bytes), a last block of 16 columns or fewer has its own

@@ -729,3 +729,52 @@ func bf16FirstDiff(a, b []float32) int {
 	}
 	return -1
 }
+
+// TestBF16WordsAndPairPanel: the conversions other packages' bf16 kernels
+// read (a plane as consecutive bf16s, a 16-column panel as pairs) give
+// every float bf16BitsDAZ's bits in the stated place, through the AVX-512
+// conversions where HasBF16 and the Go loops elsewhere, odd lengths and
+// tails included, on values with ties, denormals, NaNs and infinities.
+func TestBF16WordsAndPairPanel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 24))
+	special := []float32{0x1p-130, -0x1p-140, float32(math.NaN()), float32(math.Inf(-1)), 1 + 0x1p-8, 1 + 3*0x1p-8, -0, 0x1.fffffep127}
+	vals := func(n int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(rng.NormFloat64())
+			if rng.IntN(5) == 0 {
+				v[i] = special[rng.IntN(len(special))]
+			}
+		}
+		return v
+	}
+	for _, n := range []int{1, 2, 31, 32, 33, 64, 95, 1000} {
+		src := vals(n)
+		dst := make([]uint32, (n+1)/2)
+		BF16Words(dst, src)
+		for i, f := range src {
+			if got, want := dst[i/2]>>(16*(i%2))&0xffff, bf16BitsDAZ(f); got != want {
+				t.Fatalf("BF16Words, %d floats: word %d of %v = %#04x, want %#04x", n, i, f, got, want)
+			}
+		}
+		if n%2 == 1 && dst[n/2]>>16 != 0 {
+			t.Fatalf("BF16Words, %d floats: the odd last float's pair is %#04x, want 0", n, dst[n/2]>>16)
+		}
+	}
+	for _, kb := range []int{1, 2, 7, 64, 129} {
+		src := vals(16 * kb)
+		dst := make([]uint32, 16*((kb+1)/2))
+		BF16PairPanel(dst, src, kb)
+		for q := 0; q < (kb+1)/2*2; q++ {
+			for j := 0; j < 16; j++ {
+				var want uint32
+				if q < kb {
+					want = bf16BitsDAZ(src[16*q+j])
+				}
+				if got := dst[16*(q/2)+j] >> (16 * (q % 2)) & 0xffff; got != want {
+					t.Fatalf("BF16PairPanel, %d rows: row %d column %d = %#04x, want %#04x", kb, q, j, got, want)
+				}
+			}
+		}
+	}
+}
