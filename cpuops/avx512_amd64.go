@@ -69,6 +69,20 @@ func filter9x16s2AVX512(segs *int, nseg int, src *float32, chanStride, rowStride
 //go:noescape
 func filter9x32s2AVX512(segs *int, nseg int, src *float32, chanStride, rowStride int, b *float32, bstride int, c *float32, ldc int, beta float32)
 
+// The same kernels at bf16 on VDPBF16PS (AVX512_BF16: where
+// gemm.FastBF16), stride 1: src is the padded input in bf16, b dyᵀ's
+// panels of 16 output channels in pairs of steps (bstride dwords apart),
+// and every count in segs is even (a kernel step is a pair of steps).
+//
+//go:noescape
+func filterBF16x18x16AVX512(segs *int, nseg int, src *uint16, chanStride, rowStride int, b *uint32, bstride int, c *float32, ldc int, beta float32)
+
+//go:noescape
+func filterBF16x9x16AVX512(segs *int, nseg int, src *uint16, chanStride, rowStride int, b *uint32, bstride int, c *float32, ldc int, beta float32)
+
+//go:noescape
+func filterBF16x9x32AVX512(segs *int, nseg int, src *uint16, chanStride, rowStride int, b *uint32, bstride int, c *float32, ldc int, beta float32)
+
 // copyRows16s2AVX512 sets dst[16q+i] = src[offs[q]+c0+2i] and
 // dst[16q+8+i] = src[offs[q]+c1+2i] for q < n, i < 8 (gather_amd64.s;
 // idx is evenLanes); the caller has checked that every row lies in src.

@@ -48,6 +48,18 @@ func filter9x32s2AVX512(segs *int, nseg int, src *float32, chanStride, rowStride
 	panic("cpuops: filter9x32s2AVX512 without AVX-512")
 }
 
+func filterBF16x18x16AVX512(segs *int, nseg int, src *uint16, chanStride, rowStride int, b *uint32, bstride int, c *float32, ldc int, beta float32) {
+	panic("cpuops: filterBF16x18x16AVX512 without AVX-512")
+}
+
+func filterBF16x9x16AVX512(segs *int, nseg int, src *uint16, chanStride, rowStride int, b *uint32, bstride int, c *float32, ldc int, beta float32) {
+	panic("cpuops: filterBF16x9x16AVX512 without AVX-512")
+}
+
+func filterBF16x9x32AVX512(segs *int, nseg int, src *uint16, chanStride, rowStride int, b *uint32, bstride int, c *float32, ldc int, beta float32) {
+	panic("cpuops: filterBF16x9x32AVX512 without AVX-512")
+}
+
 func copyRows16s2AVX512(dst, src *float32, offs *int, n, c0, c1 int, idx *int32) {
 	panic("cpuops: copyRows16s2AVX512 without AVX-512")
 }

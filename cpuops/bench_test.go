@@ -1,6 +1,8 @@
 package cpuops
 
 import (
+	"stoke/gemm"
+
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -81,7 +83,22 @@ func BenchmarkConv2d(b *testing.B) {
 				useFilterDirect = false
 				c.BackwardFilter(x, dy, dw)
 			}},
+			{"dw-bf16", func() { // at bf16: the VDPBF16PS direct kernels where they apply (filterBF16), else its GEMM
+				defer c.SetPrecision(gemm.FP32)
+				c.SetPrecision(gemm.BF16)
+				c.BackwardFilter(x, dy, dw)
+			}},
+			{"dw-bf16-gemm", func() {
+				defer c.SetPrecision(gemm.FP32)
+				defer func(u bool) { useFilterDirect = u }(useFilterDirect)
+				useFilterDirect = false
+				c.SetPrecision(gemm.BF16)
+				c.BackwardFilter(x, dy, dw)
+			}},
 		} {
+			if len(pass.name) > 7 && pass.name[:7] == "dw-bf16" && !gemm.FastBF16() {
+				continue
+			}
 			if pass.name == "dw-gemm" && !c.filterDirect() || len(pass.name) > 5 && pass.name[len(pass.name)-5:] == "-wino" && !c.WinogradApplies() {
 				continue
 			}

@@ -185,6 +185,7 @@ type conv2dScratch struct {
 	pad, out, col, dxpad, dyT []float32
 	dpre                      []float32 // a conv block's gradient before its ReLU, for a group
 	dyP, dwT                  []float32 // filterDirectGroup's dyᵀ panels and its tile of dwᵀ
+	xb, dyB                   []uint32  // at bf16 (filterBF16Group): the padded input in bf16, dyᵀ's panels in pairs
 	segs                      []int     // and its runs of pixels
 	panels                    gatherPanels
 	panelsT                   gatherTPanels

@@ -2,6 +2,7 @@ package cpuops
 
 import (
 	"fmt"
+	"unsafe"
 
 	"stoke/gemm"
 )
@@ -32,6 +33,13 @@ import (
 // 32.1; 256 at 16 px 150 against 127, at 8 px 45 against 34.
 const filterDirectMaxCout = 128
 
+// filterBF16MaxCout is filterDirectMaxCout for the bf16 kernels, whose
+// GEMM alternative converts the im2col matrix into pairs besides
+// transposing it: at 256 channels (AMD family 26, one core, BenchmarkConv2d
+// dw-bf16 against dw-bf16-gemm) resnet18's 8 px 16.5 ms against 19.7, 14 px
+// 13.2 against 17.3.
+const filterBF16MaxCout = 256
+
 // filterDirectMinRun is the narrowest output row (a run of the kernels'
 // steps) that takes the direct kernels: 4-pixel rows (resnet18's 512
 // channels at 4x4) measured 47 ms against the GEMM's 31.
@@ -51,8 +59,24 @@ var useFilterDirect = true
 // on the GEMM (BenchmarkConv2d, one core, 3 rounds).
 func (c *Conv2d) filterDirect() bool {
 	fp32Kernels := c.prec == gemm.FP32 || c.Pad > 0 && !(c.prec == gemm.BF16 && gemm.FastBF16())
-	return useFilterDirect && useAVX512 && fp32Kernels && c.K == 3 && c.Stride <= 2 && c.Groups == 1 &&
-		c.Cout%16 == 0 && c.Cout <= filterDirectMaxCout && c.Wo >= filterDirectMinRun
+	bf16 := c.filterBF16()
+	return useFilterDirect && useAVX512 && (fp32Kernels || bf16) && c.K == 3 && c.Stride <= 2 && c.Groups == 1 &&
+		c.Cout%16 == 0 && (c.Cout <= filterDirectMaxCout || bf16 && c.Cout <= filterBF16MaxCout) && c.Wo >= filterDirectMinRun
+}
+
+// filterBF16 says whether the direct kernels run at bf16 on VDPBF16PS
+// (filterBF16x*): at BF16 where gemm.FastBF16, at stride 1 (a tap's
+// inputs at two steps side by side lie side by side) with output rows of
+// an even width (no pair of steps straddles two rows). They sum as gemm's
+// bf16 kernels do (gemm.BF16KStep's blocks, pairs of steps in order), so
+// dw has the bits of the VDPBF16PS GEMM it replaces (TestFilterDirectSameBits).
+// On one core of an AMD EPYC of family 26 (BenchmarkConv2d, dw-bf16 against
+// dw-bf16-gemm, ms): resnet20's 16, 32 and 64 channels 3.5 against 8.4, 2.5
+// against 4.4, 2.4 against 3.5; resnet18's 64 and 128 channels at 32 and
+// 16 px 15.7 against 25.7, 15.3 against 18.8 (fp32's direct kernels: 5.0,
+// 4.2, 4.5, 27.4, 26.7).
+func (c *Conv2d) filterBF16() bool {
+	return c.prec == gemm.BF16 && gemm.FastBF16() && c.Stride == 1 && c.Wo%2 == 0
 }
 
 // filterDirectGroup adds samples [i0, i1)'s part of the filter gradient
@@ -74,6 +98,10 @@ func (c *Conv2d) filterDirectGroup(s *conv2dScratch, a []float32, k int, src []f
 			len(a), k, c.Cout, len(s.dwT), r0, r1, c0, c1))
 	}
 	plane := c.hp * c.wp
+	if c.filterBF16() {
+		c.filterBF16Group(s, a, k, src, r0, r1, c0, c1, first)
+		return
+	}
 	k18x16, k9x16, k9x32 := filter18x16AVX512, filter9x16AVX512, filter9x32AVX512
 	if c.Stride == 2 {
 		k18x16, k9x16, k9x32 = filter18x16s2AVX512, filter9x16s2AVX512, filter9x32s2AVX512
@@ -110,6 +138,62 @@ func (c *Conv2d) filterDirectGroup(s *conv2dScratch, a []float32, k int, src []f
 				k9x16(segs, nseg, &src[ci*plane], plane, c.wp, b, 16*kb, &s.dwT[(9*ci-c0)*m+j], m, beta)
 			}
 			j += 16
+		}
+	}
+}
+
+// filterBF16Group is filterDirectGroup on the bf16 kernels (filterBF16):
+// the input channels of the tile, [c0/9, c1/9) of each sample, converted
+// to bf16 (s.xb), and each k block's dyᵀ panels converted to pairs of
+// steps (s.dyB), both rounded as gemm's bf16 packing rounds them.
+func (c *Conv2d) filterBF16Group(s *conv2dScratch, a []float32, k int, src []float32, r0, r1, c0, c1 int, first bool) {
+	m, ohw, plane := r1-r0, c.Ho*c.Wo, c.hp*c.wp
+	pixels := c.pixelsF[:k]
+	s.xb = grow(s.xb, (len(src)+1)/2)
+	ci0, ci1 := c0/9, c1/9
+	for t := 0; t < k/ohw; t++ {
+		lo, hi := (t*c.Cin+ci0)*plane&^1, min(len(src), ((t*c.Cin+ci1)*plane+1)&^1)
+		gemm.BF16Words(s.xb[lo/2:(hi+1)/2], src[lo:hi])
+	}
+	xb := unsafe.Slice((*uint16)(unsafe.Pointer(&s.xb[0])), len(src))
+	kstep := gemm.BF16KStep(k)
+	s.dyP = grow(s.dyP, m*min(kstep, k))
+	s.dyB = grow(s.dyB, m*min(kstep, k)/2)
+	for pc := 0; pc < k; pc += kstep {
+		kb := min(kstep, k-pc)
+		packDyT(s.dyP, a, ohw, c.Cout, r0, pc, kb, m)
+		for j := 0; j < m; j += 16 {
+			gemm.BF16PairPanel(s.dyB[j*kb/2:(j+16)*kb/2], s.dyP[j*kb:(j+16)*kb], kb)
+		}
+		s.segs = pixelRuns(s.segs[:0], pixels[pc:pc+kb], 1)
+		for i := 1; i < len(s.segs); i += 2 {
+			if s.segs[i]%2 != 0 {
+				panic(fmt.Sprintf("cpuops: bf16 filter gradient: a run of %d steps (output rows %d wide, k block [%d, %d))", s.segs[i], c.Wo, pc, pc+kb))
+			}
+		}
+		segs, nseg := &s.segs[0], len(s.segs)/2
+		var beta float32 = 1
+		if first && pc == 0 {
+			beta = 0
+		}
+		bstride := 8 * kb // a panel's dwords
+		j := 0
+		if m >= 32 {
+			for ci := ci0; ci < ci1; ci++ {
+				for j = 0; j+32 <= m; j += 32 {
+					filterBF16x9x32AVX512(segs, nseg, &xb[ci*plane], plane, c.wp, &s.dyB[j*kb/2], bstride, &s.dwT[(9*ci-c0)*m+j], m, beta)
+				}
+			}
+		}
+		for ; j < m; j += 16 {
+			b := &s.dyB[j*kb/2]
+			ci := ci0
+			for ; ci+2 <= ci1; ci += 2 {
+				filterBF16x18x16AVX512(segs, nseg, &xb[ci*plane], plane, c.wp, b, bstride, &s.dwT[(9*ci-c0)*m+j], m, beta)
+			}
+			if ci < ci1 {
+				filterBF16x9x16AVX512(segs, nseg, &xb[ci*plane], plane, c.wp, b, bstride, &s.dwT[(9*ci-c0)*m+j], m, beta)
+			}
 		}
 	}
 }

@@ -20,7 +20,10 @@ import (
 // into tiles of columns (2 cores, one group of samples), and a conv
 // block's (its dy through the ReLU and the pool), at stride 1 and 2 with
 // padding 0, 1 and 2; at FP32, and at TF32 and BF16 on the fp32 kernels
-// (the padded input and dy rounded; without padding, the GEMM's).
+// (the padded input and dy rounded; without padding, the GEMM's). Where the
+// CPU has AVX512_BF16, also BF16 on VDPBF16PS (filterBF16x*, stride 1 and
+// rows of an even width, up to 256 output channels) against the VDPBF16PS
+// GEMM, and odd rows and stride 2 left to that GEMM.
 func TestFilterDirectSameBits(t *testing.T) {
 	if !useAVX512 {
 		t.Skip("the direct kernels run where the AVX-512 ones do")
@@ -38,6 +41,7 @@ func TestFilterDirectSameBits(t *testing.T) {
 		{6, 7, 16, 19, 16, false, 1, 1},
 		{2, 40, 18, 16, 16, false, 1, 1},
 		{2, 4, 8, 8, 128, false, 1, 1},
+		{2, 3, 8, 8, 256, false, 1, 1}, // at bf16 on VDPBF16PS only (filterBF16MaxCout)
 		{3, 3, 16, 16, 32, true, 1, 1},
 		{4, 16, 32, 32, 32, false, 2, 1},
 		{3, 5, 33, 17, 48, false, 2, 1},
@@ -58,7 +62,7 @@ func TestFilterDirectSameBits(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !c.filterDirect() {
+		if !c.filterDirect() && s.Cout <= filterDirectMaxCout {
 			t.Fatalf("%s: not on the direct kernels", name)
 		}
 		rng := rand.New(rand.NewPCG(uint64(s.Cin), uint64(s.W)))
@@ -93,17 +97,39 @@ func TestFilterDirectSameBits(t *testing.T) {
 				continue
 			}
 			if !c.filterDirect() {
+				if s.Cout > filterDirectMaxCout { // the fp32 kernels' bound
+					continue
+				}
 				t.Fatalf("%s at %v: not on the direct kernels", name, prec)
 			}
-			want := run(false, 1)
-			for _, procs := range []int{1, 2} {
-				got := run(true, procs)
-				for i := range want {
-					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-						t.Fatalf("%s at %v, %d cores: dw[%d] (out %d, tap %d) = %v direct, %v on the GEMM",
-							name, prec, procs, i, i/(s.Cin*9), i%(s.Cin*9), got[i], want[i])
-					}
-				}
+			same(t, fmt.Sprintf("%s at %v", name, prec), s.Cin, run)
+		}
+		if gemm.HasBF16() { // BF16 on the VDPBF16PS kernels, direct and GEMM
+			gemm.SetFastBF16(true)
+			c.SetPrecision(gemm.BF16)
+			direct := s.stride == 1 && c.Wo%2 == 0
+			if c.filterDirect() != direct || c.filterBF16() != direct {
+				t.Fatalf("%s at bf16 on VDPBF16PS: direct kernels %v, bf16 ones %v, want %v", name, c.filterDirect(), c.filterBF16(), direct)
+			}
+			if direct {
+				same(t, name+" at bf16 on VDPBF16PS", s.Cin, run)
+			}
+			gemm.SetFastBF16(false)
+		}
+	}
+}
+
+// same fails t where run(true, procs), the filter gradient on the direct
+// kernels on 1 and 2 cores, differs in a bit from run(false, 1), the GEMM's.
+func same(t *testing.T, name string, cin int, run func(direct bool, procs int) []float32) {
+	t.Helper()
+	want := run(false, 1)
+	for _, procs := range []int{1, 2} {
+		got := run(true, procs)
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%s, %d cores: dw[%d] (out %d, tap %d) = %v direct, %v on the GEMM",
+					name, procs, i, i/(cin*9), i%(cin*9), got[i], want[i])
 			}
 		}
 	}

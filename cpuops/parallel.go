@@ -163,9 +163,9 @@ func Parallel(n, minPart int, f func(lo, hi int)) {
 }
 
 // grow returns s resized to n, reusing its array when large enough.
-func grow(s []float32, n int) []float32 {
+func grow[E float32 | uint32](s []E, n int) []E {
 	if cap(s) < n {
-		return make([]float32, n)
+		return make([]E, n)
 	}
 	return s[:n]
 }

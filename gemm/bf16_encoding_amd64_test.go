@@ -13,7 +13,8 @@ import (
 )
 
 // TestBF16EncodingsMatchGNUAs: every VDPBF16PS and VCVTNE2PS2BF16 that
-// gen_bf16.go wrote into bf16_amd64.s as bytes, and round_amd64.s's, is
+// gen_bf16.go wrote into bf16_amd64.s as bytes, and round_amd64.s's and
+// cpuops/filter_amd64.s's (gen_filter.go, the bf16 filter kernels), is
 // the encoding GNU as gives the instruction its comment names (skipped
 // where binutils is not installed).
 func TestBF16EncodingsMatchGNUAs(t *testing.T) {
@@ -29,7 +30,7 @@ func TestBF16EncodingsMatchGNUAs(t *testing.T) {
 	var gas strings.Builder
 	var want []byte
 	var where []string // the file of each instruction
-	for _, file := range []string{"bf16_amd64.s", "round_amd64.s"} {
+	for _, file := range []string{"bf16_amd64.s", "round_amd64.s", "../cpuops/filter_amd64.s"} {
 		src, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)
