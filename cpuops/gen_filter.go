@@ -34,14 +34,16 @@
 // the same pairs in the same order as gemm's bf16 kernel for that element
 // (VDPBF16PS's products and adds do not depend on which operand is
 // broadcast), so a block's sum has their bits. Go 1.26's assembler has no
-// VDPBF16PS: it is written as its EVEX bytes, as gemm/gen_bf16.go writes it
-// (checked against GNU as by gemm's TestBF16EncodingsMatchGNUAs).
+// VDPBF16PS: it is written as its EVEX bytes (stoke/internal/evex, checked
+// against GNU as by gemm's TestBF16EncodingsMatchGNUAs).
 package main
 
 import (
 	"bytes"
 	"fmt"
 	"os"
+
+	"stoke/internal/evex"
 )
 
 func main() {
@@ -144,7 +146,7 @@ func gen(w *bytes.Buffer, ch, cb, stride int, bf16 bool) {
 					bc := fmt.Sprintf("Z%d", nacc+cb+i%4)
 					p("VPBROADCASTD %d(%s)(AX*1), %s", 2*kx, bases[c][ky], bc)
 					for j := 0; j < cb; j++ {
-						p("%s", vdpbf16ps(i*cb+j, nacc+j, nacc+cb+i%4))
+						p("%s", evex.VDPBF16PS(i*cb+j, nacc+j, nacc+cb+i%4))
 					}
 					continue
 				}
@@ -201,34 +203,4 @@ func gen(w *bytes.Buffer, ch, cb, stride int, bf16 bool) {
 	})
 	p("VZEROUPPER")
 	p("RET")
-}
-
-// evex and vdpbf16ps are gemm/gen_bf16.go's (see there): the 6-byte
-// EVEX.512.0F38.W0 register form, and VDPBF16PS zmm(acc), zmm(x), zmm(y)
-// in Intel operand order.
-func evex(pp, op byte, dst, src1, src2 int) string {
-	p0 := byte(0x02)
-	if dst&8 == 0 {
-		p0 |= 0x80
-	}
-	if src2&16 == 0 {
-		p0 |= 0x40
-	}
-	if src2&8 == 0 {
-		p0 |= 0x20
-	}
-	if dst&16 == 0 {
-		p0 |= 0x10
-	}
-	p1 := 0x04 | pp | byte(^src1&15)<<3
-	p2 := byte(0x40)
-	if src1&16 == 0 {
-		p2 |= 0x08
-	}
-	modrm := 0xc0 | byte(dst&7)<<3 | byte(src2&7)
-	return fmt.Sprintf("BYTE $0x62; BYTE $0x%02x; BYTE $0x%02x; BYTE $0x%02x; BYTE $0x%02x; BYTE $0x%02x", p0, p1, p2, op, modrm)
-}
-
-func vdpbf16ps(acc, x, y int) string {
-	return evex(2, 0x52, acc, x, y) + fmt.Sprintf(" // VDPBF16PS Z%d, Z%d, Z%d (Intel order)", acc, x, y)
 }

@@ -6,10 +6,8 @@
 //	go run gen_bf16.go
 //
 // Go 1.26's assembler has neither VDPBF16PS nor VCVTNE2PS2BF16, so they are
-// written as their EVEX bytes (register forms only, no memory operand and
-// no masking: the encoding is then fixed by three register numbers); evex
-// below is checked against GNU as for every one of the 32×32×32 register
-// combinations of both instructions (see the package comment).
+// written as their EVEX bytes (stoke/internal/evex; every encoding written
+// is checked against GNU as, see the package comment).
 //
 // A kernel bf16KernelRxC (R = 12, 8 or 4, C = 32 or 16) multiplies R rows
 // of a packed 12-row A panel (per k pair, 12 dwords: row i's bf16 pair
@@ -25,6 +23,8 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+
+	"stoke/internal/evex"
 )
 
 func main() {
@@ -41,48 +41,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-}
-
-// evex is the 6-byte EVEX.512.0F38.W0 register form "op zmm(dst), zmm(src1),
-// zmm(src2)" in Intel operand order (Intel SDM vol. 2, 2.7 "Intel AVX-512
-// encoding"): P0 holds R, X, B, R' inverted (ModRM.reg's bits 3 and 4,
-// ModRM.rm's bits 3 and 4) and mm = 10 (map 0F38); P1 holds W = 0, vvvv
-// (src1, inverted), 1 and pp; P2 holds z = 0, L'L = 10 (512 bits), b = 0,
-// V' (src1's bit 4, inverted) and aaa = 000 (no mask).
-func evex(pp, op byte, dst, src1, src2 int) string {
-	p0 := byte(0x02)
-	if dst&8 == 0 {
-		p0 |= 0x80
-	}
-	if src2&16 == 0 {
-		p0 |= 0x40
-	}
-	if src2&8 == 0 {
-		p0 |= 0x20
-	}
-	if dst&16 == 0 {
-		p0 |= 0x10
-	}
-	p1 := 0x04 | pp | byte(^src1&15)<<3
-	p2 := byte(0x40)
-	if src1&16 == 0 {
-		p2 |= 0x08
-	}
-	modrm := 0xc0 | byte(dst&7)<<3 | byte(src2&7)
-	return fmt.Sprintf("BYTE $0x62; BYTE $0x%02x; BYTE $0x%02x; BYTE $0x%02x; BYTE $0x%02x; BYTE $0x%02x", p0, p1, p2, op, modrm)
-}
-
-// vdpbf16ps is VDPBF16PS zmm(acc), zmm(x), zmm(y) (EVEX.512.F3.0F38.W0 52 /r):
-// per fp32 lane i, acc[i] += x.bf16[2i+1]·y.bf16[2i+1], then += x.bf16[2i]·y.bf16[2i].
-func vdpbf16ps(acc, x, y int) string {
-	return evex(2, 0x52, acc, x, y) + fmt.Sprintf(" // VDPBF16PS Z%d, Z%d, Z%d (Intel order)", acc, x, y)
-}
-
-// vcvtne2ps2bf16 is VCVTNE2PS2BF16 zmm(dst), zmm(hi), zmm(lo)
-// (EVEX.512.F2.0F38.W0 72 /r): dst's words 0..15 are lo's 16 floats
-// rounded to bf16, words 16..31 hi's.
-func vcvtne2ps2bf16(dst, hi, lo int) string {
-	return evex(3, 0x72, dst, hi, lo) + fmt.Sprintf(" // VCVTNE2PS2BF16 Z%d, Z%d, Z%d (Intel order)", dst, hi, lo)
 }
 
 // apair is the dwords per k pair of a packed A panel (bmr).
@@ -145,7 +103,7 @@ func (t *tile) step(s int) {
 	for i := 0; i < t.rows; i++ {
 		t.p("VPBROADCASTD %d(AX), Z%d", 4*apair*s+4*i, t.bc(i))
 		for j := 0; j < t.cb; j++ {
-			t.p("%s", vdpbf16ps(t.acc(i, j), t.breg(j), t.bc(i)))
+			t.p("%s", evex.VDPBF16PS(t.acc(i, j), t.breg(j), t.bc(i)))
 		}
 	}
 }
@@ -247,7 +205,7 @@ func pairRows(w *bytes.Buffer) {
 // last row in Z0; a checked loop returns ok at 56(FP), false where a load
 // jumped to outside.
 func pairLoop(w *bytes.Buffer, name, params string, frame int, checked bool, doc, args, load, next, last string) {
-	cvt := vcvtne2ps2bf16(2, 1, 0)
+	cvt := evex.VCVTNE2PS2BF16(2, 1, 0)
 	ret, outside := "", ""
 	if checked {
 		ret = "\tMOVB $1, ok+56(FP)\n"
@@ -312,5 +270,5 @@ rowloop:
 rowdone:
 	VZEROUPPER
 	RET
-`, vcvtne2ps2bf16(2, 1, 0))
+`, evex.VCVTNE2PS2BF16(2, 1, 0))
 }
