@@ -39,7 +39,9 @@
 // gradient at stride 1 or 2 of up to 128 output channels is instead
 // dw^T = col·dy^T on kernels of its own (filter.go, filter_amd64.s) that
 // broadcast col's values from the padded input where they lie and
-// transpose only dy, with the GEMM's bits. With SetWinograd (train.winograd)
+// transpose only dy, with the GEMM's bits; at bf16 on VDPBF16PS (stride 1,
+// rows of an even width, up to 256 channels) the same on pairs of steps,
+// the input in bf16, with the VDPBF16PS GEMM's bits. With SetWinograd (train.winograd)
 // a 3x3 stride-1 conv of enough channels takes Winograd's F(2x2, 3x3)
 // for all three passes instead (winograd.go, winograd_filter.go,
 // winograd_amd64.s): 16 GEMMs of transformed tiles, 2.25 times fewer
